@@ -1,0 +1,77 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import type { DataStore } from './lib/db/index.js';
+import { type Clock, systemClock } from './lib/clock.js';
+import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
+import { createMetrics, type Metrics } from './lib/http/metrics.js';
+import { installOpenApi } from './lib/http/openapi.js';
+import { PaginationSchema } from './lib/http/pagination.js';
+import { installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
+import { BatchResultSchema } from './modules/batch/batch.js';
+import { carrierRoutes } from './modules/carriers/carriers.routes.js';
+import { Address, Carrier, CarrierPage, Contact } from './modules/carriers/carriers.schema.js';
+import { carriersService, type CarriersService } from './modules/carriers/carriers.service.js';
+import { customerRoutes } from './modules/customers/customers.routes.js';
+import { Customer, CustomerPage } from './modules/customers/customers.schema.js';
+import { customersService, type CustomersService } from './modules/customers/customers.service.js';
+import { opsRoutes } from './modules/ops/ops.routes.js';
+
+export interface AppDeps {
+  config: Config;
+  store: DataStore;
+  clock?: Clock;
+  /** Pino options, or false for silence (tests). */
+  logger?: boolean | Record<string, unknown>;
+}
+
+export interface Lanebridge {
+  app: FastifyInstance;
+  routeTable: ApiRouteEntry[];
+  metrics: Metrics;
+  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService };
+}
+
+/** Paths under the API prefix that need no key. */
+const PUBLIC_API_PATHS = new Set(['/v2/tms-api/openapi.json']);
+
+export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
+  const { config, store } = deps;
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    logger:
+      deps.logger === false
+        ? false
+        : {
+            level: config.logLevel,
+            // Keys and cookies never reach the logs.
+            redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'],
+            ...(typeof deps.logger === 'object' ? deps.logger : {}),
+          },
+    genReqId: newRequestId,
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: false,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+  });
+
+  const metrics = createMetrics();
+  const accounts = accountsService(store, clock);
+  const services = {
+    accounts,
+    customers: customersService(store, clock),
+    carriers: carriersService(store, clock),
+  };
+
+  installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
+  const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage]);
+
+  opsRoutes(app, { store, metrics });
+  const batchBodyLimit = config.batchBodyLimitBytes;
+  customerRoutes(app, services.customers, { batchBodyLimit });
+  carrierRoutes(app, services.carriers, { batchBodyLimit });
+
+  await app.ready();
+  return { app, routeTable, metrics, services };
+}

@@ -1,0 +1,55 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/** One schema for the environment, validated once at boot and passed down (never read globally). */
+const EnvSchema = Type.Object({
+  DATABASE_URL: Type.String({ default: './data/lanebridge.db', minLength: 1 }),
+  HOST: Type.String({ default: '127.0.0.1' }),
+  PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
+  BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
+  DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
+  REDIS_URL: Type.Optional(Type.String()),
+});
+
+export type Config = {
+  databaseUrl: string;
+  host: string;
+  port: number;
+  logLevel: string;
+  bodyLimitBytes: number;
+  batchBodyLimitBytes: number;
+  dbPoolSize: number;
+  redisUrl: string | undefined;
+};
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') raw[key] = v;
+  }
+  const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw));
+  const errors = [...Value.Errors(EnvSchema, converted)];
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.path.slice(1) || '(root)'}: ${e.message}`);
+    throw new ConfigError(`Invalid environment: ${lines.join('; ')}`);
+  }
+  const env2 = converted as Static<typeof EnvSchema>;
+  return {
+    databaseUrl: env2.DATABASE_URL,
+    host: env2.HOST,
+    port: env2.PORT,
+    logLevel: env2.LOG_LEVEL,
+    bodyLimitBytes: env2.BODY_LIMIT_BYTES,
+    batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
+    dbPoolSize: env2.DB_POOL_SIZE,
+    redisUrl: env2.REDIS_URL,
+  };
+}

@@ -1,0 +1,33 @@
+// Driver errors are recognised here once; services and handlers never look at driver codes.
+
+interface DriverError {
+  code?: string;
+  errno?: string;
+  message?: string;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as DriverError;
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as DriverError;
+  return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
+  'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN',
+]);
+
+/** The database cannot be reached or cannot take the request now: the client should retry later (503). */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as DriverError;
+  if (!e || typeof e !== 'object') return false;
+  if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
+  if (typeof e.code === 'string' && e.code.startsWith('SQLITE_IOERR')) return true;
+  const msg = e.message ?? '';
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|driver has already been destroyed/i.test(msg);
+}

@@ -1,0 +1,124 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import type { Database } from './types.js';
+import { migrationProvider } from './migrations.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+/** A repository method takes either the root handle or an open transaction. */
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface DataStore {
+  db: Db;
+  dialect: Dialect;
+  /** Cheap round trip for /readyz. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(url);
+}
+
+export function sqlitePathFromUrl(url: string): string {
+  if (url === ':memory:') return url;
+  const path = url.startsWith('file:') ? url.slice('file:'.length).replace(/^\/\/(?=\/)/, '') : url;
+  return resolve(path);
+}
+
+export interface OpenOptions {
+  poolSize?: number;
+}
+
+export function openDataStore(databaseUrl: string, opts: OpenOptions = {}): DataStore {
+  if (isPostgresUrl(databaseUrl)) return openPostgres(databaseUrl, opts);
+  return openSqlite(databaseUrl);
+}
+
+function openSqlite(url: string): DataStore {
+  const path = sqlitePathFromUrl(url);
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const raw = new SqliteDatabase(path);
+  raw.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode is durable against process crashes (only an OS crash can lose the last commits).
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('foreign_keys = ON');
+  raw.pragma('busy_timeout = 5000');
+  raw.pragma('cache_size = -65536');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    async ping() {
+      try {
+        raw.prepare('select 1').get();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    migrate: () => runMigrations(db, 'sqlite'),
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+function openPostgres(url: string, opts: OpenOptions): DataStore {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30_000,
+    // A query that cannot finish in time is answered as "unavailable", never left hanging.
+    query_timeout: 30_000,
+  });
+  // An idle client losing its connection (database restart) must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    async ping(timeoutMs = 2000) {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const timeout = new Promise<false>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
+        const probe = pool.query('select 1').then(() => true as const);
+        probe.catch(() => {});
+        return await Promise.race([probe, timeout]);
+      } catch {
+        return false;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    migrate: () => runMigrations(db, 'postgres'),
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+async function runMigrations(db: Db, dialect: Dialect): Promise<void> {
+  // Kysely's migrator takes a lock (an advisory lock on PostgreSQL), so instances starting together are safe.
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+/** Case-insensitive "contains" that behaves the same on both engines (LIKE is case-sensitive in PostgreSQL). */
+export function containsInsensitive(column: string, needle: string) {
+  const escaped = needle.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`);
+  return sql<boolean>`lower(${sql.ref(column)}) like ${`%${escaped}%`} escape '\\'`;
+}
+
+export function equalsInsensitive(column: string, value: string) {
+  return sql<boolean>`lower(${sql.ref(column)}) = ${value.toLowerCase()}`;
+}

@@ -1,0 +1,99 @@
+import type { Generated } from 'kysely';
+
+// Row shapes as stored. Timestamps are ISO 8601 UTC text (same on both engines, sortable as strings);
+// booleans are 0/1 integers (better-sqlite3 cannot bind JS booleans).
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface TmsIntegrationsTable {
+  org_id: string;
+  connected_at: string;
+}
+
+export interface UsersTable {
+  id: string;
+  org_id: string;
+  email: string;
+  email_lower: string;
+  name: string;
+  password_hash: string | null;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  org_id: string;
+  name: string;
+  external_system: string;
+  key_hash: string;
+  key_prefix: string;
+  scopes: string;
+  per_minute: number;
+  per_day: number;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  replaced_by_key_id: string | null;
+}
+
+export interface CustomersTable {
+  id: string;
+  org_id: string;
+  external_reference_id: string;
+  name: string;
+  reference_number: string | null;
+  domain: string | null;
+  phone: string | null;
+  is_active: number;
+  customer_type: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CarriersTable {
+  id: string;
+  org_id: string;
+  external_reference_id: string;
+  name: string;
+  mc_number: string | null;
+  dot_number: string | null;
+  phone_number: string | null;
+  email: string | null;
+  address_line1: string | null;
+  address_line2: string | null;
+  address_city: string | null;
+  address_state: string | null;
+  address_postal_code: string | null;
+  address_country: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CarrierContactsTable {
+  id: string;
+  org_id: string;
+  carrier_id: string;
+  position: number;
+  first_name: string | null;
+  last_name: string | null;
+  primary_email: string | null;
+  primary_phone: string | null;
+  is_primary_contact: number;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  tms_integrations: TmsIntegrationsTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  customers: CustomersTable;
+  carriers: CarriersTable;
+  carrier_contacts: CarrierContactsTable;
+}
+
+// Kept so Generated stays importable for later tables with database-generated columns.
+export type _Generated<T> = Generated<T>;

@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AccountsService, Principal } from '../../modules/accounts/accounts.service.js';
+import type { Scope } from '../../modules/accounts/scopes.js';
+import { ForbiddenError, UnauthorizedError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope an API route needs; every route under the API prefix must declare one. */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+export const API_PREFIX = '/v2/tms-api';
+
+export interface ApiRouteEntry {
+  method: string;
+  url: string;
+  scope: Scope;
+}
+
+/** The authenticated caller of an API route (the route's onRequest hook has already checked it). */
+export function principalOf(req: FastifyRequest): Principal {
+  if (!req.principal) throw new UnauthorizedError();
+  return req.principal;
+}
+
+/**
+ * Registers authentication for every route that declares a scope, and records the route table that the
+ * security test walks. A route under the API prefix without a scope is a programming error at boot.
+ */
+export function installAuth(app: FastifyInstance, accounts: AccountsService, publicApiPaths: ReadonlySet<string>): ApiRouteEntry[] {
+  const table: ApiRouteEntry[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || publicApiPaths.has(route.url)) return;
+    const scope = route.config?.scope;
+    if (!scope) throw new Error(`Route ${String(route.method)} ${route.url} declares no scope`);
+    for (const method of [route.method].flat()) {
+      if (method !== 'HEAD') table.push({ method, url: route.url, scope });
+    }
+  });
+  app.addHook('onRequest', async (req) => {
+    const scope = req.routeOptions.config?.scope;
+    if (!scope) return;
+    const header = req.headers['x-api-key'];
+    const principal = await accounts.authenticate(typeof header === 'string' ? header : undefined);
+    if (!principal) throw new UnauthorizedError();
+    if (!principal.scopes.has(scope)) throw new ForbiddenError(scope);
+    req.principal = principal;
+  });
+  return table;
+}

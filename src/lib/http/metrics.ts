@@ -1,0 +1,28 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of one app instance (a registry per instance, so tests can build many apps). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'lanebridge_process_' });
+  const requests = new Counter({
+    name: 'lanebridge_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'lanebridge_http_request_duration_seconds',
+    help: 'Time from request received to response sent, by method and route pattern.',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const analyticsRuns = new Counter({
+    name: 'lanebridge_analytics_runs_total',
+    help: 'Lane analytics runs: one per write request that changes loads, one per batch request.',
+    registers: [registry],
+  });
+  return { registry, requests, duration, analyticsRuns };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,127 @@
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Type, type TSchema } from '@sinclair/typebox';
+import { API_PREFIX } from './auth.js';
+import { CI_ENUM } from './validation.js';
+
+const ValidationIssueSchema = Type.Object(
+  {
+    type: Type.String({ examples: ['missing', 'string_too_long', 'enum', 'value_error'] }),
+    loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), { description: "Starts with 'body', 'query' or 'path'; ends with the field." }),
+    msg: Type.String({ examples: ['Field required'] }),
+  },
+  { $id: 'ValidationIssue' },
+);
+
+export const ErrorSchemas = {
+  ApiKeyError: Type.Object(
+    {
+      error: Type.Object({
+        code: Type.String({ enum: ['UNAUTHORIZED', 'FORBIDDEN'] }),
+        message: Type.String({ examples: ['Invalid or missing API key', 'API key does not have the required scope: write:loads'] }),
+      }),
+    },
+    { $id: 'ApiKeyError', description: 'Authentication and authorization failures (401, 403).' },
+  ),
+  RateLimitError: Type.Object(
+    {
+      error: Type.Object({
+        code: Type.Literal('RATE_LIMITED'),
+        message: Type.String(),
+        retry_after: Type.Integer({ description: 'Seconds until the spent window resets.' }),
+      }),
+    },
+    { $id: 'RateLimitError' },
+  ),
+  Detail: Type.Object(
+    { detail: Type.String({ examples: ["Customer with external_reference_id 'CUST-ACME-001' not found"] }) },
+    { $id: 'Detail', description: 'Every other error: a message that says what to fix.' },
+  ),
+  ValidationIssue: ValidationIssueSchema,
+  ValidationErrorBody: Type.Object(
+    { detail: Type.Array(Type.Ref(ValidationIssueSchema), { description: 'One entry per problem.' }) },
+    { $id: 'ValidationErrorBody' },
+  ),
+  InternalError: Type.Object(
+    { detail: Type.Literal('Internal server error'), request_id: Type.String() },
+    { $id: 'InternalError' },
+  ),
+};
+
+const ref = (id: string, description: string) => ({ description, $ref: `${id}#` });
+
+/** Every documented failure of an API route, added to its response schema once at registration. */
+function errorResponses(route: RouteOptions): Record<string, unknown> {
+  const methods = [route.method].flat().map(String);
+  const hasBody = methods.some((m) => m === 'POST' || m === 'PUT');
+  const hasRef = route.url.includes(':external_reference_id');
+  const out: Record<string, unknown> = {
+    401: ref('ApiKeyError', 'Missing, malformed, unknown or revoked API key.'),
+    403: ref('ApiKeyError', 'The key lacks the scope this operation needs; the message names it.'),
+    422: ref('ValidationErrorBody', 'Validation error in the body, query or path.'),
+    429: ref('RateLimitError', 'Per-minute or per-day limit of the key spent; see Retry-After.'),
+    500: ref('InternalError', 'Unexpected failure; quote request_id when reporting it.'),
+    503: ref('Detail', 'The database is unreachable; retry after the Retry-After seconds.'),
+  };
+  if (hasRef) out[404] = ref('Detail', 'No record with this external_reference_id in your organization.');
+  if (hasBody || methods.includes('DELETE')) out[409] = ref('Detail', 'Duplicate external_reference_id, or the record is still referenced.');
+  if (hasBody) {
+    out[400] = ref('Detail', 'The body is not valid JSON.');
+    out[413] = ref('Detail', 'The body is larger than the limit (1 MiB; batch endpoints 10 MiB).');
+    out[415] = ref('Detail', "The body is not sent with 'Content-Type: application/json'.");
+  }
+  return out;
+}
+
+function replaceCiEnums(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(replaceCiEnums);
+  if (!node || typeof node !== 'object') return;
+  const obj = node as Record<string, unknown>;
+  if (Array.isArray(obj[CI_ENUM])) {
+    const values = obj[CI_ENUM] as string[];
+    obj.enum = Array.isArray(obj.type) && obj.type.includes('null') ? [...values, null] : values;
+    delete obj[CI_ENUM];
+    const note = 'Accepted in any letter case; returned in this spelling.';
+    obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
+  }
+  for (const v of Object.values(obj)) replaceCiEnums(v);
+}
+
+export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchema[]) {
+  for (const s of [...Object.values(ErrorSchemas), ...sharedSchemas]) app.addSchema(s);
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith(API_PREFIX) || !route.config?.scope) return;
+    const schema = (route.schema ??= {}) as Record<string, unknown>;
+    schema.response = { ...errorResponses(route), ...((schema.response as object | undefined) ?? {}) };
+    schema.security = [{ ApiKey: [] }];
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Lanebridge freight integration API',
+        version: '2.0.0',
+        description:
+          'Push customers, carriers, locations and loads from your TMS; read lane history and carrier recommendations. ' +
+          'Every /v2/tms-api route needs the X-API-Key header. Decisions where the contract is silent are in docs/api.md.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
+      tags: [
+        { name: 'Customers', description: 'Customers of the broker.' },
+        { name: 'Carriers', description: 'Carriers and their contacts.' },
+      ],
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (documentObject) => {
+      const doc = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+      // A copy: the document may share schema objects with the live validators.
+      const copy = structuredClone(doc);
+      replaceCiEnums(copy);
+      return copy;
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/v2/tms-api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

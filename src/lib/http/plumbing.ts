@@ -1,0 +1,127 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import {
+  ApiError,
+  DetailError,
+  MalformedJsonError,
+  PayloadTooLargeError,
+  ServiceUnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from './errors.js';
+import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
+import type { Metrics } from './metrics.js';
+import { newRequestId } from './request-id.js';
+
+function send(reply: FastifyReply, err: ApiError) {
+  for (const [k, v] of Object.entries(err.headers())) reply.header(k, v);
+  return reply.code(err.status).type('application/json; charset=utf-8').send(err.body());
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+function routePattern(url: string): RegExp {
+  const escaped = url
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${escaped}/?$`);
+}
+
+/** Request ids, JSON-only bodies, validation, the one error handler, 404/405, and request metrics. */
+export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; bodyLimitBytes: number }) {
+  const { metrics } = opts;
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
+    try {
+      // A reviver only when needed: dropping `__proto__` keys keeps merged objects' prototypes intact.
+      const parsed = text.includes('__proto__')
+        ? JSON.parse(text, (k, v) => (k === '__proto__' ? undefined : v))
+        : JSON.parse(text);
+      done(null, parsed);
+    } catch (err) {
+      done(new MalformedJsonError((err as Error).message), undefined);
+    }
+  });
+
+  // A body request that carries no Content-Type at all (and so skipped the parsers) is refused too.
+  app.addHook('preValidation', async (req) => {
+    if (!BODY_METHODS.has(req.method)) return;
+    if (!req.routeOptions.schema?.body) return;
+    const ct = req.headers['content-type'];
+    if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) throw new UnsupportedMediaTypeError(ct);
+  });
+
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema),
+  );
+  app.setSchemaErrorFormatter((errors, dataVar) => {
+    const err = new ValidationError(ajvErrorsToIssues(errors as never, dataVar));
+    return err as unknown as Error;
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, req: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof ApiError) return send(reply, error);
+    const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
+    if (fe.validation) {
+      return send(reply, new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')));
+    }
+    switch (fe.code) {
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return send(reply, new UnsupportedMediaTypeError(req.headers['content-type']));
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return send(reply, new PayloadTooLargeError(req.routeOptions.bodyLimit ?? opts.bodyLimitBytes));
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return send(reply, new MalformedJsonError('the body is empty'));
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return send(reply, new MalformedJsonError(fe.message));
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return send(reply, new DetailError(400, 'Request body length does not match its Content-Length header'));
+      default:
+        break;
+    }
+    if (isDatabaseUnavailable(error)) {
+      req.log.warn({ err: error }, 'database unavailable');
+      return send(reply, new ServiceUnavailableError());
+    }
+    if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+      return send(reply, new DetailError(fe.statusCode, fe.message));
+    }
+    req.log.error({ err: error }, 'unhandled error');
+    return reply
+      .code(500)
+      .type('application/json; charset=utf-8')
+      .send({ detail: 'Internal server error', request_id: req.id });
+  });
+
+  // 405 when the path exists with other methods, 404 otherwise.
+  const knownRoutes: { pattern: RegExp; method: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) knownRoutes.push({ pattern: routePattern(route.url), method: String(method) });
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const path = (req.raw.url ?? '/').split('?')[0] ?? '/';
+    const allowed = [...new Set(knownRoutes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.sort().join(', '));
+      return reply.code(405).send({ detail: 'Method Not Allowed' });
+    }
+    return reply.code(404).send({ detail: 'Not Found' });
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    metrics.duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+}
+
+export { newRequestId };

@@ -1,0 +1,11 @@
+import type { IncomingMessage } from 'node:http';
+import { randomUUID } from 'node:crypto';
+
+// A caller's request id is echoed when it is reasonable (printable, bounded); otherwise we make one.
+const ACCEPTABLE = /^[\w.:@/+=-]{1,128}$/;
+
+export function newRequestId(req: IncomingMessage): string {
+  const sent = req.headers['x-request-id'];
+  if (typeof sent === 'string' && ACCEPTABLE.test(sent)) return sent;
+  return `req_${randomUUID().replace(/-/g, '')}`;
+}

@@ -1,0 +1,25 @@
+// Accepted on input: ISO 8601 date-time with or without an offset (no offset means UTC), or a bare date
+// (midnight UTC). Everything is stored and returned as UTC with milliseconds and a `Z`.
+const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+
+export function isIsoTimestamp(value: string): boolean {
+  return parseIsoTimestamp(value) !== null;
+}
+
+export function parseIsoTimestamp(value: string): string | null {
+  const m = ISO_RE.exec(value);
+  if (!m) return null;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac, zone] = m;
+  const month = Number(mo);
+  const day = Number(d);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return null;
+  const ms = frac ? frac.slice(0, 3).padEnd(3, '0') : '000';
+  let offset = 'Z';
+  if (zone && zone.toUpperCase() !== 'Z') offset = zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const t = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}${offset}`);
+  if (Number.isNaN(t)) return null;
+  // Reject dates JavaScript silently rolls over (2024-02-31 → March 2).
+  const probe = new Date(Date.UTC(Number(y), month - 1, day));
+  if (probe.getUTCDate() !== day) return null;
+  return new Date(t).toISOString();
+}

@@ -1,0 +1,172 @@
+import { parseArgs } from 'node:util';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { openDataStore, type DataStore } from './lib/db/index.js';
+import { ApiError, ValidationError } from './lib/http/errors.js';
+import { accountsService, parseScopes } from './modules/accounts/accounts.service.js';
+
+const USAGE = `Usage: lanebridge <command>
+
+  serve                                           run the HTTP service (PORT, HOST, DATABASE_URL)
+  org create --name NAME
+  user create --org ORG_ID --email EMAIL --name NAME [--password P]
+  key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
+  key revoke --org ORG_ID --id KEY_ID
+  key rotate --org ORG_ID --id KEY_ID
+  key list --org ORG_ID
+
+Each command prints one JSON object on stdout; messages go to stderr.`;
+
+class UsageError extends Error {}
+
+function required(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function optionalInt(values: Record<string, unknown>, name: string): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(`--${name} must be a whole number of at least 1`);
+  }
+  return n;
+}
+
+function print(obj: unknown) {
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
+}
+
+async function withStore<T>(config: Config, work: (store: DataStore) => Promise<T>): Promise<T> {
+  const store = openDataStore(config.databaseUrl, { poolSize: 2 });
+  try {
+    await store.migrate();
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serve(config: Config) {
+  const store = openDataStore(config.databaseUrl, { poolSize: config.dbPoolSize });
+  await store.migrate();
+  const { app } = await buildApp({ config, store });
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing requests in flight');
+    const force = setTimeout(() => {
+      app.log.error('shutdown took longer than 10 s; exiting');
+      process.exit(1);
+    }, 10_000);
+    force.unref();
+    try {
+      await app.close();
+      await store.close();
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  const address = await app.listen({ port: config.port, host: config.host });
+  app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
+}
+
+const OPTIONS = {
+  name: { type: 'string' },
+  org: { type: 'string' },
+  email: { type: 'string' },
+  password: { type: 'string' },
+  id: { type: 'string' },
+  system: { type: 'string' },
+  scopes: { type: 'string' },
+  'per-minute': { type: 'string' },
+  'per-day': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const [group, action] = positionals;
+  if (values.help || !group) {
+    process.stderr.write(`${USAGE}\n`);
+    return group ? 0 : 2;
+  }
+  const config = loadConfig();
+  if (group === 'serve') {
+    await serve(config);
+    return -1; // keeps running
+  }
+  const command = `${group} ${action ?? ''}`.trim();
+  return withStore(config, async (store) => {
+    const accounts = accountsService(store);
+    switch (command) {
+      case 'org create':
+        print(await accounts.createOrganization(required(values, 'name')));
+        return 0;
+      case 'user create':
+        print(
+          await accounts.createUser(required(values, 'org'), {
+            email: required(values, 'email'),
+            name: required(values, 'name'),
+            ...(values.password ? { password: values.password } : {}),
+          }),
+        );
+        return 0;
+      case 'key create': {
+        const perMinute = optionalInt(values, 'per-minute');
+        const perDay = optionalInt(values, 'per-day');
+        print(
+          await accounts.createKey(required(values, 'org'), {
+            name: required(values, 'name'),
+            externalSystem: required(values, 'system'),
+            scopes: parseScopes(required(values, 'scopes')),
+            ...(perMinute !== undefined ? { perMinute } : {}),
+            ...(perDay !== undefined ? { perDay } : {}),
+          }),
+        );
+        return 0;
+      }
+      case 'key revoke': {
+        const key = await accounts.revokeKey(required(values, 'org'), required(values, 'id'));
+        print({ id: key.id, status: key.status, revoked_at: key.revoked_at });
+        return 0;
+      }
+      case 'key rotate':
+        print(await accounts.rotateKey(required(values, 'org'), required(values, 'id')));
+        return 0;
+      case 'key list':
+        print({ items: await accounts.listKeys(required(values, 'org')) });
+        return 0;
+      default:
+        throw new UsageError(`Unknown command '${command}'`);
+    }
+  });
+}
+
+export async function runCli(argv: string[]) {
+  try {
+    const code = await main(argv);
+    if (code >= 0) process.exitCode = code;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`lanebridge: ${(err as Error).message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+    } else if (err instanceof ValidationError) {
+      process.stderr.write(`lanebridge: ${err.issues.map((i) => i.msg).join('; ')}\n`);
+      process.exitCode = 2;
+    } else if (err instanceof ApiError || err instanceof ConfigError) {
+      process.stderr.write(`lanebridge: ${err.message}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`lanebridge: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import type { Executor } from '../../lib/db/index.js';
+import type { ApiKeysTable, OrganizationsTable, UsersTable } from '../../lib/db/types.js';
+
+export function accountsRepo(db: Executor) {
+  return {
+    insertOrganization: (row: OrganizationsTable, tx: Executor = db) =>
+      tx.insertInto('organizations').values(row).execute(),
+    findOrganization: (id: string, tx: Executor = db) =>
+      tx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst(),
+    countOrganizations: async (tx: Executor = db) => {
+      const r = await tx.selectFrom('organizations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+      return Number(r?.n ?? 0);
+    },
+    findIntegration: (orgId: string, tx: Executor = db) =>
+      tx.selectFrom('tms_integrations').selectAll().where('org_id', '=', orgId).executeTakeFirst(),
+    insertIntegration: (orgId: string, connectedAt: string, tx: Executor = db) =>
+      tx.insertInto('tms_integrations').values({ org_id: orgId, connected_at: connectedAt }).execute(),
+
+    insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
+    listUsers: (orgId: string, tx: Executor = db) =>
+      tx.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
+
+    insertKey: (row: ApiKeysTable, tx: Executor = db) => tx.insertInto('api_keys').values(row).execute(),
+    findKey: (orgId: string, id: string, tx: Executor = db) =>
+      tx.selectFrom('api_keys').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
+    findKeyByHash: (hash: string, tx: Executor = db) =>
+      tx.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst(),
+    listKeys: (orgId: string, tx: Executor = db) =>
+      tx.selectFrom('api_keys').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
+    revokeKey: (orgId: string, id: string, at: string, replacedBy: string | null, tx: Executor = db) =>
+      tx
+        .updateTable('api_keys')
+        .set({ revoked_at: at, replaced_by_key_id: replacedBy })
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
+    touchKey: (id: string, at: string, tx: Executor = db) =>
+      tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+  };
+}
+
+export type AccountsRepo = ReturnType<typeof accountsRepo>;

@@ -1,0 +1,50 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+export const KEY_PREFIX = 'lbk_';
+export const KEY_PATTERN = /^lbk_[0-9a-f]{64}$/;
+
+export function generateApiKey(): string {
+  return KEY_PREFIX + randomBytes(32).toString('hex');
+}
+
+/** Keys carry 256 random bits, so a fast hash is enough: what is stored cannot be turned back into a key. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** What the dashboard and `key list` show of a key: enough to recognise it, never enough to use it. */
+export function displayPrefix(key: string): string {
+  return key.slice(0, 12);
+}
+
+export function constantTimeEqualHex(a: string, b: string): boolean {
+  const ba = Buffer.from(a, 'hex');
+  const bb = Buffer.from(b, 'hex');
+  return ba.length === bb.length && timingSafeEqual(ba, bb);
+}
+
+const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 64 };
+
+function scryptAsync(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scryptAsync(password, salt, SCRYPT.keylen, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p });
+  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), key.toString('base64')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [alg, n, r, p, saltB64, keyB64] = stored.split('$');
+  if (alg !== 'scrypt' || !saltB64 || !keyB64) return false;
+  const expected = Buffer.from(keyB64, 'base64');
+  const actual = await scryptAsync(password, Buffer.from(saltB64, 'base64'), expected.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+  });
+  return timingSafeEqual(actual, expected);
+}

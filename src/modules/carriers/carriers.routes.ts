@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { resourceRoutes } from '../shared/resource-routes.js';
+import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
+import type { CarriersService } from './carriers.service.js';
+
+export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number }) {
+  resourceRoutes(
+    app,
+    { ...carriers, upsert: async (orgId, ref, data) => (await carriers.upsert(orgId, ref, data)).carrier },
+    {
+      collection: 'carriers',
+      noun: 'carrier',
+      tag: 'Carriers',
+      readScope: 'read:carriers',
+      writeScope: 'write:carriers',
+      createSchema: CarrierCreate,
+      updateSchema: CarrierUpdate,
+      recordSchema: Carrier,
+      pageSchema: CarrierPage,
+      listQuery: CarrierListQuery,
+      batchOperations: ['create', 'update', 'upsert'],
+      batchBodyLimit: opts.batchBodyLimit,
+    },
+  );
+}

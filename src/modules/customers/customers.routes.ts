@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { resourceRoutes } from '../shared/resource-routes.js';
+import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpdate } from './customers.schema.js';
+import type { CustomersService } from './customers.service.js';
+
+export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number }) {
+  resourceRoutes(
+    app,
+    { ...customers, upsert: async (orgId, ref, data) => (await customers.upsert(orgId, ref, data)).customer },
+    {
+      collection: 'customers',
+      noun: 'customer',
+      tag: 'Customers',
+      readScope: 'read:customers',
+      writeScope: 'write:customers',
+      createSchema: CustomerCreate,
+      updateSchema: CustomerUpdate,
+      recordSchema: Customer,
+      pageSchema: CustomerPage,
+      listQuery: CustomerListQuery,
+      batchOperations: ['create', 'update', 'upsert'],
+      batchBodyLimit: opts.batchBodyLimit,
+    },
+  );
+}

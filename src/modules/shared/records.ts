@@ -1,0 +1,24 @@
+import { ValidationError } from '../../lib/http/errors.js';
+
+/** external_reference_id cannot be changed: when a body carries one, it must be the record's own. */
+export function assertSameReference(pathRef: string, bodyRef: string | undefined): void {
+  if (bodyRef !== undefined && bodyRef !== pathRef) {
+    throw ValidationError.single(
+      ['body', 'external_reference_id'],
+      `external_reference_id cannot be changed: the record is '${pathRef}' but the body says '${bodyRef}'`,
+    );
+  }
+}
+
+/** The subset of `patch` that differs from `row`, or null when nothing changes (updated_at then stays). */
+export function changedFields<T extends object>(row: T, patch: Partial<T>): Partial<T> | null {
+  const changed: Partial<T> = {};
+  let any = false;
+  for (const key of Object.keys(patch) as (keyof T)[]) {
+    if (patch[key] !== row[key]) {
+      changed[key] = patch[key];
+      any = true;
+    }
+  }
+  return any ? changed : null;
+}

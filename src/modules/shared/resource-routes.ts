@@ -1,0 +1,112 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox';
+import { principalOf } from '../../lib/http/auth.js';
+import type { Scope } from '../accounts/scopes.js';
+import { batchRequestSchema, batchRunner, BatchResultSchema, type BatchItem, type BatchOperation } from '../batch/batch.js';
+import { RefOrIdParams, RefParams } from './route-schemas.js';
+
+/** The service calls a resource with the standard endpoint set offers (list, CRUD, batch). */
+export interface ResourceService<Create, Update, Rec, ListQuery> {
+  list(orgId: string, query: ListQuery): Promise<{ items: Rec[]; pagination: unknown }>;
+  get(orgId: string, ref: string): Promise<Rec>;
+  create(orgId: string, input: Create): Promise<Rec & { id: string }>;
+  update(orgId: string, ref: string, input: Update): Promise<Rec & { id: string }>;
+  upsert(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
+  delete(orgId: string, refOrId: string): Promise<void | { id: string }>;
+}
+
+export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q extends TObject> {
+  /** Plural path segment, e.g. `customers`. */
+  collection: string;
+  /** Singular noun for summaries and the batch data object, e.g. `customer`. */
+  noun: string;
+  tag: string;
+  readScope: Scope;
+  writeScope: Scope;
+  createSchema: C;
+  updateSchema: U;
+  recordSchema: TSchema & { $id?: string };
+  pageSchema: TSchema & { $id?: string };
+  listQuery: Q;
+  batchOperations: readonly BatchOperation[];
+  batchBodyLimit: number;
+  /** Called once per batch request, after all its items (e.g. the lane analytics run for loads). */
+  afterBatch?: (orgId: string) => Promise<void>;
+}
+
+/**
+ * One registration for the standard endpoints of a resource, so every resource answers the same way:
+ * list, create (201), get, partial update, delete (204) and its batch endpoint.
+ */
+export function resourceRoutes<C extends TObject, U extends TObject, Q extends TObject, Rec>(
+  app: FastifyInstance,
+  service: ResourceService<Static<C>, Static<U>, Rec, Static<Q>>,
+  o: ResourceRoutesOptions<C, U, Q>,
+) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const base = `/v2/tms-api/${o.collection}`;
+  const tags = [o.tag];
+  const record = Type.Ref(o.recordSchema);
+  const runBatch = batchRunner<Static<C>, Static<U>>({
+    dataKey: o.noun,
+    operations: o.batchOperations,
+    createSchema: o.createSchema,
+    updateSchema: o.updateSchema,
+    create: (orgId, data) => service.create(orgId, data),
+    update: (orgId, ref, data) => service.update(orgId, ref, data),
+    upsert: (orgId, ref, data) => service.upsert(orgId, ref, data),
+    delete: async (orgId, ref) => {
+      const deleted = await service.delete(orgId, ref);
+      return { id: deleted?.id ?? ref };
+    },
+  });
+
+  r.get(base, {
+    config: { scope: o.readScope },
+    schema: { tags, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
+    handler: (req) => service.list(principalOf(req).orgId, req.query as Static<Q>),
+  });
+  r.post(base, {
+    config: { scope: o.writeScope },
+    schema: { tags, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
+    handler: async (req, reply) => reply.code(201).send(await service.create(principalOf(req).orgId, req.body as Static<C>)),
+  });
+  r.get(`${base}/:external_reference_id`, {
+    config: { scope: o.readScope },
+    schema: { tags, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
+    handler: (req) => service.get(principalOf(req).orgId, req.params.external_reference_id),
+  });
+  r.put(`${base}/:external_reference_id`, {
+    config: { scope: o.writeScope },
+    schema: { tags, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
+    handler: (req) => service.update(principalOf(req).orgId, req.params.external_reference_id, req.body as Static<U>),
+  });
+  r.delete(`${base}/:external_reference_id`, {
+    config: { scope: o.writeScope },
+    schema: { tags, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
+    handler: async (req, reply) => {
+      await service.delete(principalOf(req).orgId, req.params.external_reference_id);
+      return reply.code(204).send(null);
+    },
+  });
+  r.post(`/v2/tms-api/batch/${o.collection}`, {
+    config: { scope: o.writeScope },
+    bodyLimit: o.batchBodyLimit,
+    schema: {
+      tags,
+      summary: `Apply up to 100 ${o.batchOperations.join('/')} operations on ${o.collection}`,
+      description: 'Items are applied in order, each on its own and atomically; the response is 200 whatever each item’s outcome.',
+      body: batchRequestSchema(o.noun, o.batchOperations),
+      response: { 200: Type.Ref(BatchResultSchema) },
+    },
+    handler: async (req) => {
+      const orgId = principalOf(req).orgId;
+      const result = await runBatch(orgId, req.body.items as BatchItem[], {
+        onError: (err) => req.log.error({ err }, 'batch item failed'),
+      });
+      await o.afterBatch?.(orgId);
+      return result;
+    },
+  });
+}
