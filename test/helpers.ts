@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp, type Lanebridge } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { openDataStore, type DataStore } from '../src/lib/db/index.js';
+import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
+
+export interface TestApp extends Lanebridge {
+  store: DataStore;
+  config: Config;
+  close(): Promise<void>;
+}
+
+export const isPostgres = () => inject('databaseUrl') !== null;
+
+/** The app on the suite's database: the run's PostgreSQL database, or a fresh SQLite file. */
+export async function startApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+  const pgUrl = inject('databaseUrl');
+  let dir: string | null = null;
+  let databaseUrl: string;
+  if (pgUrl) databaseUrl = pgUrl;
+  else {
+    dir = mkdtempSync(join(tmpdir(), 'lanebridge-test-'));
+    databaseUrl = join(dir, 'test.db');
+  }
+  const config = { ...loadConfig({}), databaseUrl, ...overrides };
+  const store = openDataStore(databaseUrl, { poolSize: 5 });
+  await store.migrate();
+  const built = await buildApp({ config, store, logger: false });
+  return {
+    ...built,
+    store,
+    config,
+    async close() {
+      await built.app.close();
+      await store.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Tenant {
+  orgId: string;
+  keyId: string;
+  key: string;
+  headers: Record<string, string>;
+  request(opts: InjectOptions): Promise<LightMyRequestResponse>;
+  get(url: string): Promise<LightMyRequestResponse>;
+  post(url: string, body: unknown): Promise<LightMyRequestResponse>;
+  put(url: string, body: unknown): Promise<LightMyRequestResponse>;
+  del(url: string): Promise<LightMyRequestResponse>;
+}
+
+let tenantCounter = 0;
+
+/** A new organization with a key: tests never share data, so they run in any order on any engine. */
+export async function newTenant(t: TestApp, scopes: readonly Scope[] = SCOPES): Promise<Tenant> {
+  const { accounts } = t.services;
+  const org = await accounts.createOrganization(`Test Org ${++tenantCounter} ${process.pid}`);
+  const created = await accounts.createKey(org.id, { name: 'test', externalSystem: 'vitest', scopes: [...scopes] });
+  const headers = { 'x-api-key': created.key };
+  const request = (opts: InjectOptions) =>
+    t.app.inject({ ...opts, headers: { ...headers, ...(opts.headers as Record<string, string> | undefined) } });
+  return {
+    orgId: org.id,
+    keyId: created.id,
+    key: created.key,
+    headers,
+    request,
+    get: (url) => request({ method: 'GET', url }),
+    post: (url, body) => request({ method: 'POST', url, payload: body as never }),
+    put: (url, body) => request({ method: 'PUT', url, payload: body as never }),
+    del: (url) => request({ method: 'DELETE', url }),
+  };
+}
+
+export function json<T = any>(res: LightMyRequestResponse): T {
+  return JSON.parse(res.body) as T;
+}
+
+/** A unique-enough suffix for external reference ids within a test. */
+export function uid(prefix = 'X'): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
+}
