@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -53,6 +53,12 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     return503OnClosing: true,
     forceCloseConnections: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    // Errors raised before routing (a path that is not valid percent-encoding) get the same shape.
+    frameworkErrors: (error, req, reply) => {
+      reply.header('x-request-id', req.id);
+      const detail = error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request';
+      return (reply as FastifyReply).code(400).type('application/json; charset=utf-8').send({ detail });
+    },
   });
 
   const metrics = createMetrics();

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDataStore, type DataStore } from './lib/db/index.js';
 import { ApiError, ValidationError } from './lib/http/errors.js';
@@ -52,6 +51,8 @@ async function withStore<T>(config: Config, work: (store: DataStore) => Promise<
 async function serve(config: Config) {
   const store = openDataStore(config.databaseUrl, { poolSize: config.dbPoolSize });
   await store.migrate();
+  // Loaded only for `serve`: the admin commands stay quick to start.
+  const { buildApp } = await import('./app.js');
   const { app } = await buildApp({ config, store });
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -102,6 +102,7 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
       info: {
         title: 'Lanebridge freight integration API',
         version: '2.0.0',
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Lanebridge-Proprietary' },
         description:
           'Push customers, carriers, locations and loads from your TMS; read lane history and carrier recommendations. ' +
           'Every /v2/tms-api route needs the X-API-Key header. Decisions where the contract is silent are in docs/api.md.',

@@ -48,6 +48,8 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   const base = `/v2/tms-api/${o.collection}`;
   const tags = [o.tag];
   const record = Type.Ref(o.recordSchema);
+  const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
+  const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
   const runBatch = batchRunner<Static<C>, Static<U>>({
     dataKey: o.noun,
     operations: o.batchOperations,
@@ -64,27 +66,27 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
 
   r.get(base, {
     config: { scope: o.readScope },
-    schema: { tags, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
+    schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
     handler: (req) => service.list(principalOf(req).orgId, req.query as Static<Q>),
   });
   r.post(base, {
     config: { scope: o.writeScope },
-    schema: { tags, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
+    schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
     handler: async (req, reply) => reply.code(201).send(await service.create(principalOf(req).orgId, req.body as Static<C>)),
   });
   r.get(`${base}/:external_reference_id`, {
     config: { scope: o.readScope },
-    schema: { tags, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
+    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
     handler: (req) => service.get(principalOf(req).orgId, req.params.external_reference_id),
   });
   r.put(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },
-    schema: { tags, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
+    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
     handler: (req) => service.update(principalOf(req).orgId, req.params.external_reference_id, req.body as Static<U>),
   });
   r.delete(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },
-    schema: { tags, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
+    schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
     handler: async (req, reply) => {
       await service.delete(principalOf(req).orgId, req.params.external_reference_id);
       return reply.code(204).send(null);
@@ -95,6 +97,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     bodyLimit: o.batchBodyLimit,
     schema: {
       tags,
+      operationId: `batch${Plural}`,
       summary: `Apply up to 100 ${o.batchOperations.join('/')} operations on ${o.collection}`,
       description: 'Items are applied in order, each on its own and atomically; the response is 200 whatever each item’s outcome.',
       body: batchRequestSchema(o.noun, o.batchOperations),

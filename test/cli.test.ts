@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openDataStore, type DataStore } from '../src/lib/db/index.js';
+import { SCOPES } from '../src/modules/accounts/scopes.js';
+import { json } from './helpers.js';
+
+const run = promisify(execFile);
+const BIN = join(process.cwd(), 'bin/lanebridge');
+
+let dir: string;
+let databaseUrl: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lanebridge-cli-'));
+  databaseUrl = inject('databaseUrl') ?? join(dir, 'cli.db');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number; out: any }> {
+  try {
+    const { stdout, stderr } = await run(BIN, args, { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent' } });
+    return { stdout, stderr, code: 0, out: JSON.parse(stdout) };
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number };
+    return { stdout: e.stdout, stderr: e.stderr, code: e.code, out: null };
+  }
+}
+
+async function withApp<T>(work: (app: Awaited<ReturnType<typeof buildApp>>['app']) => Promise<T>): Promise<T> {
+  const store: DataStore = openDataStore(databaseUrl);
+  const { app } = await buildApp({ config: { ...loadConfig({}), databaseUrl }, store, logger: false });
+  try {
+    return await work(app);
+  } finally {
+    await app.close();
+    await store.close();
+  }
+}
+
+describe('bin/lanebridge', () => {
+  it('creates an organization, a user and keys, each printing one JSON object, and manages keys', async () => {
+    const org = await cli('org', 'create', '--name', 'Acme Freight');
+    expect(org.code).toBe(0);
+    expect(Object.keys(org.out).sort()).toEqual(['id', 'name']);
+    expect(org.out).toMatchObject({ id: expect.stringMatching(/^org_/), name: 'Acme Freight' });
+    expect(org.stdout.trim().split('\n')).toHaveLength(1);
+
+    const user = await cli('user', 'create', '--org', org.out.id, '--email', 'ops@acme.test', '--name', 'Olive Ops', '--password', 'pw-123456');
+    expect(user.out).toEqual({ id: expect.stringMatching(/^user_/), email: 'ops@acme.test', name: 'Olive Ops' });
+
+    const all = await cli('key', 'create', '--org', org.out.id, '--name', 'McLeod prod', '--system', 'McLeod', '--scopes', 'all');
+    expect(all.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/), scopes: [...SCOPES], per_minute: 100, per_day: 10000 });
+
+    const narrow = await cli('key', 'create', '--org', org.out.id, '--name', 'reader', '--system', 'BI', '--scopes', 'read:customers,read:carriers', '--per-minute', '20', '--per-day', '500');
+    expect(narrow.out).toMatchObject({ scopes: ['read:customers', 'read:carriers'], per_minute: 20, per_day: 500 });
+
+    await withApp(async (app) => {
+      const created = await app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': all.out.key }, payload: { external_reference_id: 'C1', name: 'Acme' } });
+      expect(created.statusCode).toBe(201);
+      const denied = await app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': narrow.out.key }, payload: { external_reference_id: 'C2', name: 'x' } });
+      expect(json(denied).error.message).toBe('API key does not have the required scope: write:customers');
+    });
+
+    const rotated = await cli('key', 'rotate', '--org', org.out.id, '--id', all.out.id);
+    expect(rotated.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/) });
+    const revoked = await cli('key', 'revoke', '--org', org.out.id, '--id', narrow.out.id);
+    expect(revoked.out).toMatchObject({ id: narrow.out.id, status: 'revoked', revoked_at: expect.any(String) });
+
+    const list = await cli('key', 'list', '--org', org.out.id);
+    expect(list.out.items.map((k: any) => [k.name, k.status])).toEqual([
+      ['McLeod prod', 'revoked'],
+      ['reader', 'revoked'],
+      ['McLeod prod', 'active'],
+    ]);
+    expect(list.stdout).not.toContain(all.out.key);
+    expect(list.out.items[2]).toMatchObject({ id: rotated.out.id, key_prefix: rotated.out.key.slice(0, 12), per_minute: 100 });
+
+    await withApp(async (app) => {
+      const old = await app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': all.out.key } });
+      expect(old.statusCode).toBe(401);
+      const fresh = await app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': rotated.out.key } });
+      expect(json(fresh).items.map((c: any) => c.external_reference_id)).toEqual(['C1']);
+    });
+  }, 60_000);
+
+  it('explains bad input on stderr with a non-zero exit and nothing on stdout', async () => {
+    const noName = await cli('org', 'create');
+    expect(noName.code).toBe(2);
+    expect(noName.stdout).toBe('');
+    expect(noName.stderr).toContain('--name is required');
+    const badScope = await cli('key', 'create', '--org', 'org_x', '--name', 'n', '--system', 's', '--scopes', 'read:everything');
+    expect(badScope.code).toBe(2);
+    expect(badScope.stderr).toContain("Unknown scope 'read:everything'");
+    const unknownOrg = await cli('key', 'create', '--org', 'org_missing', '--name', 'n', '--system', 's', '--scopes', 'all');
+    expect(unknownOrg.code).toBe(1);
+    expect(unknownOrg.stderr).toContain("Organization with id 'org_missing' not found");
+    const badLimit = await cli('key', 'create', '--org', 'org_x', '--name', 'n', '--system', 's', '--scopes', 'all', '--per-minute', 'lots');
+    expect(badLimit.stderr).toContain('--per-minute must be a whole number');
+    const unknown = await cli('frobnicate');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('Usage: lanebridge');
+  }, 60_000);
+});
