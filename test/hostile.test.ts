@@ -110,6 +110,14 @@ describe('hostile input sweep over every route', () => {
     const b = await newTenant(t);
     for (const [i, s] of INJECTIONS.entries()) {
       const res = await b.post('/v2/tms-api/customers', { external_reference_id: `INJ-${i}`, name: `name ${s}` });
+      if (s.includes('\u0000')) {
+        // Refused on both engines alike (PostgreSQL cannot store NUL in text).
+        expect(res.statusCode).toBe(422);
+        expect(json(res).detail).toEqual([
+          { type: 'value_error', loc: ['body', 'name'], msg: 'Value error, text must not contain NUL (\\u0000) characters' },
+        ]);
+        continue;
+      }
       expect(res.statusCode, s).toBe(201);
       expect(json(res).name).toBe(`name ${s}`);
     }
@@ -119,6 +127,6 @@ describe('hostile input sweep over every route', () => {
     expect(under.items.map((c: any) => c.name)).toEqual(['name _']);
     const quote = json(await b.get(`/v2/tms-api/customers?name_contains=${encodeURIComponent("' OR 1=1")}`));
     expect(quote.items).toHaveLength(1);
-    expect(json(await b.get('/v2/tms-api/customers?page_size=100')).pagination.total).toBe(INJECTIONS.length);
+    expect(json(await b.get('/v2/tms-api/customers?page_size=100')).pagination.total).toBe(INJECTIONS.length - 1);
   });
 });

@@ -308,7 +308,8 @@ function toLocation(properties: SubdivisionProperties, distanceKm: number): Subd
     code: properties.code,
     country: properties.country,
     name: subdivisionName(properties.code) ?? properties.code,
-    distanceKm: Math.round(distanceKm * 1000) / 1000,
+    // Metres are plenty; a point outside never rounds down to 0, which means inside.
+    distanceKm: distanceKm === 0 ? 0 : Math.max(0.001, Math.round(distanceKm * 1000) / 1000),
   };
 }
 

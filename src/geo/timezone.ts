@@ -7,7 +7,7 @@ import { find as findTimezones, setCache as setTimezoneCache } from 'geo-tz';
  * touch ~250 MB of them, so the cache here is bounded by vertices and drops the least recently
  * used tiles. The tiles under every US ZIP and Canadian FSA centre hold ~210,000 vertices and fit.
  */
-export const TIMEZONE_CACHE_MAX_VERTICES = 300_000;
+export const TIMEZONE_CACHE_MAX_VERTICES = 250_000;
 
 interface DecodedTile {
   features?: Array<{ geometry?: { type?: string; coordinates?: unknown } }>;

@@ -8,6 +8,8 @@ import {
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
+  type LocPart,
+  type ValidationIssue,
 } from './errors.js';
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
@@ -19,6 +21,22 @@ function send(reply: FastifyReply, err: ApiError) {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+const NUL_MESSAGE = 'Value error, text must not contain NUL (\\u0000) characters';
+
+/** Where the input carries a NUL character (depth-limited: bodies are at most a few levels deep). */
+function nulIssues(value: unknown, loc: LocPart[], depth = 0): ValidationIssue[] {
+  if (typeof value === 'string') return value.includes('\u0000') ? [{ type: 'value_error', loc, msg: NUL_MESSAGE }] : [];
+  if (!value || typeof value !== 'object' || depth > 8) return [];
+  const out: ValidationIssue[] = [];
+  const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
+  for (const [k, v] of entries) {
+    if (typeof k === 'string' && k.includes('\u0000')) out.push({ type: 'value_error', loc: [...loc, k], msg: NUL_MESSAGE });
+    out.push(...nulIssues(v, [...loc, k], depth + 1));
+    if (out.length >= 20) break;
+  }
+  return out;
+}
 
 function routePattern(url: string): RegExp {
   const escaped = url
@@ -36,10 +54,14 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     reply.header('x-request-id', req.id);
   });
 
+  const bodiesWithNul = new WeakSet<FastifyRequest>();
+
   // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
+    // A NUL can only arrive escaped (JSON refuses raw control characters): look for it only then.
+    if (text.includes('\\u0000')) bodiesWithNul.add(req);
     if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
     try {
       // A reviver only when needed: dropping `__proto__` keys keeps merged objects' prototypes intact.
@@ -52,12 +74,19 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     }
   });
 
-  // A body request that carries no Content-Type at all (and so skipped the parsers) is refused too.
   app.addHook('preValidation', async (req) => {
-    if (!BODY_METHODS.has(req.method)) return;
-    if (!req.routeOptions.schema?.body) return;
-    const ct = req.headers['content-type'];
-    if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) throw new UnsupportedMediaTypeError(ct);
+    // A body request that carries no Content-Type at all (and so skipped the parsers) is refused too.
+    if (BODY_METHODS.has(req.method) && req.routeOptions.schema?.body) {
+      const ct = req.headers['content-type'];
+      if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) throw new UnsupportedMediaTypeError(ct);
+    }
+    // PostgreSQL cannot store NUL in text; refusing it everywhere keeps both engines alike.
+    const issues = [
+      ...nulIssues(req.params, ['path']),
+      ...nulIssues(req.query, ['query']),
+      ...(bodiesWithNul.has(req) ? nulIssues(req.body, ['body']) : []),
+    ];
+    if (issues.length > 0) throw new ValidationError(issues);
   });
 
   app.setValidatorCompiler(({ schema, httpPart }) =>
