@@ -15,7 +15,11 @@ import { carriersService, type CarriersService } from './modules/carriers/carrie
 import { customerRoutes } from './modules/customers/customers.routes.js';
 import { Customer, CustomerPage } from './modules/customers/customers.schema.js';
 import { customersService, type CustomersService } from './modules/customers/customers.service.js';
+import { locationRoutes } from './modules/locations/locations.routes.js';
+import { Location, LocationPage } from './modules/locations/locations.schema.js';
+import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
+import { warmup as warmupGeocoder } from './geo/index.js';
 
 export interface AppDeps {
   config: Config;
@@ -23,13 +27,15 @@ export interface AppDeps {
   clock?: Clock;
   /** Pino options, or false for silence (tests). */
   logger?: boolean | Record<string, unknown>;
+  /** Load the geocoder's data at boot (default true). */
+  warmGeocoder?: boolean;
 }
 
 export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
   metrics: Metrics;
-  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService };
+  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService };
 }
 
 /** Paths under the API prefix that need no key. */
@@ -67,16 +73,21 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     accounts,
     customers: customersService(store, clock),
     carriers: carriersService(store, clock),
+    locations: locationsService(store, clock),
   };
 
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
   const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS);
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage]);
 
   opsRoutes(app, { store, metrics });
   const batchBodyLimit = config.batchBodyLimitBytes;
   customerRoutes(app, services.customers, { batchBodyLimit });
   carrierRoutes(app, services.carriers, { batchBodyLimit });
+  locationRoutes(app, services.locations, { batchBodyLimit });
+
+  // Geocoder data is loaded at boot, not on the first location request.
+  if (deps.warmGeocoder !== false) warmupGeocoder();
 
   await app.ready();
   return { app, routeTable, metrics, services };

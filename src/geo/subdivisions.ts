@@ -45,7 +45,7 @@ interface SubdivisionProperties {
 type Position = [number, number];
 
 interface BoundaryIndex {
-  /** Point-in-polygon index over every polygon part. */
+  /** Point-in-polygon index over the polygons cut into small pieces (see MAX_PIECE_VERTICES). */
   containing: whichPolygon.PolygonQuery<SubdivisionProperties>;
   codes: SubdivisionProperties[];
   /** Every boundary vertex as lon, lat pairs; rings stored one after another. */
@@ -100,7 +100,7 @@ interface Box {
  * the box comes out as one ring with zero-width runs along the box side; those runs cancel in
  * the even-odd ray test, so the clipped ring covers exactly the part of the polygon in the box.
  */
-export function clipRing(ring: Position[], box: Box): Position[] {
+function clipRing(ring: Position[], box: Box): Position[] {
   let points = ring.slice(0, -1); // open ring: the closing vertex repeats the first
   const sides: Array<{ inside: (p: Position) => boolean; cut: (a: Position, b: Position) => Position }> = [
     { inside: (p) => p[0] >= box.minX, cut: (a, b) => [box.minX, a[1] + ((b[1] - a[1]) * (box.minX - a[0])) / (b[0] - a[0])] },
@@ -131,7 +131,7 @@ export function clipRing(ring: Position[], box: Box): Position[] {
   return points;
 }
 
-export function ringBox(ring: Position[]): Box {
+function ringBox(ring: Position[]): Box {
   const box = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
   for (const [x, y] of ring) {
     if (x < box.minX) box.minX = x;
@@ -143,7 +143,7 @@ export function ringBox(ring: Position[]): Box {
 }
 
 /** Cuts a polygon (outer ring first, then holes) into pieces of at most MAX_PIECE_VERTICES. */
-export function cutPolygon(rings: Position[][], box: Box, depth: number, pieces: Position[][][]): void {
+function cutPolygon(rings: Position[][], box: Box, depth: number, pieces: Position[][][]): void {
   const outer = rings[0];
   if (!outer || outer.length < 4) return;
   let vertices = 0;

@@ -106,6 +106,38 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('carrier_contacts_carrier_idx').on('carrier_contacts').columns(['carrier_id', 'position']).execute();
       },
     },
+    '0002_locations': {
+      async up(db: Db) {
+        const real = dialect === 'postgres' ? 'double precision' : 'real';
+        await withTenantColumns(db.schema.createTable('locations'), dialect)
+          .addColumn('external_reference_id', 'text', notNullText)
+          .addColumn('name', 'text', notNullText)
+          .addColumn('address_line1', 'text', text)
+          .addColumn('address_line2', 'text', text)
+          .addColumn('city', 'text', text)
+          .addColumn('state', 'text', text)
+          .addColumn('postal_code', 'text', text)
+          .addColumn('country', 'text', notNullText)
+          .addColumn('latitude', sql.raw(real), (c) => c.notNull())
+          .addColumn('longitude', sql.raw(real), (c) => c.notNull())
+          .addColumn('email', 'text', text)
+          .addColumn('phone_number', 'text', text)
+          .addColumn('weekday_open_hours', 'text', text)
+          .addColumn('weekday_close_hours', 'text', text)
+          .addColumn('weekend_open_hours', 'text', text)
+          .addColumn('weekend_close_hours', 'text', text)
+          .addColumn('internal_notes', 'text', text)
+          .addColumn('timezone', 'text', text)
+          .addColumn('geocode_source', 'text', notNullText)
+          .addColumn('created_at', 'text', notNullText)
+          .addColumn('updated_at', 'text', notNullText)
+          .addUniqueConstraint('locations_org_ref_uq', ['org_id', 'external_reference_id'])
+          .execute();
+        for (const col of ['created_at', 'updated_at', 'name', 'city', 'state', 'postal_code']) {
+          await db.schema.createIndex(`locations_org_${col}_idx`).on('locations').columns(['org_id', col, 'id']).execute();
+        }
+      },
+    },
   };
 }
 

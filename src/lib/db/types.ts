@@ -1,5 +1,3 @@
-import type { Generated } from 'kysely';
-
 // Row shapes as stored. Timestamps are ISO 8601 UTC text (same on both engines, sortable as strings);
 // booleans are 0/1 integers (better-sqlite3 cannot bind JS booleans).
 
@@ -85,6 +83,33 @@ export interface CarrierContactsTable {
   is_primary_contact: number;
 }
 
+export interface LocationsTable {
+  id: string;
+  org_id: string;
+  external_reference_id: string;
+  name: string;
+  address_line1: string | null;
+  address_line2: string | null;
+  city: string | null;
+  /** ISO 3166-2, e.g. US-TX. */
+  state: string | null;
+  postal_code: string | null;
+  country: string;
+  latitude: number;
+  longitude: number;
+  email: string | null;
+  phone_number: string | null;
+  weekday_open_hours: string | null;
+  weekday_close_hours: string | null;
+  weekend_open_hours: string | null;
+  weekend_close_hours: string | null;
+  internal_notes: string | null;
+  timezone: string | null;
+  geocode_source: 'coordinates' | 'postal_code';
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -93,7 +118,5 @@ export interface Database {
   customers: CustomersTable;
   carriers: CarriersTable;
   carrier_contacts: CarrierContactsTable;
+  locations: LocationsTable;
 }
-
-// Kept so Generated stays importable for later tables with database-generated columns.
-export type _Generated<T> = Generated<T>;

@@ -112,6 +112,7 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
       tags: [
         { name: 'Customers', description: 'Customers of the broker.' },
         { name: 'Carriers', description: 'Carriers and their contacts.' },
+        { name: 'Locations', description: 'Pickup and delivery places, geocoded offline.' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

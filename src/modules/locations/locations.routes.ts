@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import { resourceRoutes } from '../shared/resource-routes.js';
+import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
+import type { LocationsService } from './locations.service.js';
+
+export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number }) {
+  resourceRoutes(
+    app,
+    { ...locations, upsert: async (orgId, ref, data) => (await locations.upsert(orgId, ref, data)).location },
+    {
+      collection: 'locations',
+      noun: 'location',
+      tag: 'Locations',
+      readScope: 'read:locations',
+      writeScope: 'write:locations',
+      createSchema: LocationCreate,
+      updateSchema: LocationUpdate,
+      recordSchema: Location,
+      pageSchema: LocationPage,
+      listQuery: LocationListQuery,
+      batchOperations: ['create', 'update', 'upsert'],
+      batchBodyLimit: opts.batchBodyLimit,
+    },
+  );
+}
