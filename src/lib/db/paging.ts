@@ -31,3 +31,14 @@ export async function fetchPage<TB extends keyof Database, Row>(
     .execute();
   return { rows: rows as Row[], total };
 }
+
+/** The delta-sync filters every list takes (inclusive, on the stored ISO timestamps). */
+export function sinceFilters<TB extends keyof Database>(
+  query: SelectQueryBuilder<Database, TB, object>,
+  filter: { updated_since?: string; created_since?: string },
+): SelectQueryBuilder<Database, TB, object> {
+  let q = query;
+  if (filter.updated_since) q = q.where('updated_at' as never, '>=', filter.updated_since as never);
+  if (filter.created_since) q = q.where('created_at' as never, '>=', filter.created_since as never);
+  return q;
+}

@@ -6,7 +6,7 @@ import type { CarriersService } from './carriers.service.js';
 export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number }) {
   resourceRoutes(
     app,
-    { ...carriers, upsert: async (orgId, ref, data) => (await carriers.upsert(orgId, ref, data)).carrier },
+    carriers,
     {
       collection: 'carriers',
       noun: 'carrier',

@@ -1,14 +1,11 @@
 import type { DataStore, Executor } from '../../lib/db/index.js';
-import { isUniqueViolation } from '../../lib/db/errors.js';
-import { inTransaction, retryOnUniqueRace } from '../../lib/db/tx.js';
 import type { CarrierContactsTable, CarriersTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ConflictError, NotFoundError, ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
+import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
-import { compileBodyValidator } from '../../lib/http/validation.js';
-import { assertSameReference, changedFields } from '../shared/records.js';
-import { carriersRepo as repo } from './carriers.repo.js';
+import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
+import { contactsOf, listCarriers, replaceContacts } from './carriers.repo.js';
 import {
   CarrierCreate,
   type AddressInput,
@@ -18,8 +15,6 @@ import {
   type Contact,
   type ContactInput,
 } from './carriers.schema.js';
-
-const validateCreate = compileBodyValidator(CarrierCreate);
 
 const ADDRESS_COLUMNS = {
   address_line1: 'address_line1',
@@ -124,45 +119,10 @@ function sameContacts(a: CarrierContactsTable[], b: CarrierContactsTable[]): boo
 }
 
 export function carriersService(store: DataStore, clock: Clock) {
-  async function insert(tx: Executor, orgId: string, input: CarrierCreate): Promise<Carrier> {
-    const now = toIso(clock.now());
-    const row: CarriersTable = {
-      id: newId('carrier'),
-      org_id: orgId,
-      external_reference_id: input.external_reference_id,
-      name: input.name,
-      mc_number: input.mc_number ?? null,
-      dot_number: input.dot_number ?? null,
-      phone_number: input.phone_number ?? null,
-      email: input.email ?? null,
-      ...addressColumns(input.address ?? null),
-      created_at: now,
-      updated_at: now,
-    };
-    await repo.insert(tx, row);
-    const contacts = contactRows(orgId, row.id, input.contacts ?? [], new Set());
-    await repo.replaceContacts(tx, orgId, row.id, contacts);
-    return toCarrier(row, contacts);
-  }
+  const repo = tenantRecords('carriers');
 
-  async function applyUpdate(tx: Executor, orgId: string, row: CarriersTable, input: CarrierUpdate): Promise<Carrier> {
-    const current = await repo.contactsOf(tx, orgId, [row.id]);
-    let contacts = current;
-    let contactsChanged = false;
-    if (input.contacts !== undefined) {
-      contacts = contactRows(orgId, row.id, input.contacts, new Set(current.map((c) => c.id)));
-      contactsChanged = !sameContacts(current, contacts);
-      if (contactsChanged) await repo.replaceContacts(tx, orgId, row.id, contacts);
-    }
-    const patch = changedFields(row, scalarColumns(input));
-    if (!patch && !contactsChanged) return toCarrier(row, current);
-    const updated = { ...row, ...patch, updated_at: toIso(clock.now()) };
-    await repo.update(tx, orgId, row.id, { ...patch, updated_at: updated.updated_at });
-    return toCarrier(updated, contacts);
-  }
-
-  async function withContacts(tx: Executor, orgId: string, rows: CarriersTable[]): Promise<Carrier[]> {
-    const contacts = await repo.contactsOf(tx, orgId, rows.map((r) => r.id));
+  async function present(tx: Executor, orgId: string, rows: CarriersTable[]): Promise<Carrier[]> {
+    const contacts = await contactsOf(tx, orgId, rows.map((r) => r.id));
     const byCarrier = new Map<string, CarrierContactsTable[]>();
     for (const c of contacts) {
       const list = byCarrier.get(c.carrier_id) ?? [];
@@ -172,58 +132,50 @@ export function carriersService(store: DataStore, clock: Clock) {
     return rows.map((r) => toCarrier(r, byCarrier.get(r.id) ?? []));
   }
 
-  return {
-    async list(orgId: string, query: CarrierListQuery) {
-      const { rows, total } = await repo.list(store.db, orgId, query, query);
-      return { items: await withContacts(store.db, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
+  const lifecycle = recordLifecycle<'carriers', CarrierCreate, CarrierUpdate, Carrier>({
+    store,
+    clock,
+    table: 'carriers',
+    kind: 'Carrier',
+    idPrefix: 'carrier_',
+    createSchema: CarrierCreate,
+    async insert(tx, orgId, input) {
+      const now = toIso(clock.now());
+      const row: CarriersTable = {
+        id: newId('carrier'),
+        org_id: orgId,
+        external_reference_id: input.external_reference_id,
+        name: input.name,
+        mc_number: input.mc_number ?? null,
+        dot_number: input.dot_number ?? null,
+        phone_number: input.phone_number ?? null,
+        email: input.email ?? null,
+        ...addressColumns(input.address ?? null),
+        created_at: now,
+        updated_at: now,
+      };
+      await repo.insert(tx, row);
+      await replaceContacts(tx, orgId, row.id, contactRows(orgId, row.id, input.contacts ?? [], new Set()));
+      return row;
     },
-
-    async get(orgId: string, ref: string): Promise<Carrier> {
-      const row = await repo.findByRef(store.db, orgId, ref);
-      if (!row) throw new NotFoundError('Carrier', ref);
-      return (await withContacts(store.db, orgId, [row]))[0]!;
-    },
-
-    async create(orgId: string, input: CarrierCreate): Promise<Carrier> {
-      try {
-        return await inTransaction(store, (tx) => insert(tx, orgId, input));
-      } catch (err) {
-        if (isUniqueViolation(err)) throw ConflictError.duplicate('Carrier', input.external_reference_id);
-        throw err;
+    async updateColumns(tx, orgId, row, input) {
+      let contactsChanged = false;
+      if (input.contacts !== undefined) {
+        const current = await contactsOf(tx, orgId, [row.id]);
+        const next = contactRows(orgId, row.id, input.contacts, new Set(current.map((c) => c.id)));
+        contactsChanged = !sameContacts(current, next);
+        if (contactsChanged) await replaceContacts(tx, orgId, row.id, next);
       }
+      return { patch: scalarColumns(input), touched: contactsChanged };
     },
+    present,
+  });
 
-    async update(orgId: string, ref: string, input: CarrierUpdate): Promise<Carrier> {
-      assertSameReference(ref, input.external_reference_id);
-      return inTransaction(store, async (tx) => {
-        const existing = await repo.findByRef(tx, orgId, ref);
-        if (!existing) throw new NotFoundError('Carrier', ref);
-        return applyUpdate(tx, orgId, existing, input);
-      });
-    },
-
-    async upsert(orgId: string, ref: string, input: CarrierUpdate): Promise<{ carrier: Carrier; created: boolean }> {
-      assertSameReference(ref, input.external_reference_id);
-      return retryOnUniqueRace(() =>
-        inTransaction(store, async (tx) => {
-          const existing = await repo.findByRef(tx, orgId, ref);
-          if (existing) return { carrier: await applyUpdate(tx, orgId, existing, input), created: false };
-          const candidate = { ...input, external_reference_id: ref };
-          const issues = validateCreate(candidate, ['body']);
-          if (issues) throw new ValidationError(issues);
-          return { carrier: await insert(tx, orgId, candidate as CarrierCreate), created: true };
-        }),
-      );
-    },
-
-    async delete(orgId: string, refOrId: string): Promise<void> {
-      await inTransaction(store, async (tx) => {
-        const row =
-          (await repo.findByRef(tx, orgId, refOrId)) ??
-          (refOrId.startsWith('carrier_') ? await repo.findById(tx, orgId, refOrId) : undefined);
-        if (!row) throw new NotFoundError('Carrier', refOrId);
-        await repo.delete(tx, orgId, row.id);
-      });
+  return {
+    ...lifecycle,
+    async list(orgId: string, query: CarrierListQuery) {
+      const { rows, total } = await listCarriers(store.db, orgId, query, query);
+      return { items: await present(store.db, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
     },
   };
 }

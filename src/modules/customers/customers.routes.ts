@@ -6,7 +6,7 @@ import type { CustomersService } from './customers.service.js';
 export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number }) {
   resourceRoutes(
     app,
-    { ...customers, upsert: async (orgId, ref, data) => (await customers.upsert(orgId, ref, data)).customer },
+    customers,
     {
       collection: 'customers',
       noun: 'customer',

@@ -1,6 +1,6 @@
 import type { Executor } from '../../lib/db/index.js';
 import { containsInsensitive, equalsInsensitive } from '../../lib/db/index.js';
-import { fetchPage } from '../../lib/db/paging.js';
+import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
 import type { LocationsTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 
@@ -23,30 +23,12 @@ const SORT_COLUMNS: Record<string, string> = {
   updated_at: 'updated_at',
 };
 
-export const locationsRepo = {
-  findByRef: (tx: Executor, orgId: string, ref: string) =>
-    tx
-      .selectFrom('locations')
-      .selectAll()
-      .where('org_id', '=', orgId)
-      .where('external_reference_id', '=', ref)
-      .executeTakeFirst(),
-  findById: (tx: Executor, orgId: string, id: string) =>
-    tx.selectFrom('locations').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
-  insert: (tx: Executor, row: LocationsTable) => tx.insertInto('locations').values(row).execute(),
-  update: (tx: Executor, orgId: string, id: string, patch: Partial<LocationsTable>) =>
-    tx.updateTable('locations').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute(),
-  delete: (tx: Executor, orgId: string, id: string) =>
-    tx.deleteFrom('locations').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
-  list(tx: Executor, orgId: string, filter: LocationFilter, page: PageRequest) {
-    let q = tx.selectFrom('locations').where('org_id', '=', orgId);
-    if (filter.state !== undefined) q = q.where('state', '=', filter.state);
-    if (filter.city !== undefined) q = q.where(equalsInsensitive('city', filter.city));
-    if (filter.name_contains) q = q.where(containsInsensitive('name', filter.name_contains));
-    if (filter.postal_code !== undefined) q = q.where('postal_code', '=', filter.postal_code);
-    if (filter.country !== undefined) q = q.where('country', '=', filter.country);
-    if (filter.updated_since) q = q.where('updated_at', '>=', filter.updated_since);
-    if (filter.created_since) q = q.where('created_at', '>=', filter.created_since);
-    return fetchPage<'locations', LocationsTable>(q, page, SORT_COLUMNS);
-  },
-};
+export function listLocations(tx: Executor, orgId: string, filter: LocationFilter, page: PageRequest) {
+  let q = tx.selectFrom('locations').where('org_id', '=', orgId);
+  if (filter.state !== undefined) q = q.where('state', '=', filter.state);
+  if (filter.city !== undefined) q = q.where(equalsInsensitive('city', filter.city));
+  if (filter.name_contains) q = q.where(containsInsensitive('name', filter.name_contains));
+  if (filter.postal_code !== undefined) q = q.where('postal_code', '=', filter.postal_code);
+  if (filter.country !== undefined) q = q.where('country', '=', filter.country);
+  return fetchPage<'locations', LocationsTable>(sinceFilters(q, filter), page, SORT_COLUMNS);
+}

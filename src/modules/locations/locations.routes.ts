@@ -6,7 +6,7 @@ import type { LocationsService } from './locations.service.js';
 export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number }) {
   resourceRoutes(
     app,
-    { ...locations, upsert: async (orgId, ref, data) => (await locations.upsert(orgId, ref, data)).location },
+    locations,
     {
       collection: 'locations',
       noun: 'location',

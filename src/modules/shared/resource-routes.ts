@@ -12,7 +12,7 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   get(orgId: string, ref: string): Promise<Rec>;
   create(orgId: string, input: Create): Promise<Rec & { id: string }>;
   update(orgId: string, ref: string, input: Update): Promise<Rec & { id: string }>;
-  upsert(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
+  upsert(orgId: string, ref: string, input: Update): Promise<{ record: { id: string } }>;
   delete(orgId: string, refOrId: string): Promise<void | { id: string }>;
 }
 
@@ -57,7 +57,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     updateSchema: o.updateSchema,
     create: (orgId, data) => service.create(orgId, data),
     update: (orgId, ref, data) => service.update(orgId, ref, data),
-    upsert: (orgId, ref, data) => service.upsert(orgId, ref, data),
+    upsert: async (orgId, ref, data) => (await service.upsert(orgId, ref, data)).record,
     delete: async (orgId, ref) => {
       const deleted = await service.delete(orgId, ref);
       return { id: deleted?.id ?? ref };
