@@ -19,6 +19,11 @@ import { locationRoutes } from './modules/locations/locations.routes.js';
 import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
+import { laneAnalytics } from './modules/lanes/analytics.js';
+import { loadRoutes } from './modules/loads/loads.routes.js';
+import { FinancialRate, Load, LoadPage, Stop, TeamMember } from './modules/loads/loads.schema.js';
+import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
+import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
 
 export interface AppDeps {
@@ -35,7 +40,7 @@ export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
   metrics: Metrics;
-  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService };
+  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService; loads: LoadsService };
 }
 
 /** Paths under the API prefix that need no key. */
@@ -71,20 +76,23 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const accounts = accountsService(store, clock);
   const services = {
     accounts,
-    customers: customersService(store, clock),
-    carriers: carriersService(store, clock),
-    locations: locationsService(store, clock),
+    customers: customersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
+    carriers: carriersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Carrier') }),
+    locations: locationsService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Location') }),
+    loads: loadsService(store, clock, { circuityFactor: config.circuityFactor }),
   };
+  const analytics = laneAnalytics(metrics);
 
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
   const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS);
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Load, LoadPage]);
 
   opsRoutes(app, { store, metrics });
   const batchBodyLimit = config.batchBodyLimitBytes;
   customerRoutes(app, services.customers, { batchBodyLimit });
   carrierRoutes(app, services.carriers, { batchBodyLimit });
   locationRoutes(app, services.locations, { batchBodyLimit });
+  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs });
 
   // Geocoder data is loaded at boot, not on the first location request.
   if (deps.warmGeocoder !== false) warmupGeocoder();

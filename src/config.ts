@@ -12,6 +12,8 @@ const EnvSchema = Type.Object({
   ),
   BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
+  DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
+  LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
   DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
   REDIS_URL: Type.Optional(Type.String()),
 });
@@ -24,6 +26,10 @@ export type Config = {
   bodyLimitBytes: number;
   batchBodyLimitBytes: number;
   dbPoolSize: number;
+  /** Road miles per great-circle mile when a load's distance is estimated (D4). */
+  circuityFactor: number;
+  /** Items of a load batch not started by then are reported failed, so the batch answers within 60 s. */
+  loadBatchDeadlineMs: number;
   redisUrl: string | undefined;
 };
 
@@ -50,6 +56,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: env2.BODY_LIMIT_BYTES,
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
     dbPoolSize: env2.DB_POOL_SIZE,
+    circuityFactor: env2.DISTANCE_CIRCUITY,
+    loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
     redisUrl: env2.REDIS_URL,
   };
 }

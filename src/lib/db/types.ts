@@ -110,6 +110,60 @@ export interface LocationsTable {
   updated_at: string;
 }
 
+export interface LoadsTable {
+  id: string;
+  org_id: string;
+  external_reference_id: string;
+  status: string;
+  equipment_type: string;
+  transport_mode: string;
+  description: string | null;
+  customer_id: string;
+  carrier_id: string | null;
+  weight: number | null;
+  weight_uom: string | null;
+  total_distance: number | null;
+  total_distance_source: 'caller' | 'estimated' | null;
+  max_buy_rate: number | null;
+  max_buy_rate_source: 'caller' | 'market' | null;
+  /** JSON of {name, email, external_reference_id}, or null. */
+  sales_rep: string | null;
+  dispatcher_rep: string | null;
+  assigned_dispatcher: string | null;
+  actual_dispatcher: string | null;
+  operation_user: string | null;
+  account_manager: string | null;
+  /** early_arrival of the first pickup stop: the pickup_date_from/to filter. */
+  pickup_at: string | null;
+  status_updated_at: string;
+  delivered_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LoadStopsTable {
+  id: string;
+  org_id: string;
+  load_id: string;
+  stop_number: number;
+  stop_type: string;
+  location_id: string;
+  early_arrival: string;
+  late_arrival: string;
+}
+
+export interface LoadRatesTable {
+  id: string;
+  org_id: string;
+  load_id: string;
+  position: number;
+  rate_entity: string;
+  amount: number;
+  currency: string;
+  rate_type: string;
+  description: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -119,4 +173,7 @@ export interface Database {
   carriers: CarriersTable;
   carrier_contacts: CarrierContactsTable;
   locations: LocationsTable;
+  loads: LoadsTable;
+  load_stops: LoadStopsTable;
+  load_rates: LoadRatesTable;
 }

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { API_PREFIX } from './auth.js';
-import { CI_ENUM } from './validation.js';
+import { CANONICAL_TIMESTAMP, CI_ENUM } from './validation.js';
 
 const ValidationIssueSchema = Type.Object(
   {
@@ -85,6 +85,7 @@ function replaceCiEnums(node: unknown): void {
     const note = 'Accepted in any letter case; returned in this spelling.';
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
   }
+  delete obj[CANONICAL_TIMESTAMP];
   for (const v of Object.values(obj)) replaceCiEnums(v);
 }
 

@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema, type TString, type StringOptions } from '@sinclair/typebox';
-import { CI_ENUM } from './validation.js';
+import { CANONICAL_TIMESTAMP, CI_ENUM } from './validation.js';
 
 /** A value that may also be sent as null (to clear it). Expressed as a type list so errors stay single. */
 export function Nullable<T extends TSchema>(schema: T) {
@@ -16,7 +16,8 @@ export function CiEnum<const V extends readonly string[]>(values: V, options: { 
 export const ExternalReferenceId = (options: StringOptions = {}): TString =>
   Type.String({ minLength: 1, maxLength: 255, description: 'Your identifier for the record, unique within the organization.', ...options });
 
-export const Timestamp = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+export const Timestamp = (description?: string) =>
+  Type.String({ format: 'date-time', [CANONICAL_TIMESTAMP]: true, ...(description ? { description } : {}) });
 
 /** Free text with a length cap (protects storage and responses from hostile sizes). */
 export const Text = (maxLength = 255, description?: string) =>

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction, type AnySchema } from 'ajv';
-import { isIsoTimestamp } from '../time.js';
+import { isIsoTimestamp, parseIsoTimestamp } from '../time.js';
 import type { LocPart, ValidationIssue } from './errors.js';
 
 
@@ -9,6 +9,9 @@ import type { LocPart, ValidationIssue } from './errors.js';
  * list; the OpenAPI document shows it as a plain `enum` (see openapi.ts).
  */
 export const CI_ENUM = 'x-enum-ci';
+
+/** Timestamps are rewritten to UTC with milliseconds and a `Z` while validated (no zone means UTC). */
+export const CANONICAL_TIMESTAMP = 'x-canonical-timestamp';
 
 type AjvInstance = Ajv;
 
@@ -34,6 +37,19 @@ function addLanebridgeVocabulary(ajv: AjvInstance): AjvInstance {
         return true;
       };
       return check as unknown as (data: unknown) => boolean;
+    },
+  });
+  ajv.addKeyword({
+    keyword: CANONICAL_TIMESTAMP,
+    type: 'string',
+    modifying: true,
+    compile() {
+      // Validity is the `date-time` format's job; this only canonicalises what passes it.
+      return ((data: string, ctx?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number }) => {
+        const canonical = parseIsoTimestamp(data);
+        if (canonical !== null && ctx) ctx.parentData[ctx.parentDataProperty] = canonical;
+        return true;
+      }) as unknown as (data: unknown) => boolean;
     },
   });
   return ajv;

@@ -4,7 +4,7 @@ import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
-import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
+import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
 import { contactsOf, listCarriers, replaceContacts } from './carriers.repo.js';
 import {
   CarrierCreate,
@@ -118,7 +118,7 @@ function sameContacts(a: CarrierContactsTable[], b: CarrierContactsTable[]): boo
   return JSON.stringify(a.map(toContact)) === JSON.stringify(b.map(toContact));
 }
 
-export function carriersService(store: DataStore, clock: Clock) {
+export function carriersService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
   const repo = tenantRecords('carriers');
 
   async function present(tx: Executor, orgId: string, rows: CarriersTable[]): Promise<Carrier[]> {
@@ -138,6 +138,7 @@ export function carriersService(store: DataStore, clock: Clock) {
     table: 'carriers',
     kind: 'Carrier',
     idPrefix: 'carrier_',
+    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
     createSchema: CarrierCreate,
     async insert(tx, orgId, input) {
       const now = toIso(clock.now());

@@ -3,7 +3,7 @@ import type { CustomersTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { pagination } from '../../lib/http/pagination.js';
-import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
+import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
 import { listCustomers } from './customers.repo.js';
 import { CustomerCreate, type Customer, type CustomerListQuery, type CustomerUpdate } from './customers.schema.js';
 
@@ -33,7 +33,7 @@ function patchColumns(input: CustomerUpdate): Partial<CustomersTable> {
   return patch;
 }
 
-export function customersService(store: DataStore, clock: Clock) {
+export function customersService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
   const repo = tenantRecords('customers');
   const lifecycle = recordLifecycle<'customers', CustomerCreate, CustomerUpdate, Customer>({
     store,
@@ -41,6 +41,7 @@ export function customersService(store: DataStore, clock: Clock) {
     table: 'customers',
     kind: 'Customer',
     idPrefix: 'cust_',
+    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
     createSchema: CustomerCreate,
     async insert(tx: Executor, orgId: string, input: CustomerCreate) {
       const now = toIso(clock.now());

@@ -5,7 +5,7 @@ import { newId } from '../../lib/ids.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision, parseCountry } from '../../geo/index.js';
-import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
+import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
 import { GEO_FIELDS, geocodeLocation, updatedGeoInput } from './locations.geocoding.js';
 import { listLocations, type LocationFilter } from './locations.repo.js';
 import { LocationCreate, type Location, type LocationListQuery, type LocationUpdate } from './locations.schema.js';
@@ -54,7 +54,7 @@ function listFilter(query: LocationListQuery): LocationFilter {
   return filter;
 }
 
-export function locationsService(store: DataStore, clock: Clock) {
+export function locationsService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
   const repo = tenantRecords('locations');
   const lifecycle = recordLifecycle<'locations', LocationCreate, LocationUpdate, Location>({
     store,
@@ -62,6 +62,7 @@ export function locationsService(store: DataStore, clock: Clock) {
     table: 'locations',
     kind: 'Location',
     idPrefix: 'loc_',
+    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
     createSchema: LocationCreate,
     async insert(tx, orgId, input) {
       const geo = geocodeLocation(input);

@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { DataStore, Executor } from '../../lib/db/index.js';
-import { isUniqueViolation } from '../../lib/db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
 import { inTransaction, retryOnUniqueRace } from '../../lib/db/tx.js';
 import type { Database } from '../../lib/db/types.js';
 import { ConflictError, NotFoundError, ValidationError, type ResourceKind } from '../../lib/http/errors.js';
@@ -9,7 +9,7 @@ import { type Clock, toIso } from '../../lib/clock.js';
 import { assertSameReference, changedFields } from './records.js';
 
 /** Tables of the records callers address by external_reference_id. */
-export type RecordTable = 'customers' | 'carriers' | 'locations';
+export type RecordTable = 'customers' | 'carriers' | 'locations' | 'loads';
 
 type RowOf<T extends RecordTable> = Database[T];
 
@@ -30,6 +30,11 @@ export function tenantRecords<T extends RecordTable>(table: T) {
       tx.updateTable(t).set(patch as never).where('org_id', '=', orgId).where('id', '=', id).execute(),
     delete: (tx: Executor, orgId: string, id: string) => tx.deleteFrom(t).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };
+}
+
+/** What the app wires into a record service from other domains (e.g. loads refusing deletes). */
+export interface ServiceHooks {
+  beforeDelete?: (tx: Executor, orgId: string, row: { id: string; external_reference_id: string }) => Promise<void>;
 }
 
 export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, Out> {
@@ -122,13 +127,19 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
     /** `refOrId` is the external reference id or the service id (published clients delete by id). */
     async delete(orgId: string, refOrId: string): Promise<{ id: string }> {
-      return inTransaction(o.store, async (tx) => {
-        const row = await findByRefOrId(tx, orgId, refOrId);
-        if (!row) throw new NotFoundError(o.kind, refOrId);
-        await o.beforeDelete?.(tx, orgId, row);
-        await repo.delete(tx, orgId, row.id);
-        return { id: row.id };
-      });
+      try {
+        return await inTransaction(o.store, async (tx) => {
+          const row = await findByRefOrId(tx, orgId, refOrId);
+          if (!row) throw new NotFoundError(o.kind, refOrId);
+          await o.beforeDelete?.(tx, orgId, row);
+          await repo.delete(tx, orgId, row.id);
+          return { id: row.id };
+        });
+      } catch (err) {
+        // A reference created concurrently, after beforeDelete looked: the database still refuses.
+        if (isForeignKeyViolation(err)) throw new ConflictError(`${o.kind} '${refOrId}' is still referenced by other records`);
+        throw err;
+      }
     },
   };
 }

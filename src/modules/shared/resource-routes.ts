@@ -31,8 +31,13 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
   listQuery: Q;
   batchOperations: readonly BatchOperation[];
   batchBodyLimit: number;
-  /** Called once per batch request, after all its items (e.g. the lane analytics run for loads). */
-  afterBatch?: (orgId: string) => Promise<void>;
+  /** Batch deadline: items not started by then are reported failed (503) rather than the request hanging. */
+  batchDeadlineMs?: number;
+  /**
+   * Called once per write request that succeeded, and exactly once per batch request whatever its
+   * items did (the lane analytics run for loads).
+   */
+  afterWrite?: (orgId: string) => Promise<void>;
 }
 
 /**
@@ -72,7 +77,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   r.post(base, {
     config: { scope: o.writeScope },
     schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
-    handler: async (req, reply) => reply.code(201).send(await service.create(principalOf(req).orgId, req.body as Static<C>)),
+    handler: async (req, reply) => {
+      const orgId = principalOf(req).orgId;
+      const created = await service.create(orgId, req.body as Static<C>);
+      await o.afterWrite?.(orgId);
+      return reply.code(201).send(created);
+    },
   });
   r.get(`${base}/:external_reference_id`, {
     config: { scope: o.readScope },
@@ -82,13 +92,20 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   r.put(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },
     schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
-    handler: (req) => service.update(principalOf(req).orgId, req.params.external_reference_id, req.body as Static<U>),
+    handler: async (req) => {
+      const orgId = principalOf(req).orgId;
+      const updated = await service.update(orgId, req.params.external_reference_id, req.body as Static<U>);
+      await o.afterWrite?.(orgId);
+      return updated;
+    },
   });
   r.delete(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },
     schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
     handler: async (req, reply) => {
-      await service.delete(principalOf(req).orgId, req.params.external_reference_id);
+      const orgId = principalOf(req).orgId;
+      await service.delete(orgId, req.params.external_reference_id);
+      await o.afterWrite?.(orgId);
       return reply.code(204).send(null);
     },
   });
@@ -106,9 +123,10 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
       const result = await runBatch(orgId, req.body.items as BatchItem[], {
+        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
       });
-      await o.afterBatch?.(orgId);
+      await o.afterWrite?.(orgId);
       return result;
     },
   });

@@ -1,0 +1,134 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../lib/db/index.js';
+import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
+import type { LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
+import type { PageRequest } from '../../lib/http/pagination.js';
+
+export interface StopWithLocation extends LoadStopsTable {
+  location_external_reference_id: string;
+  location_name: string;
+}
+
+export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise<StopWithLocation[]> {
+  if (loadIds.length === 0) return Promise.resolve([]);
+  return tx
+    .selectFrom('load_stops as s')
+    .innerJoin('locations as l', 'l.id', 's.location_id')
+    .selectAll('s')
+    .select(['l.external_reference_id as location_external_reference_id', 'l.name as location_name'])
+    .where('s.org_id', '=', orgId)
+    .where('s.load_id', 'in', loadIds)
+    .orderBy('s.load_id')
+    .orderBy('s.stop_number')
+    .execute();
+}
+
+export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<LoadRatesTable[]> {
+  if (loadIds.length === 0) return Promise.resolve([]);
+  return tx
+    .selectFrom('load_rates')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('load_id', 'in', loadIds)
+    .orderBy('load_id')
+    .orderBy('position')
+    .execute();
+}
+
+export async function replaceStops(tx: Executor, orgId: string, loadId: string, rows: LoadStopsTable[]) {
+  await tx.deleteFrom('load_stops').where('org_id', '=', orgId).where('load_id', '=', loadId).execute();
+  if (rows.length > 0) await tx.insertInto('load_stops').values(rows).execute();
+}
+
+export async function replaceRates(tx: Executor, orgId: string, loadId: string, rows: LoadRatesTable[]) {
+  await tx.deleteFrom('load_rates').where('org_id', '=', orgId).where('load_id', '=', loadId).execute();
+  if (rows.length > 0) await tx.insertInto('load_rates').values(rows).execute();
+}
+
+export function findByRefs<T extends 'customers' | 'carriers' | 'locations'>(tx: Executor, table: T, orgId: string, refs: string[]) {
+  if (refs.length === 0) return Promise.resolve([]);
+  return tx
+    .selectFrom(table as 'locations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('external_reference_id', 'in', [...new Set(refs)])
+    .execute();
+}
+
+export function namesByIds(tx: Executor, table: 'customers' | 'carriers', orgId: string, ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([] as { id: string; external_reference_id: string; name: string }[]);
+  return tx
+    .selectFrom(table)
+    .select(['id', 'external_reference_id', 'name'])
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+}
+
+/** How many loads use a customer, a carrier or a location, with a few of their references for the message. */
+export async function loadsUsing(
+  tx: Executor,
+  orgId: string,
+  by: { customerId: string } | { carrierId: string } | { locationId: string },
+): Promise<{ count: number; sample: string[] }> {
+  let q = tx.selectFrom('loads').where('loads.org_id', '=', orgId);
+  if ('customerId' in by) q = q.where('loads.customer_id', '=', by.customerId);
+  else if ('carrierId' in by) q = q.where('loads.carrier_id', '=', by.carrierId);
+  else {
+    q = q.where((eb) =>
+      eb.exists(
+        eb.selectFrom('load_stops').select(sql.lit(1).as('one')).whereRef('load_stops.load_id', '=', 'loads.id').where('load_stops.location_id', '=', by.locationId),
+      ),
+    );
+  }
+  const sample = await q.select('loads.external_reference_id').orderBy('loads.external_reference_id').limit(3).execute();
+  if (sample.length === 0) return { count: 0, sample: [] };
+  const counted = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+  return { count: Number(counted?.n ?? 0), sample: sample.map((r) => r.external_reference_id) };
+}
+
+export interface LoadFilter {
+  statuses?: string[];
+  equipment_type?: string;
+  transport_mode?: string;
+  customer_id?: string;
+  carrier_id?: string;
+  pickup_date_from?: string;
+  pickup_date_to?: string;
+  updated_since?: string;
+  created_since?: string;
+}
+
+const SORT_COLUMNS: Record<string, string> = {
+  created_at: 'created_at',
+  updated_at: 'updated_at',
+  status: 'status',
+  external_reference_id: 'external_reference_id',
+};
+
+export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest) {
+  let q = tx.selectFrom('loads').where('org_id', '=', orgId);
+  if (filter.statuses) q = q.where('status', 'in', filter.statuses);
+  if (filter.equipment_type) q = q.where('equipment_type', '=', filter.equipment_type);
+  if (filter.transport_mode) q = q.where('transport_mode', '=', filter.transport_mode);
+  if (filter.customer_id) q = q.where('customer_id', '=', filter.customer_id);
+  if (filter.carrier_id) q = q.where('carrier_id', '=', filter.carrier_id);
+  if (filter.pickup_date_from) q = q.where('pickup_at', '>=', filter.pickup_date_from);
+  if (filter.pickup_date_to) q = q.where('pickup_at', '<=', filter.pickup_date_to);
+  return fetchPage<'loads', LoadsTable>(sinceFilters(q, filter), page, SORT_COLUMNS);
+}
+
+export function usersMatching(tx: Executor, orgId: string, emails: string[], names: string[]) {
+  if (emails.length === 0 && names.length === 0) return Promise.resolve([]);
+  return tx
+    .selectFrom('users')
+    .select(['id', 'email_lower', 'name'])
+    .where('org_id', '=', orgId)
+    .where((eb) =>
+      eb.or([
+        ...(emails.length ? [eb('email_lower', 'in', emails)] : []),
+        ...(names.length ? [eb(sql<string>`lower(trim(name))`, 'in', names)] : []),
+      ]),
+    )
+    .execute();
+}
