@@ -20,8 +20,13 @@ import { Location, LocationPage } from './modules/locations/locations.schema.js'
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
+import { relocateLaneHistory } from './modules/lanes/lanes.repo.js';
+import { CarrierRecommendation, lanesService } from './modules/lanes/lanes.service.js';
+import { marketRateRoutes } from './modules/rates/rates.routes.js';
+import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
+import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
 import { loadRoutes } from './modules/loads/loads.routes.js';
-import { FinancialRate, Load, LoadPage, Stop, TeamMember } from './modules/loads/loads.schema.js';
+import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
@@ -40,7 +45,11 @@ export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
   metrics: Metrics;
-  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService; loads: LoadsService };
+  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService;
+    loads: LoadsService;
+    marketRates: MarketRatesService;
+  };
+  analytics: ReturnType<typeof laneAnalytics>;
 }
 
 /** Paths under the API prefix that need no key. */
@@ -74,29 +83,36 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
 
   const metrics = createMetrics();
   const accounts = accountsService(store, clock);
+  const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
+  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
   const services = {
     accounts,
     customers: customersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
     carriers: carriersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Carrier') }),
-    locations: locationsService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Location') }),
-    loads: loadsService(store, clock, { circuityFactor: config.circuityFactor }),
+    locations: locationsService(store, clock, {
+      beforeDelete: refuseDeleteWhileLoadsUse('Location'),
+      // A re-geocoded location moves the lane history that starts or ends there.
+      afterSave: async (tx, orgId, location) => analytics.touch(await relocateLaneHistory(tx, orgId, location)),
+    }),
+    loads: loadsService(store, clock, { circuityFactor: config.circuityFactor }, { lanes, analytics }),
+    marketRates: marketRatesService(store, clock),
   };
-  const analytics = laneAnalytics(metrics);
 
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
   const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS);
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Load, LoadPage]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage]);
 
   opsRoutes(app, { store, metrics });
   const batchBodyLimit = config.batchBodyLimitBytes;
   customerRoutes(app, services.customers, { batchBodyLimit });
   carrierRoutes(app, services.carriers, { batchBodyLimit });
-  locationRoutes(app, services.locations, { batchBodyLimit });
+  locationRoutes(app, services.locations, { batchBodyLimit, analytics });
   loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs });
+  marketRateRoutes(app, services.marketRates);
 
   // Geocoder data is loaded at boot, not on the first location request.
   if (deps.warmGeocoder !== false) warmupGeocoder();
 
   await app.ready();
-  return { app, routeTable, metrics, services };
+  return { app, routeTable, metrics, services, analytics };
 }

@@ -13,6 +13,7 @@ const EnvSchema = Type.Object({
   BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
+  LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
   DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
   REDIS_URL: Type.Optional(Type.String()),
@@ -30,6 +31,8 @@ export type Config = {
   circuityFactor: number;
   /** Items of a load batch not started by then are reported failed, so the batch answers within 60 s. */
   loadBatchDeadlineMs: number;
+  /** Origins (and destinations) within this many miles share a lane (D7). */
+  laneRadiusMiles: number;
   redisUrl: string | undefined;
 };
 
@@ -58,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: env2.DB_POOL_SIZE,
     circuityFactor: env2.DISTANCE_CIRCUITY,
     loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
+    laneRadiusMiles: env2.LANE_RADIUS_MILES,
     redisUrl: env2.REDIS_URL,
   };
 }

@@ -6,6 +6,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type Lanebridge } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDataStore, type DataStore } from '../src/lib/db/index.js';
+import type { Clock } from '../src/lib/clock.js';
 import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
 
 export interface TestApp extends Lanebridge {
@@ -17,7 +18,7 @@ export interface TestApp extends Lanebridge {
 export const isPostgres = () => inject('databaseUrl') !== null;
 
 /** The app on the suite's database: the run's PostgreSQL database, or a fresh SQLite file. */
-export async function startApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+export async function startApp(overrides: Partial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestApp> {
   const pgUrl = inject('databaseUrl');
   let dir: string | null = null;
   let databaseUrl: string;
@@ -29,7 +30,7 @@ export async function startApp(overrides: Partial<Config> = {}): Promise<TestApp
   const config = { ...loadConfig({}), databaseUrl, ...overrides };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
-  const built = await buildApp({ config, store, logger: false });
+  const built = await buildApp({ config, store, logger: false, ...(opts.clock ? { clock: opts.clock } : {}) });
   return {
     ...built,
     store,

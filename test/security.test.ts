@@ -35,11 +35,23 @@ describe('route table', () => {
         'PUT /v2/tms-api/carriers/:external_reference_id write:carriers',
         'DELETE /v2/tms-api/carriers/:external_reference_id write:carriers',
         'POST /v2/tms-api/batch/carriers write:carriers',
+        'GET /v2/tms-api/locations read:locations',
+        'POST /v2/tms-api/batch/locations write:locations',
+        'GET /v2/tms-api/loads read:loads',
+        'POST /v2/tms-api/loads write:loads',
+        'GET /v2/tms-api/loads/:external_reference_id read:loads',
+        'PUT /v2/tms-api/loads/:external_reference_id write:loads',
+        'DELETE /v2/tms-api/loads/:external_reference_id write:loads',
+        'POST /v2/tms-api/batch/loads write:loads',
+        'GET /v2/tms-api/loads/:external_reference_id/carrier-recommendations read:loads',
+        'POST /v2/tms-api/market-rates write:rates',
+        'GET /v2/tms-api/market-rates write:rates',
       ]),
     );
     for (const r of t.routeTable) {
       const resource = r.url.split('/')[3] === 'batch' ? r.url.split('/')[4] : r.url.split('/')[3];
-      const expected = `${r.method === 'GET' ? 'read' : 'write'}:${resource === 'market-rates' ? 'rates' : resource}`;
+      // D3: market rates need write:rates for both reading and writing (the only rates scope).
+      const expected = resource === 'market-rates' ? 'write:rates' : `${r.method === 'GET' ? 'read' : 'write'}:${resource}`;
       expect(r.scope, `${r.method} ${r.url}`).toBe(expected);
     }
   });

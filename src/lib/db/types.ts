@@ -164,6 +164,61 @@ export interface LoadRatesTable {
   description: string | null;
 }
 
+/** One row per load that is lane history (D7): a carrier and a delivered (or later) status. */
+export interface LaneHistoryTable {
+  load_id: string;
+  org_id: string;
+  carrier_id: string;
+  /** Immutable, so kept here for the tie-break without a join. */
+  carrier_external_reference_id: string;
+  equipment_type: string;
+  origin_location_id: string;
+  destination_location_id: string;
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  origin_cell: number;
+  destination_cell: number;
+  delivered_at: string;
+  carrier_rate_total: number | null;
+}
+
+/** Per lane (equipment and the origin and destination cells): what the dashboard lists. */
+export interface LaneStatsTable {
+  org_id: string;
+  equipment_type: string;
+  origin_cell: number;
+  destination_cell: number;
+  load_count: number;
+  carrier_count: number;
+  last_delivered_at: string;
+  refreshed_at: string;
+}
+
+export interface MarketRateSnapshotsTable {
+  id: string;
+  org_id: string;
+  equipment_type: string;
+  origin_label: string;
+  destination_label: string;
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  origin_state: string | null;
+  destination_state: string | null;
+  origin_cell: number;
+  destination_cell: number;
+  rate_per_mile: number;
+  rate_per_mile_low: number | null;
+  rate_per_mile_high: number | null;
+  currency: string;
+  source: string | null;
+  as_of: string;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -176,4 +231,7 @@ export interface Database {
   loads: LoadsTable;
   load_stops: LoadStopsTable;
   load_rates: LoadRatesTable;
+  lane_history: LaneHistoryTable;
+  lane_stats: LaneStatsTable;
+  market_rate_snapshots: MarketRateSnapshotsTable;
 }

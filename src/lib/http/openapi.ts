@@ -114,6 +114,8 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
         { name: 'Customers', description: 'Customers of the broker.' },
         { name: 'Carriers', description: 'Carriers and their contacts.' },
         { name: 'Locations', description: 'Pickup and delivery places, geocoded offline.' },
+        { name: 'Loads', description: 'Shipments with stops, money and people; lane history and carrier recommendations.' },
+        { name: 'Market rates', description: 'Market rate snapshots per lane, the source of max_buy_rate.' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

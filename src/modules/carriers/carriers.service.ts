@@ -138,7 +138,7 @@ export function carriersService(store: DataStore, clock: Clock, hooks: ServiceHo
     table: 'carriers',
     kind: 'Carrier',
     idPrefix: 'carrier_',
-    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
+    ...hooks,
     createSchema: CarrierCreate,
     async insert(tx, orgId, input) {
       const now = toIso(clock.now());

@@ -41,7 +41,7 @@ export function customersService(store: DataStore, clock: Clock, hooks: ServiceH
     table: 'customers',
     kind: 'Customer',
     idPrefix: 'cust_',
-    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
+    ...hooks,
     createSchema: CustomerCreate,
     async insert(tx: Executor, orgId: string, input: CustomerCreate) {
       const now = toIso(clock.now());

@@ -1,7 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { principalOf } from '../../lib/http/auth.js';
 import type { LaneAnalytics } from '../lanes/analytics.js';
+import { RefParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
-import { Load, LoadCreate, LoadListQuery, LoadPage, LoadUpdate } from './loads.schema.js';
+import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
 import type { LoadsService } from './loads.service.js';
 
 export function loadRoutes(
@@ -24,6 +28,20 @@ export function loadRoutes(
     batchBodyLimit: opts.batchBodyLimit,
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
     batchDeadlineMs: opts.batchDeadlineMs,
-    afterWrite: (orgId) => opts.analytics.run(orgId),
+    // One analytics run per write request, exactly one per batch (D7).
+    aroundWrite: (orgId, work, { batch }) => opts.analytics.request(orgId, work, { always: batch }),
+  });
+
+  app.withTypeProvider<TypeBoxTypeProvider>().get('/v2/tms-api/loads/:external_reference_id/carrier-recommendations', {
+    config: { scope: 'read:loads' },
+    schema: {
+      tags: ['Loads'],
+      operationId: 'getLoadCarrierRecommendations',
+      summary: 'Carriers that ran this load’s lane, best first',
+      description: 'For any load, open or not (D7). The carrier already assigned to the load is left out.',
+      params: RefParams,
+      response: { 200: Type.Ref(LoadRecommendations) },
+    },
+    handler: (req) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id),
   });
 }

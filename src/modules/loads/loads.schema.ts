@@ -1,6 +1,7 @@
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
 import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers.js';
+import { CarrierRecommendation } from '../lanes/lanes.service.js';
 import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from './loads.enums.js';
 
 export const StopInput = Type.Object({
@@ -147,6 +148,11 @@ export const Load = Type.Object(
     delivered_at: Nullable(Type.String({ format: 'date-time', description: 'When the status last became DELIVERED (or a later status); null before delivery.' })),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
+    carrier_recommendations: Type.Optional(
+      Type.Array(Type.Ref(CarrierRecommendation), {
+        description: 'On GET of one load: for an open load (ACTIVE, SPOT, TENDERED, TENDER_REJECTED) the carriers that ran its lane, best first (at most 10); otherwise empty.',
+      }),
+    ),
   },
   { $id: 'Load' },
 );
@@ -167,3 +173,14 @@ export const LoadListQuery = listQuerySchema(LOAD_SORTS, {
 export type LoadListQuery = Static<typeof LoadListQuery>;
 
 export const LoadPage = pageSchema(Type.Ref(Load), 'LoadPage');
+
+export const LoadRecommendations = Type.Object(
+  {
+    load_id: Type.String(),
+    external_reference_id: Type.String(),
+    status: Type.String(),
+    open: Type.Boolean({ description: 'Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED).' }),
+    carrier_recommendations: Type.Array(Type.Ref(CarrierRecommendation)),
+  },
+  { $id: 'LoadRecommendations' },
+);

@@ -6,7 +6,10 @@ import { ValidationError, type LocPart, type ValidationIssue } from '../../lib/h
 import { pagination } from '../../lib/http/pagination.js';
 import { haversineMiles } from '../../geo/index.js';
 import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
-import { DELIVERED_STATUSES, LOAD_STATUSES, isDelivery, isPickup } from './loads.enums.js';
+import type { LaneAnalytics } from '../lanes/analytics.js';
+import { syncLaneHistory } from '../lanes/lanes.repo.js';
+import type { CarrierRecommendation, LanesService } from '../lanes/lanes.service.js';
+import { DELIVERED_STATUSES, LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from './loads.enums.js';
 import {
   findByRefs,
   listLoads,
@@ -34,6 +37,11 @@ import {
 export interface LoadsOptions {
   /** Road miles per great-circle mile for estimated distances (D4: 1.2, the usual truck circuity). */
   circuityFactor: number;
+}
+
+export interface LoadsDeps {
+  lanes: LanesService;
+  analytics: Pick<LaneAnalytics, 'touch'>;
 }
 
 interface StoredRep {
@@ -84,7 +92,7 @@ interface ResolvedLocation {
   longitude: number;
 }
 
-export function loadsService(store: DataStore, clock: Clock, options: LoadsOptions) {
+export function loadsService(store: DataStore, clock: Clock, options: LoadsOptions, deps: LoadsDeps) {
   const repo = tenantRecords('loads');
 
   async function requireCustomer(tx: Executor, orgId: string, ref: string): Promise<string> {
@@ -202,6 +210,11 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
       for (const it of items) m.set(it.load_id, [...(m.get(it.load_id) ?? []), it]);
       return m;
     };
+    // D8: without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane.
+    const marketRates = new Map<string, number | null>();
+    for (const r of rows) {
+      if (r.max_buy_rate_source !== 'caller') marketRates.set(r.id, await deps.lanes.marketMaxBuyRate(tx, orgId, r, r.total_distance));
+    }
     const stopsByLoad = group(stops);
     const ratesByLoad = group(rates);
     const customerById = new Map(customers.map((c) => [c.id, c]));
@@ -226,8 +239,9 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
         weight_uom: r.weight_uom,
         total_distance: r.total_distance,
         total_distance_source: r.total_distance_source,
-        max_buy_rate: r.max_buy_rate,
-        max_buy_rate_source: r.max_buy_rate_source,
+        ...(r.max_buy_rate_source === 'caller'
+          ? { max_buy_rate: r.max_buy_rate, max_buy_rate_source: 'caller' }
+          : { max_buy_rate: marketRates.get(r.id) ?? null, max_buy_rate_source: marketRates.get(r.id) != null ? 'market' : null }),
         stops: (stopsByLoad.get(r.id) ?? []).map((s: StopWithLocation) => ({
           id: s.id,
           stop_number: s.stop_number,
@@ -364,7 +378,17 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
       return { patch, touched };
     },
     present,
+    // Lane history follows every load write in the same transaction: recommendations read their writes.
+    afterSave: async (tx, orgId, row) => deps.analytics.touch(await syncLaneHistory(tx, orgId, row.id)),
+    async beforeDelete(tx, _orgId, row) {
+      const lane = await tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', row.id).executeTakeFirst();
+      if (lane) deps.analytics.touch([lane]);
+    },
   });
+
+  async function recommendations(orgId: string, load: Load): Promise<CarrierRecommendation[]> {
+    return deps.lanes.recommend(store.db, orgId, load);
+  }
 
   function listFilter(orgId: string, query: LoadListQuery): Promise<LoadFilter | null> {
     return (async () => {
@@ -398,6 +422,22 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
   return {
     ...lifecycle,
     present,
+    /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
+    async get(orgId: string, ref: string): Promise<Load> {
+      const load = await lifecycle.get(orgId, ref);
+      return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load) : [] };
+    },
+    /** The dedicated endpoint: recommendations for any load, open or not. */
+    async recommendationsFor(orgId: string, ref: string) {
+      const load = await lifecycle.get(orgId, ref);
+      return {
+        load_id: load.id,
+        external_reference_id: load.external_reference_id,
+        status: load.status,
+        open: OPEN_STATUSES.has(load.status),
+        carrier_recommendations: await recommendations(orgId, load),
+      };
+    },
     async list(orgId: string, query: LoadListQuery) {
       const filter = await listFilter(orgId, query);
       // A filter naming a customer or carrier that does not exist matches nothing.

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import type { LaneAnalytics } from '../lanes/analytics.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
 import type { LocationsService } from './locations.service.js';
 
-export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number }) {
+export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; analytics: LaneAnalytics }) {
   resourceRoutes(
     app,
     locations,
@@ -20,6 +21,8 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
       listQuery: LocationListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      // A moved location moves the lanes that start or end there; that is no load write, so not counted.
+      aroundWrite: (orgId, work) => opts.analytics.request(orgId, work, { counted: false }),
     },
   );
 }

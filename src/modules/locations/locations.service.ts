@@ -54,7 +54,7 @@ function listFilter(query: LocationListQuery): LocationFilter {
   return filter;
 }
 
-export function locationsService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
+export function locationsService(store: DataStore, clock: Clock, hooks: ServiceHooks<LocationsTable> = {}) {
   const repo = tenantRecords('locations');
   const lifecycle = recordLifecycle<'locations', LocationCreate, LocationUpdate, Location>({
     store,
@@ -62,7 +62,7 @@ export function locationsService(store: DataStore, clock: Clock, hooks: ServiceH
     table: 'locations',
     kind: 'Location',
     idPrefix: 'loc_',
-    ...(hooks.beforeDelete ? { beforeDelete: hooks.beforeDelete } : {}),
+    ...hooks,
     createSchema: LocationCreate,
     async insert(tx, orgId, input) {
       const geo = geocodeLocation(input);

@@ -33,8 +33,10 @@ export function tenantRecords<T extends RecordTable>(table: T) {
 }
 
 /** What the app wires into a record service from other domains (e.g. loads refusing deletes). */
-export interface ServiceHooks {
+export interface ServiceHooks<Row = { id: string; external_reference_id: string }> {
   beforeDelete?: (tx: Executor, orgId: string, row: { id: string; external_reference_id: string }) => Promise<void>;
+  /** After a row was inserted or changed, in the same transaction (e.g. keeping lane history in step). */
+  afterSave?: (tx: Executor, orgId: string, row: Row) => Promise<void>;
 }
 
 export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, Out> {
@@ -56,6 +58,8 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
   present(tx: Executor, orgId: string, rows: RowOf<T>[]): Promise<Out[]>;
   /** Refuses a delete (409) while other records still use this one. */
   beforeDelete?(tx: Executor, orgId: string, row: RowOf<T>): Promise<void>;
+  /** After a row was inserted or changed, in the same transaction. */
+  afterSave?(tx: Executor, orgId: string, row: RowOf<T>): Promise<void>;
 }
 
 /**
@@ -75,7 +79,15 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     if (!changed && !touched) return row;
     const updatedAt = toIso(o.clock.now());
     await repo.update(tx, orgId, row.id, { ...changed, updated_at: updatedAt } as Partial<RowOf<T>>);
-    return { ...row, ...changed, updated_at: updatedAt };
+    const updated = { ...row, ...changed, updated_at: updatedAt };
+    await o.afterSave?.(tx, orgId, updated);
+    return updated;
+  }
+
+  async function insert(tx: Executor, orgId: string, input: Create): Promise<RowOf<T>> {
+    const row = await o.insert(tx, orgId, input);
+    await o.afterSave?.(tx, orgId, row);
+    return row;
   }
 
   const presentOne = async (tx: Executor, orgId: string, row: RowOf<T>) => (await o.present(tx, orgId, [row]))[0]!;
@@ -94,7 +106,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
     async create(orgId: string, input: Create): Promise<Out> {
       try {
-        return await inTransaction(o.store, async (tx) => presentOne(tx, orgId, await o.insert(tx, orgId, input)));
+        return await inTransaction(o.store, async (tx) => presentOne(tx, orgId, await insert(tx, orgId, input)));
       } catch (err) {
         if (isUniqueViolation(err)) throw ConflictError.duplicate(o.kind, input.external_reference_id);
         throw err;
@@ -120,7 +132,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
           const candidate = { ...input, external_reference_id: ref };
           const issues = validateCreate(candidate, ['body']);
           if (issues) throw new ValidationError(issues);
-          return { record: await presentOne(tx, orgId, await o.insert(tx, orgId, candidate as unknown as Create)), created: true };
+          return { record: await presentOne(tx, orgId, await insert(tx, orgId, candidate as unknown as Create)), created: true };
         }),
       );
     },

@@ -34,10 +34,10 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
   /** Batch deadline: items not started by then are reported failed (503) rather than the request hanging. */
   batchDeadlineMs?: number;
   /**
-   * Called once per write request that succeeded, and exactly once per batch request whatever its
-   * items did (the lane analytics run for loads).
+   * Wraps the work of each write request (single or batch): the lane analytics run for loads, once
+   * per request. `batch` requests run it whatever their items did.
    */
-  afterWrite?: (orgId: string) => Promise<void>;
+  aroundWrite?: <R>(orgId: string, work: () => Promise<R>, opts: { batch: boolean }) => Promise<R>;
 }
 
 /**
@@ -53,6 +53,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   const base = `/v2/tms-api/${o.collection}`;
   const tags = [o.tag];
   const record = Type.Ref(o.recordSchema);
+  const scoped = <R>(orgId: string, work: () => Promise<R>, batch = false) => (o.aroundWrite ? o.aroundWrite(orgId, work, { batch }) : work());
   const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
   const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
   const runBatch = batchRunner<Static<C>, Static<U>>({
@@ -79,8 +80,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      const created = await service.create(orgId, req.body as Static<C>);
-      await o.afterWrite?.(orgId);
+      const created = await scoped(orgId, () => service.create(orgId, req.body as Static<C>));
       return reply.code(201).send(created);
     },
   });
@@ -94,9 +94,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      const updated = await service.update(orgId, req.params.external_reference_id, req.body as Static<U>);
-      await o.afterWrite?.(orgId);
-      return updated;
+      return scoped(orgId, () => service.update(orgId, req.params.external_reference_id, req.body as Static<U>));
     },
   });
   r.delete(`${base}/:external_reference_id`, {
@@ -104,8 +102,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      await service.delete(orgId, req.params.external_reference_id);
-      await o.afterWrite?.(orgId);
+      await scoped(orgId, () => service.delete(orgId, req.params.external_reference_id));
       return reply.code(204).send(null);
     },
   });
@@ -122,12 +119,15 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      const result = await runBatch(orgId, req.body.items as BatchItem[], {
-        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
-        onError: (err) => req.log.error({ err }, 'batch item failed'),
-      });
-      await o.afterWrite?.(orgId);
-      return result;
+      return scoped(
+        orgId,
+        () =>
+          runBatch(orgId, req.body.items as BatchItem[], {
+            ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
+            onError: (err) => req.log.error({ err }, 'batch item failed'),
+          }),
+        true,
+      );
     },
   });
 }

@@ -1,0 +1,32 @@
+/**
+ * A coarse spatial key for lane history: 1-degree cells. A 100-mile neighbourhood spans a handful of
+ * cells, so a lane query reads the history near the lane through an index instead of scanning it all.
+ */
+export const CELL_DEGREES = 1;
+const COLUMNS = 360 / CELL_DEGREES;
+const MILES_PER_DEGREE_LAT = 69.05;
+
+export function cellOf(latitude: number, longitude: number): number {
+  const row = Math.floor((Math.min(latitude, 89.9999) + 90) / CELL_DEGREES);
+  const col = Math.floor((((longitude + 180) % 360) + 360) % 360 / CELL_DEGREES);
+  return row * COLUMNS + col;
+}
+
+/** Every cell that holds a point within `miles` of the given one (a superset: callers filter exactly). */
+export function cellsWithin(latitude: number, longitude: number, miles: number): number[] {
+  const dLat = miles / MILES_PER_DEGREE_LAT;
+  const minLat = Math.max(-90, latitude - dLat);
+  const maxLat = Math.min(89.9999, latitude + dLat);
+  // Longitude degrees shrink towards the poles: use the widest span over the latitude band.
+  const widestCos = Math.max(Math.cos((Math.max(Math.abs(minLat), Math.abs(maxLat)) * Math.PI) / 180), 0.01);
+  const dLon = Math.min(180, miles / (MILES_PER_DEGREE_LAT * widestCos));
+  const cells = new Set<number>();
+  for (let lat = minLat; ; lat = Math.min(lat + CELL_DEGREES, maxLat)) {
+    for (let lon = longitude - dLon; ; lon = Math.min(lon + CELL_DEGREES, longitude + dLon)) {
+      cells.add(cellOf(lat, lon));
+      if (lon >= longitude + dLon) break;
+    }
+    if (lat >= maxLat) break;
+  }
+  return [...cells];
+}

@@ -1,0 +1,174 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../lib/db/index.js';
+import type { LaneHistoryTable } from '../../lib/db/types.js';
+import { DELIVERED_STATUSES, isDelivery, isPickup } from '../loads/loads.enums.js';
+import { cellOf } from './grid.js';
+
+/** A lane as the stats table keys it. */
+export interface LaneKey {
+  equipment_type: string;
+  origin_cell: number;
+  destination_cell: number;
+}
+
+export const laneKeyId = (k: LaneKey) => `${k.equipment_type}|${k.origin_cell}|${k.destination_cell}`;
+
+const keyOf = (r: LaneKey): LaneKey => ({ equipment_type: r.equipment_type, origin_cell: r.origin_cell, destination_cell: r.destination_cell });
+
+export interface LaneEnds {
+  origin: { locationId: string; latitude: number; longitude: number } | null;
+  destination: { locationId: string; latitude: number; longitude: number; lateArrival: string } | null;
+}
+
+/** D7: origin is the first Pickup/Both stop by stop_number, destination the last Delivery/Both stop. */
+export async function laneEnds(tx: Executor, orgId: string, loadId: string): Promise<LaneEnds> {
+  const stops = await tx
+    .selectFrom('load_stops as s')
+    .innerJoin('locations as l', 'l.id', 's.location_id')
+    .select(['s.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
+    .where('s.org_id', '=', orgId)
+    .where('s.load_id', '=', loadId)
+    .orderBy('s.stop_number')
+    .execute();
+  const first = stops.find((s) => isPickup(s.stop_type));
+  const last = [...stops].reverse().find((s) => isDelivery(s.stop_type));
+  return {
+    origin: first ? { locationId: first.location_id, latitude: first.latitude, longitude: first.longitude } : null,
+    destination: last ? { locationId: last.location_id, latitude: last.latitude, longitude: last.longitude, lateArrival: last.late_arrival } : null,
+  };
+}
+
+/**
+ * Brings a load's lane history row in line with the load, inside the load's own transaction (so the
+ * history never disagrees with an answered write). Returns the lanes whose history changed.
+ */
+export async function syncLaneHistory(tx: Executor, orgId: string, loadId: string): Promise<LaneKey[]> {
+  const before = await tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', loadId).executeTakeFirst();
+  const touched: LaneKey[] = before ? [keyOf(before)] : [];
+  const load = await tx
+    .selectFrom('loads')
+    .leftJoin('carriers', 'carriers.id', 'loads.carrier_id')
+    .select(['loads.status', 'loads.carrier_id', 'loads.equipment_type', 'loads.delivered_at', 'carriers.external_reference_id as carrier_ref'])
+    .where('loads.org_id', '=', orgId)
+    .where('loads.id', '=', loadId)
+    .executeTakeFirst();
+  let row: LaneHistoryTable | null = null;
+  if (load && load.carrier_id && load.carrier_ref && DELIVERED_STATUSES.has(load.status)) {
+    const ends = await laneEnds(tx, orgId, loadId);
+    if (ends.origin && ends.destination) {
+      const rates = await tx
+        .selectFrom('load_rates')
+        .select((eb) => [eb.fn.sum<number>('amount').as('total'), eb.fn.countAll<number>().as('n')])
+        .where('org_id', '=', orgId)
+        .where('load_id', '=', loadId)
+        .where('rate_entity', '=', 'CARRIER')
+        .executeTakeFirst();
+      row = {
+        load_id: loadId,
+        org_id: orgId,
+        carrier_id: load.carrier_id,
+        carrier_external_reference_id: load.carrier_ref,
+        equipment_type: load.equipment_type,
+        origin_location_id: ends.origin.locationId,
+        destination_location_id: ends.destination.locationId,
+        origin_latitude: ends.origin.latitude,
+        origin_longitude: ends.origin.longitude,
+        destination_latitude: ends.destination.latitude,
+        destination_longitude: ends.destination.longitude,
+        origin_cell: cellOf(ends.origin.latitude, ends.origin.longitude),
+        destination_cell: cellOf(ends.destination.latitude, ends.destination.longitude),
+        // D7: the last delivery stop's late_arrival (always present: stops require it).
+        delivered_at: ends.destination.lateArrival ?? load.delivered_at,
+        carrier_rate_total: Number(rates?.n ?? 0) > 0 ? Number(rates?.total) : null,
+      };
+    }
+  }
+  if (before && !row) await tx.deleteFrom('lane_history').where('load_id', '=', loadId).execute();
+  if (row) {
+    if (before) {
+      const { load_id: _id, ...rest } = row;
+      await tx.updateTable('lane_history').set(rest).where('load_id', '=', loadId).execute();
+    } else await tx.insertInto('lane_history').values(row).execute();
+    touched.push(keyOf(row));
+  }
+  return touched;
+}
+
+/** A location moved (re-geocoded): the history rows that start or end there follow it. */
+export async function relocateLaneHistory(tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }): Promise<LaneKey[]> {
+  const affected = () =>
+    tx
+      .selectFrom('lane_history')
+      .select(['equipment_type', 'origin_cell', 'destination_cell'])
+      .distinct()
+      .where('org_id', '=', orgId)
+      .where((eb) => eb.or([eb('origin_location_id', '=', location.id), eb('destination_location_id', '=', location.id)]))
+      .execute();
+  const before = await affected();
+  if (before.length === 0) return [];
+  const cell = cellOf(location.latitude, location.longitude);
+  await tx
+    .updateTable('lane_history')
+    .set({ origin_latitude: location.latitude, origin_longitude: location.longitude, origin_cell: cell })
+    .where('org_id', '=', orgId)
+    .where('origin_location_id', '=', location.id)
+    .execute();
+  await tx
+    .updateTable('lane_history')
+    .set({ destination_latitude: location.latitude, destination_longitude: location.longitude, destination_cell: cell })
+    .where('org_id', '=', orgId)
+    .where('destination_location_id', '=', location.id)
+    .execute();
+  return [...before, ...(await affected())].map(keyOf);
+}
+
+/** History rows of one equipment type whose origin and destination lie in the given cells. */
+export function laneCandidates(tx: Executor, orgId: string, equipmentType: string, originCells: number[], destinationCells: number[]) {
+  return tx
+    .selectFrom('lane_history')
+    .select([
+      'carrier_id',
+      'carrier_external_reference_id',
+      'origin_latitude',
+      'origin_longitude',
+      'destination_latitude',
+      'destination_longitude',
+      'delivered_at',
+      'carrier_rate_total',
+    ])
+    .where('org_id', '=', orgId)
+    .where('equipment_type', '=', equipmentType)
+    .where('origin_cell', 'in', originCells)
+    .where('destination_cell', 'in', destinationCells)
+    .execute();
+}
+
+/** Recomputes the stats of the given lanes from the history (one grouped query, one delete, one insert). */
+export async function refreshLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
+  if (lanes.length === 0) return;
+  const tuples = sql.join(lanes.map((k) => sql`(${k.equipment_type}, ${k.origin_cell}, ${k.destination_cell})`));
+  const stats = await sql<{ equipment_type: string; origin_cell: number; destination_cell: number; load_count: number; carrier_count: number; last_delivered_at: string }>`
+    select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count,
+           max(delivered_at) as last_delivered_at
+    from lane_history
+    where org_id = ${orgId} and (equipment_type, origin_cell, destination_cell) in (${tuples})
+    group by equipment_type, origin_cell, destination_cell`.execute(tx);
+  await sql`delete from lane_stats where org_id = ${orgId} and (equipment_type, origin_cell, destination_cell) in (${tuples})`.execute(tx);
+  if (stats.rows.length > 0) {
+    await tx
+      .insertInto('lane_stats')
+      .values(
+        stats.rows.map((s) => ({
+          org_id: orgId,
+          equipment_type: s.equipment_type,
+          origin_cell: Number(s.origin_cell),
+          destination_cell: Number(s.destination_cell),
+          load_count: Number(s.load_count),
+          carrier_count: Number(s.carrier_count),
+          last_delivered_at: s.last_delivered_at,
+          refreshed_at: now,
+        })),
+      )
+      .execute();
+  }
+}
