@@ -85,16 +85,24 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       });
     },
 
+    /** Equipment types that have any market snapshot in the organization (most loads can skip the lookup). */
+    async equipmentWithSnapshots(tx: Executor, orgId: string): Promise<Set<string>> {
+      const rows = await tx.selectFrom('market_rate_snapshots').select('equipment_type').distinct().where('org_id', '=', orgId).execute();
+      return new Set(rows.map((r) => r.equipment_type));
+    },
+
     /**
      * D8: the latest market snapshot on the lane (D7 matching) for the equipment, as
      * (rate_per_mile_high, else rate_per_mile) × miles, in cents; null when there is none.
      */
-    async marketMaxBuyRate(tx: Executor, orgId: string, load: LaneLoad, miles: number | null): Promise<number | null> {
-      if (miles === null) return null;
-      const ends = await laneEnds(tx, orgId, load.id);
-      if (!ends.origin || !ends.destination) return null;
-      const origin = { latitude: ends.origin.latitude, longitude: ends.origin.longitude };
-      const destination = { latitude: ends.destination.latitude, longitude: ends.destination.longitude };
+    async marketMaxBuyRate(
+      tx: Executor,
+      orgId: string,
+      load: { equipment_type: string; origin: Coordinates | null; destination: Coordinates | null },
+      miles: number | null,
+    ): Promise<number | null> {
+      const { origin, destination } = load;
+      if (miles === null || !origin || !destination) return null;
       const snapshots = await tx
         .selectFrom('market_rate_snapshots')
         .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])

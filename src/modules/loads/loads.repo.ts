@@ -7,6 +7,8 @@ import type { PageRequest } from '../../lib/http/pagination.js';
 export interface StopWithLocation extends LoadStopsTable {
   location_external_reference_id: string;
   location_name: string;
+  latitude: number;
+  longitude: number;
 }
 
 export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise<StopWithLocation[]> {
@@ -15,7 +17,7 @@ export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
     .selectAll('s')
-    .select(['l.external_reference_id as location_external_reference_id', 'l.name as location_name'])
+    .select(['l.external_reference_id as location_external_reference_id', 'l.name as location_name', 'l.latitude', 'l.longitude'])
     .where('s.org_id', '=', orgId)
     .where('s.load_id', 'in', loadIds)
     .orderBy('s.load_id')

@@ -211,11 +211,16 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
       return m;
     };
     // D8: without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane.
-    const marketRates = new Map<string, number | null>();
-    for (const r of rows) {
-      if (r.max_buy_rate_source !== 'caller') marketRates.set(r.id, await deps.lanes.marketMaxBuyRate(tx, orgId, r, r.total_distance));
-    }
     const stopsByLoad = group(stops);
+    const marketRates = new Map<string, number | null>();
+    const priced = rows.some((r) => r.max_buy_rate_source !== 'caller') ? await deps.lanes.equipmentWithSnapshots(tx, orgId) : new Set<string>();
+    for (const r of rows) {
+      if (r.max_buy_rate_source === 'caller' || !priced.has(r.equipment_type)) continue;
+      const loadStops = stopsByLoad.get(r.id) ?? [];
+      const first = loadStops.find((s) => isPickup(s.stop_type));
+      const last = [...loadStops].reverse().find((s) => isDelivery(s.stop_type));
+      marketRates.set(r.id, await deps.lanes.marketMaxBuyRate(tx, orgId, { equipment_type: r.equipment_type, origin: first ?? null, destination: last ?? null }, r.total_distance));
+    }
     const ratesByLoad = group(rates);
     const customerById = new Map(customers.map((c) => [c.id, c]));
     const carrierById = new Map(carriers.map((c) => [c.id, c]));

@@ -1,0 +1,366 @@
+/**
+ * Lanebridge benchmark:  npm run bench -- [--quick] [--db sqlite|postgres|both] [--loads N] [--reseed]
+ *
+ * Seeds (once per size) a database with bench/seed.ts, starts a real server process and the bare
+ * Fastify baseline, each pinned to core 0 when `taskset` exists, and drives them over HTTP with
+ * autocannon from this process (pinned to core 1). Scenarios run interleaved with the baseline, after
+ * a warm-up, for a fixed time each; figures are medians over the rounds. Prints a table and writes
+ * bench/results/run-<time>.json.
+ *
+ * --quick: 100,000 loads, 5 s runs, 1 round (under 10 minutes from a fresh clone).
+ * default: 1,000,000 loads, 10 s runs, 3 rounds.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { allUsZipCodes } from '../src/geo/postal.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    db: { type: 'string', default: 'sqlite' },
+    loads: { type: 'string' },
+    reseed: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    only: { type: 'string' },
+  },
+});
+const quick = args.quick;
+const LOADS = Number(args.loads ?? (quick ? 100_000 : 1_000_000));
+const DURATION = Number(args.duration ?? (quick ? 5 : 10));
+const ROUNDS = Number(args.rounds ?? (quick ? 1 : 3));
+const WARMUP = quick ? 1 : 2;
+const engines = args.db === 'both' ? ['sqlite', 'postgres'] : [args.db!];
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+// The load generator runs on core 1, the servers on core 0.
+if (hasTaskset) {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    /* single-core machine */
+  }
+}
+
+function pinned(cmd: string, argv: string[]): [string, string[]] {
+  return hasTaskset ? ['taskset', ['-c', '0', cmd, ...argv]] : [cmd, argv];
+}
+
+async function waitFor(url: string, timeoutMs = 60_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface Scenario {
+  name: string;
+  target: 'api' | 'baseline';
+  connections: number;
+  requests: autocannon.Request[];
+  method?: string;
+}
+
+interface Result {
+  scenario: string;
+  round: number;
+  requests_per_sec: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  errors: number;
+  non_2xx: number;
+  max_rss_mb: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function drive(url: string, scenario: Scenario, seconds: number, serverPid: number): Promise<Omit<Result, 'scenario' | 'round'>> {
+  const latencies: number[] = [];
+  let maxRss = rssMb(serverPid);
+  const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(serverPid))), 200);
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      { url, connections: scenario.connections, duration: seconds, requests: scenario.requests, timeout: 60 },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
+  });
+  clearInterval(sampler);
+  latencies.sort((a, b) => a - b);
+  return {
+    requests_per_sec: Math.round((result.requests.total / seconds) * 10) / 10,
+    p50_ms: Math.round(percentile(latencies, 50) * 100) / 100,
+    p95_ms: Math.round(percentile(latencies, 95) * 100) / 100,
+    p99_ms: Math.round(percentile(latencies, 99) * 100) / 100,
+    errors: result.errors + result.timeouts,
+    non_2xx: result.non2xx,
+    max_rss_mb: Math.round(maxRss),
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+async function databaseFor(engine: string): Promise<string> {
+  if (engine === 'sqlite') {
+    mkdirSync(join(here, 'data'), { recursive: true });
+    return join(here, 'data', `bench-${LOADS}.db`);
+  }
+  const admin = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const name = `lanebridge_bench_${LOADS}`;
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  const exists = await c.query('select 1 from pg_database where datname = $1', [name]);
+  if (exists.rowCount === 0) await c.query(`create database ${name}`);
+  await c.end();
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function databaseSizeMb(engine: string, url: string): Promise<number> {
+  if (engine === 'sqlite') {
+    const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
+    return Math.round((size(url) + size(`${url}-wal`)) / 1e6);
+  }
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const r = await c.query('select pg_database_size(current_database()) as s');
+  await c.end();
+  return Math.round(Number(r.rows[0].s) / 1e6);
+}
+
+function start(cmd: string, argv: string[], env: Record<string, string>): ChildProcess {
+  const [c, a] = pinned(cmd, argv);
+  const child = spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return child;
+}
+
+async function stop(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => {
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      r(null);
+    }, 10_000);
+    child.once('exit', () => {
+      clearTimeout(t);
+      r(null);
+    });
+  });
+}
+
+/** The pid of the node process itself (taskset execs it, so the child pid is the server's). */
+const serverPid = (child: ChildProcess) => child.pid!;
+
+async function benchEngine(engine: string) {
+  const databaseUrl = await databaseFor(engine);
+  const seedFile = join(here, 'results', `seed-${engine}-${LOADS}.json`);
+  let seed = existsSync(seedFile) ? JSON.parse(readFileSync(seedFile, 'utf8')) : null;
+  if (!seed || args.reseed || seed.databaseUrl !== databaseUrl) {
+    log(`seeding ${LOADS} loads into ${engine}`);
+    execFileSync(process.execPath, ['--import', 'tsx', join(here, 'seed.ts'), '--loads', String(LOADS), '--reset', '--out', seedFile], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    seed = JSON.parse(readFileSync(seedFile, 'utf8'));
+  }
+  const apiPort = 18_480;
+  const basePort = 18_481;
+  const headers = { 'x-api-key': seed.key as string, 'content-type': 'application/json' };
+  const api = start(process.execPath, ['bin/lanebridge', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(apiPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10' });
+  await waitFor(`http://127.0.0.1:${apiPort}/readyz`);
+  const historyRefs: string[] = seed.sampleHistoryLoads;
+  const openRefs: string[] = seed.sampleOpenLoads;
+  const sampleBody = await (await fetch(`http://127.0.0.1:${apiPort}/v2/tms-api/loads/${historyRefs[0]}`, { headers })).text();
+  const bodyFile = join(here, 'results', 'baseline-body.json');
+  writeFileSync(bodyFile, sampleBody);
+  const base = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { PORT: String(basePort), BODY_FILE: bodyFile });
+  await waitFor(`http://127.0.0.1:${basePort}/baseline`);
+
+  const zips = [...allUsZipCodes()].filter((z) => z.state !== 'US-PR').slice(0, 20_000);
+  let locationCounter = 0;
+  const runTag = Date.now().toString(36);
+  const cycle = <T>(xs: T[]) => {
+    let i = 0;
+    return () => xs[i++ % xs.length]!;
+  };
+  const nextHistory = cycle(historyRefs);
+  const nextOpen = cycle(openRefs);
+  const stopsFor = (i: number) => [
+    { stop_type: 'Pickup', location_external_reference_id: `LOC-${String((i % 4999) + 1).padStart(5, '0')}`, early_arrival: '2026-12-01T08:00:00Z', late_arrival: '2026-12-01T10:00:00Z' },
+    { stop_type: 'Delivery', location_external_reference_id: `LOC-${String(((i * 7) % 4999) + 1).padStart(5, '0')}`, early_arrival: '2026-12-02T08:00:00Z', late_arrival: '2026-12-02T12:00:00Z' },
+  ];
+  const upsertBody = JSON.stringify({
+    items: Array.from({ length: 100 }, (_, i) => ({
+      operation: 'upsert',
+      external_reference_id: `BENCH-UPSERT-${i}`,
+      load: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-00001', status: 'ACTIVE', stops: stopsFor(i), financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i }] },
+    })),
+  });
+
+  const scenarios: Scenario[] = [
+    { name: 'baseline (bare Fastify, same body size)', target: 'baseline', connections: 10, requests: [{ method: 'GET', path: '/baseline' }] },
+    {
+      name: 'get load by id',
+      target: 'api',
+      connections: 10,
+      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextHistory()}` }) }],
+    },
+    {
+      name: 'list loads (status, sort) page 1',
+      target: 'api',
+      connections: 10,
+      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=1&page_size=50' }],
+    },
+    {
+      name: 'list loads (status, sort) page 50',
+      target: 'api',
+      connections: 10,
+      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
+    },
+    {
+      name: 'open load with recommendations',
+      target: 'api',
+      connections: 10,
+      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextOpen()}` }) }],
+    },
+    {
+      name: 'batch/loads 100 upserts',
+      target: 'api',
+      connections: 1,
+      requests: [{ method: 'POST', path: '/v2/tms-api/batch/loads', body: upsertBody }],
+    },
+    {
+      name: 'batch/locations 100 new ZIP locations',
+      target: 'api',
+      connections: 1,
+      requests: [
+        {
+          method: 'POST',
+          path: '/v2/tms-api/batch/locations',
+          setupRequest: (r: autocannon.Request) => ({
+            ...r,
+            body: JSON.stringify({
+              items: Array.from({ length: 100 }, () => {
+                const z = zips[locationCounter % zips.length]!;
+                locationCounter++;
+                return { operation: 'create', location: { external_reference_id: `BENCH-${runTag}-${locationCounter}`, name: 'Bench DC', postal_code: z.zip, state: z.state } };
+              }),
+            }),
+          }),
+        },
+      ],
+    },
+  ].filter((s) => !args.only || s.name.includes(args.only) || s.target === 'baseline') as Scenario[];
+  for (const s of scenarios) for (const r of s.requests) r.headers = headers;
+
+  const results: Result[] = [];
+  for (const s of scenarios) {
+    const url = s.target === 'api' ? `http://127.0.0.1:${apiPort}` : `http://127.0.0.1:${basePort}`;
+    await drive(url, s, WARMUP, s.target === 'api' ? serverPid(api) : serverPid(base));
+  }
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const s of scenarios) {
+      const url = s.target === 'api' ? `http://127.0.0.1:${apiPort}` : `http://127.0.0.1:${basePort}`;
+      const r = await drive(url, s, DURATION, s.target === 'api' ? serverPid(api) : serverPid(base));
+      results.push({ scenario: s.name, round, ...r });
+      log(`${engine} round ${round} ${s.name}: ${r.requests_per_sec} req/s p50 ${r.p50_ms} p95 ${r.p95_ms} p99 ${r.p99_ms} errors ${r.errors} non2xx ${r.non_2xx} rss ${r.max_rss_mb} MB`);
+    }
+  }
+  await stop(api);
+  await stop(base);
+  const dbSize = await databaseSizeMb(engine, databaseUrl);
+  const summary = scenarios.map((s) => {
+    const rs = results.filter((r) => r.scenario === s.name);
+    return {
+      scenario: s.name,
+      requests_per_sec: median(rs.map((r) => r.requests_per_sec)),
+      p50_ms: median(rs.map((r) => r.p50_ms)),
+      p95_ms: median(rs.map((r) => r.p95_ms)),
+      p99_ms: median(rs.map((r) => r.p99_ms)),
+      errors: rs.reduce((a, r) => a + r.errors + r.non_2xx, 0),
+      max_rss_mb: Math.max(...rs.map((r) => r.max_rss_mb)),
+    };
+  });
+  const baseline = summary[0]!.requests_per_sec;
+  const get = (name: string) => summary.find((s) => s.scenario.startsWith(name));
+  const targets = [
+    ['get load by id ≥ 40% of baseline throughput', (get('get load')?.requests_per_sec ?? 0) / baseline >= 0.4, `${(((get('get load')?.requests_per_sec ?? 0) / baseline) * 100).toFixed(1)}%`],
+    ['list page 1 p95 ≤ 30 ms', (get('list loads (status, sort) page 1')?.p95_ms ?? Infinity) <= 30, `${get('list loads (status, sort) page 1')?.p95_ms} ms`],
+    ['list page 50 p95 ≤ 60 ms', (get('list loads (status, sort) page 50')?.p95_ms ?? Infinity) <= 60, `${get('list loads (status, sort) page 50')?.p95_ms} ms`],
+    [
+      `batch of 100 load upserts median ≤ ${engine === 'sqlite' ? 50 : 100} ms`,
+      (get('batch/loads')?.p50_ms ?? Infinity) <= (engine === 'sqlite' ? 50 : 100),
+      `${get('batch/loads')?.p50_ms} ms`,
+    ],
+    ['open load with recommendations p95 ≤ 25 ms', (get('open load')?.p95_ms ?? Infinity) <= 25, `${get('open load')?.p95_ms} ms`],
+    ['server RSS ≤ 300 MB throughout', Math.max(...summary.slice(1).map((s) => s.max_rss_mb)) <= 300, `${Math.max(...summary.slice(1).map((s) => s.max_rss_mb))} MB`],
+  ] as const;
+  return { engine, databaseUrl: engine === 'sqlite' ? databaseUrl : databaseUrl.replace(/\/\/[^@]*@/, '//'), loads: LOADS, db_size_mb: dbSize, summary, rounds: results, targets, baseline };
+}
+
+async function main() {
+  const machine = { cpu: cpus()[0]?.model, cores: cpus().length, memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, pinned: hasTaskset };
+  const runs = [];
+  for (const engine of engines) runs.push(await benchEngine(engine));
+  for (const run of runs) {
+    process.stdout.write(`\n${run.engine}: ${run.loads.toLocaleString('en-US')} loads, database ${run.db_size_mb} MB, ${DURATION} s × ${ROUNDS} round(s), medians\n`);
+    process.stdout.write(`| scenario | req/s | vs baseline | p50 ms | p95 ms | p99 ms | errors | max RSS MB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+    for (const s of run.summary) {
+      process.stdout.write(`| ${s.scenario} | ${s.requests_per_sec} | ${((s.requests_per_sec / run.baseline) * 100).toFixed(1)}% | ${s.p50_ms} | ${s.p95_ms} | ${s.p99_ms} | ${s.errors} | ${s.max_rss_mb} |\n`);
+    }
+    process.stdout.write('\n| target | met | measured |\n|---|---|---|\n');
+    for (const [name, met, measured] of run.targets) process.stdout.write(`| ${name} | ${met ? 'yes' : 'NO'} | ${measured} |\n`);
+  }
+  mkdirSync(join(here, 'results'), { recursive: true });
+  const out = join(here, 'results', `run-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(out, JSON.stringify({ machine, quick, duration_s: DURATION, rounds: ROUNDS, runs }, null, 2));
+  process.stdout.write(`\nwritten ${out}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
