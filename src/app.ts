@@ -70,7 +70,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
           },
     genReqId: newRequestId,
     bodyLimit: config.bodyLimitBytes,
-    return503OnClosing: true,
+    // Requests that arrive while closing get the D1 503 from the plumbing (Fastify's has another body).
+    return503OnClosing: false,
     forceCloseConnections: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Errors raised before routing (a path that is not valid percent-encoding) get the same shape.

@@ -64,9 +64,16 @@ async function serve(config: Config) {
       process.exit(1);
     }, 10_000);
     force.unref();
+    // Responses sent while closing say `Connection: close` (plumbing); a keep-alive connection that goes
+    // idle otherwise (a response already on its way) is closed here, instead of holding the close up
+    // until the keep-alive timeout (72 s).
+    const reaper = setInterval(() => app.server.closeIdleConnections(), 50);
+    reaper.unref();
     try {
       await app.close();
+      clearInterval(reaper);
       await store.close();
+      app.log.info('shut down: requests answered, database closed');
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'error during shutdown');

@@ -50,8 +50,23 @@ function routePattern(url: string): RegExp {
 export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; bodyLimitBytes: number }) {
   const { metrics } = opts;
 
+  // While the server drains (app.close()): responses to requests in flight close their keep-alive
+  // connection (else it would hold the close up until the keep-alive timeout), and a request that still
+  // arrives on one is refused with the D1 503 and Retry-After (Fastify's own answer has another body).
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    if (closing) throw new ServiceUnavailableError();
+  });
+
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
   });
 
   const bodiesWithNul = new WeakSet<FastifyRequest>();

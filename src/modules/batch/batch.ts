@@ -133,7 +133,14 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   return async function run(orgId: string, items: BatchItem[], opts: { deadlineMs?: number; onError?: (err: unknown) => void } = {}): Promise<BatchResult> {
     const results: BatchResultEntry[] = [];
     const deadline = opts.deadlineMs ? Date.now() + opts.deadlineMs : Infinity;
+    let turnAt = Date.now();
     for (const [index, item] of items.entries()) {
+      // Every ~10 ms the event loop gets a turn: on SQLite (a synchronous driver) a batch runs in
+      // microtasks only, and would otherwise hold every other request, and SIGTERM, until it ends.
+      if (Date.now() - turnAt > 10) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        turnAt = Date.now();
+      }
       const data = item[dataKey];
       const declaredRef =
         (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ??
