@@ -7,6 +7,7 @@ import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
 import { installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/batch/batch.js';
 import { carrierRoutes } from './modules/carriers/carriers.routes.js';
@@ -39,12 +40,19 @@ export interface AppDeps {
   logger?: boolean | Record<string, unknown>;
   /** Load the geocoder's data at boot (default true). */
   warmGeocoder?: boolean;
+  /**
+   * Extra limiter options (tests: a short Redis timeout, ioredis options). The limiter itself follows
+   * the config: `rateLimits` off, `redisUrl` set (Redis) or not (in process), `rateLimitKeyPrefix`; it
+   * counts with `clock`, so a fake clock moves its windows.
+   */
+  rateLimit?: Partial<Pick<RateLimiterOptions, 'commandTimeoutMs' | 'retryAfterFailureMs' | 'redisOptions'>>;
 }
 
 export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
   metrics: Metrics;
+  rateLimiter: RateLimiter;
   services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService;
     loads: LoadsService;
     marketRates: MarketRatesService;
@@ -99,11 +107,22 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     marketRates: marketRatesService(store, clock),
   };
 
+  const rateLimiter = createRateLimiter({
+    enabled: config.rateLimits,
+    redisUrl: config.redisUrl,
+    keyPrefix: config.rateLimitKeyPrefix,
+    clock,
+    log: app.log,
+    ...deps.rateLimit,
+  });
+  app.addHook('onClose', () => rateLimiter.close());
+  registerRateLimitMetrics(metrics.registry, rateLimiter);
+
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
-  const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS);
+  const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS, rateLimiter);
   await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage]);
 
-  opsRoutes(app, { store, metrics });
+  opsRoutes(app, { store, metrics, rateLimiter });
   const batchBodyLimit = config.batchBodyLimitBytes;
   customerRoutes(app, services.customers, { batchBodyLimit });
   carrierRoutes(app, services.carriers, { batchBodyLimit });
@@ -114,6 +133,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Geocoder data is loaded at boot, not on the first location request.
   if (deps.warmGeocoder !== false) warmupGeocoder();
 
+  // Redis is connected now that the synchronous boot work is done; requests that arrived before it
+  // answers would be counted in process, so wait a moment for it (never fails: see createRateLimiter).
+  await rateLimiter.ready(1000);
   await app.ready();
-  return { app, routeTable, metrics, services, analytics };
+  return { app, routeTable, metrics, rateLimiter, services, analytics };
 }

@@ -16,7 +16,11 @@ const EnvSchema = Type.Object({
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
   DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
-  REDIS_URL: Type.Optional(Type.String()),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  /** `off` switches per-key rate limits off entirely (benchmarks; a gateway that limits in front). */
+  RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
+  RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
 });
 
 export type Config = {
@@ -34,6 +38,9 @@ export type Config = {
   /** Origins (and destinations) within this many miles share a lane (D7). */
   laneRadiusMiles: number;
   redisUrl: string | undefined;
+  /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
+  rateLimits: boolean;
+  rateLimitKeyPrefix: string;
 };
 
 export class ConfigError extends Error {}
@@ -63,5 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
     laneRadiusMiles: env2.LANE_RADIUS_MILES,
     redisUrl: env2.REDIS_URL,
+    rateLimits: env2.RATE_LIMITS === 'on',
+    rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
   };
 }

@@ -142,7 +142,7 @@ describe('server-side failures', () => {
 describe('operations endpoints', () => {
   it('/healthz, /readyz and /metrics answer without a key', async () => {
     expect(json(await t.app.inject({ method: 'GET', url: '/healthz' }))).toEqual({ status: 'ok' });
-    expect(json(await t.app.inject({ method: 'GET', url: '/readyz' }))).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    expect(json(await t.app.inject({ method: 'GET', url: '/readyz' }))).toEqual({ status: 'ready', checks: { database: 'ok', rate_limits: 'in_process' } });
     const a = await newTenant(t);
     await a.get('/v2/tms-api/customers');
     await a.get('/v2/tms-api/customers/NOPE');

@@ -3,10 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp, type Lanebridge } from '../src/app.js';
+import { buildApp, type AppDeps, type Lanebridge } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDataStore, type DataStore } from '../src/lib/db/index.js';
-import type { Clock } from '../src/lib/clock.js';
 import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
 
 export interface TestApp extends Lanebridge {
@@ -17,8 +16,11 @@ export interface TestApp extends Lanebridge {
 
 export const isPostgres = () => inject('databaseUrl') !== null;
 
-/** The app on the suite's database: the run's PostgreSQL database, or a fresh SQLite file. */
-export async function startApp(overrides: Partial<Config> = {}, opts: { clock?: Clock } = {}): Promise<TestApp> {
+/**
+ * The app on the suite's database: the run's PostgreSQL database, or a fresh SQLite file. `opts` adds
+ * what buildApp takes beside the config (a fake clock, rate-limiter options, a logger).
+ */
+export async function startApp(overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): Promise<TestApp> {
   const pgUrl = inject('databaseUrl');
   let dir: string | null = null;
   let databaseUrl: string;
@@ -30,7 +32,7 @@ export async function startApp(overrides: Partial<Config> = {}, opts: { clock?: 
   const config = { ...loadConfig({}), databaseUrl, ...overrides };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
-  const built = await buildApp({ config, store, logger: false, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const built = await buildApp({ logger: false, ...opts, config, store });
   return {
     ...built,
     store,
@@ -57,11 +59,18 @@ export interface Tenant {
 
 let tenantCounter = 0;
 
-/** A new organization with a key: tests never share data, so they run in any order on any engine. */
-export async function newTenant(t: TestApp, scopes: readonly Scope[] = SCOPES): Promise<Tenant> {
+/**
+ * A new organization with a key: tests never share data, so they run in any order on any engine. The
+ * key has the product's default rate limits (100 a minute) unless `limits` says otherwise.
+ */
+export async function newTenant(
+  t: TestApp,
+  scopes: readonly Scope[] = SCOPES,
+  limits: { perMinute?: number; perDay?: number } = {},
+): Promise<Tenant> {
   const { accounts } = t.services;
   const org = await accounts.createOrganization(`Test Org ${++tenantCounter} ${process.pid}`);
-  const created = await accounts.createKey(org.id, { name: 'test', externalSystem: 'vitest', scopes: [...scopes] });
+  const created = await accounts.createKey(org.id, { name: 'test', externalSystem: 'vitest', scopes: [...scopes], ...limits });
   const headers = { 'x-api-key': created.key };
   const request = (opts: InjectOptions) =>
     t.app.inject({ ...opts, headers: { ...headers, ...(opts.headers as Record<string, string> | undefined) } });

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsService, Principal } from '../../modules/accounts/accounts.service.js';
 import type { Scope } from '../../modules/accounts/scopes.js';
-import { ForbiddenError, UnauthorizedError } from './errors.js';
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from './errors.js';
+import type { RateLimiter, RateLimitResult } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,10 +29,21 @@ export function principalOf(req: FastifyRequest): Principal {
 }
 
 /**
- * Registers authentication for every route that declares a scope, and records the route table that the
- * security test walks. A route under the API prefix without a scope is a programming error at boot.
+ * Registers authentication and rate limiting for every route that declares a scope, and records the
+ * route table that the security test walks. A route under the API prefix without a scope is a
+ * programming error at boot.
+ *
+ * Order: the key is resolved (401 spends nothing: there is no key to charge), then the request is
+ * counted against the key's budget (429 when spent), then the scope is checked (a 403 has been
+ * counted: the key is known and the request cost a lookup). Every response after the key is resolved
+ * carries the X-RateLimit-* headers, errors included.
  */
-export function installAuth(app: FastifyInstance, accounts: AccountsService, publicApiPaths: ReadonlySet<string>): ApiRouteEntry[] {
+export function installAuth(
+  app: FastifyInstance,
+  accounts: AccountsService,
+  publicApiPaths: ReadonlySet<string>,
+  limiter: RateLimiter | null = null,
+): ApiRouteEntry[] {
   const table: ApiRouteEntry[] = [];
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith(API_PREFIX) || publicApiPaths.has(route.url)) return;
@@ -41,12 +53,21 @@ export function installAuth(app: FastifyInstance, accounts: AccountsService, pub
       if (method !== 'HEAD') table.push({ method, url: route.url, scope });
     }
   });
-  app.addHook('onRequest', async (req) => {
+  const counting = limiter && limiter.mode !== 'off' ? limiter : null;
+  app.addHook('onRequest', async (req, reply) => {
     const scope = req.routeOptions.config?.scope;
     if (!scope) return;
     const header = req.headers['x-api-key'];
     const principal = await accounts.authenticate(typeof header === 'string' ? header : undefined);
     if (!principal) throw new UnauthorizedError();
+    if (counting) {
+      const pending = counting.consume(principal.keyId, principal.perMinute, principal.perDay);
+      const limit: RateLimitResult = pending instanceof Promise ? await pending : pending;
+      reply.header('x-ratelimit-limit', limit.limit);
+      reply.header('x-ratelimit-remaining', limit.remaining);
+      reply.header('x-ratelimit-reset', limit.reset);
+      if (!limit.allowed) throw new RateLimitedError(limit.retryAfter);
+    }
     if (!principal.scopes.has(scope)) throw new ForbiddenError(scope);
     req.principal = principal;
   });

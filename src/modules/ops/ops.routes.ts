@@ -1,18 +1,31 @@
 import type { FastifyInstance } from 'fastify';
 import type { DataStore } from '../../lib/db/index.js';
 import type { Metrics } from '../../lib/http/metrics.js';
+import type { RateLimiter, RateLimitStatus } from '../../lib/http/rate-limit.js';
+
+/**
+ * Where rate limits are counted, for /readyz: `in_process` (embedded), `redis`, `in_process_fallback`
+ * (Redis configured but unreachable: the service keeps answering, with per-instance counters), `off`.
+ */
+function rateLimitChecks(s: RateLimitStatus): Record<string, string> {
+  if (s.mode === 'off') return { rate_limits: 'off' };
+  if (s.mode === 'memory') return { rate_limits: 'in_process' };
+  return s.redisUp ? { rate_limits: 'redis', redis: 'ok' } : { rate_limits: 'in_process_fallback', redis: 'unreachable' };
+}
 
 /** Liveness, readiness and metrics: no key, not part of the versioned API. */
-export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics }) {
+export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter: RateLimiter }) {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const database = await deps.store.ping(2000);
-    if (database) return { status: 'ready', checks: { database: 'ok' } };
+    // Redis is not a readiness condition: without it limits are counted per instance, and the detail says so.
+    const [database, limits] = await Promise.all([deps.store.ping(2000), deps.rateLimiter.probe()]);
+    const checks = rateLimitChecks(limits);
+    if (database) return { status: 'ready', checks: { database: 'ok', ...checks } };
     return reply
       .code(503)
       .header('retry-after', '5')
-      .send({ status: 'not_ready', detail: 'Service temporarily unavailable', checks: { database: 'unreachable' } });
+      .send({ status: 'not_ready', detail: 'Service temporarily unavailable', checks: { database: 'unreachable', ...checks } });
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
