@@ -280,7 +280,9 @@ async function main() {
      select org_id, equipment_type, origin_cell, destination_cell, count(*), count(distinct carrier_id), max(delivered_at), '${iso(now)}'
      from lane_history where org_id = '${orgId}' group by org_id, equipment_type, origin_cell, destination_cell`,
   );
-  await w.exec(postgres ? 'analyze' : 'analyze');
+  await w.exec(`delete from load_status_counts where org_id = '${orgId}'`);
+  await w.exec(`insert into load_status_counts (org_id, status, n) select org_id, status, count(*) from loads where org_id = '${orgId}' group by org_id, status`);
+  await w.exec('analyze');
   await w.close();
   const seconds = (Date.now() - started) / 1000;
   log(`done: ${loadCount} loads in ${seconds.toFixed(1)} s`);

@@ -380,6 +380,34 @@ describe('loads: list', () => {
     expect(await refs(a, 'sort=-created_at')).toEqual(['L4', 'L3', 'L2', 'L1']);
   });
 
+  it('keeps list totals exact through creates, status changes, deletes and batches', async () => {
+    const a = await listing();
+    const total = async (q: string) => json(await a.get(`${base}?${q}`)).pagination.total;
+    const truth = async (statuses?: string[]) => {
+      let q = t.store.db.selectFrom('loads').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', a.orgId);
+      if (statuses) q = q.where('status', 'in', statuses);
+      return Number((await q.executeTakeFirst())?.n);
+    };
+    expect(await total('')).toBe(4);
+    await a.put(`${base}/L1`, { status: 'DELIVERED' });
+    await a.del(`${base}/L3`);
+    await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        { operation: 'create', load: load('B1', { status: 'SPOT' }) },
+        { operation: 'upsert', external_reference_id: 'L2', load: { status: 'completed' } },
+        { operation: 'delete', external_reference_id: 'L4' },
+        { operation: 'create', load: load('B2', { customer_external_reference_id: 'NOPE' }) },
+      ],
+    });
+    for (const statuses of [undefined, ['DELIVERED'], ['SPOT', 'COMPLETED'], ['ACTIVE']]) {
+      const q = statuses ? `status=${statuses.join(',')}` : '';
+      expect(await total(q), q).toBe(await truth(statuses));
+    }
+    expect(await total('')).toBe(3);
+    // Other filters count rows directly.
+    expect(await total('status=DELIVERED&equipment_type=DRY_VAN')).toBe(1);
+  });
+
   it('answers 422 for a bad status or enum filter', async () => {
     const a = await listing();
     const res = await a.get(`${base}?status=ACTIVE,LOST&equipment_type=boat&sort=weight`);

@@ -219,6 +219,13 @@ export interface MarketRateSnapshotsTable {
   created_at: string;
 }
 
+/** Loads per status and organization, kept in each load write's transaction: list totals without counting. */
+export interface LoadStatusCountsTable {
+  org_id: string;
+  status: string;
+  n: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -234,4 +241,5 @@ export interface Database {
   lane_history: LaneHistoryTable;
   lane_stats: LaneStatsTable;
   market_rate_snapshots: MarketRateSnapshotsTable;
+  load_status_counts: LoadStatusCountsTable;
 }

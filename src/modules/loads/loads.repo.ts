@@ -108,6 +108,28 @@ const SORT_COLUMNS: Record<string, string> = {
   external_reference_id: 'external_reference_id',
 };
 
+/** Moves a load between status counters (from null: a new load; to null: a deleted one). */
+export async function countStatusChange(tx: Executor, orgId: string, from: string | null, to: string | null) {
+  for (const [status, delta] of [[from, -1], [to, 1]] as const) {
+    if (status === null) continue;
+    await tx
+      .insertInto('load_status_counts')
+      .values({ org_id: orgId, status, n: delta })
+      .onConflict((oc) => oc.columns(['org_id', 'status']).doUpdateSet((eb) => ({ n: eb('load_status_counts.n', '+', delta) })))
+      .execute();
+  }
+}
+
+/** The total of a status-only (or unfiltered) list from the kept counters; null when other filters apply. */
+async function countFromCounters(tx: Executor, orgId: string, filter: LoadFilter): Promise<number | null> {
+  const { statuses, equipment_type, transport_mode, customer_id, carrier_id, pickup_date_from, pickup_date_to, updated_since, created_since } = filter;
+  if ([equipment_type, transport_mode, customer_id, carrier_id, pickup_date_from, pickup_date_to, updated_since, created_since].some((v) => v !== undefined)) return null;
+  let q = tx.selectFrom('load_status_counts').select((eb) => eb.fn.sum<number>('n').as('n')).where('org_id', '=', orgId);
+  if (statuses) q = q.where('status', 'in', statuses);
+  const row = await q.executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest) {
   let q = tx.selectFrom('loads').where('org_id', '=', orgId);
   if (filter.statuses) q = q.where('status', 'in', filter.statuses);
@@ -117,7 +139,7 @@ export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page:
   if (filter.carrier_id) q = q.where('carrier_id', '=', filter.carrier_id);
   if (filter.pickup_date_from) q = q.where('pickup_at', '>=', filter.pickup_date_from);
   if (filter.pickup_date_to) q = q.where('pickup_at', '<=', filter.pickup_date_to);
-  return fetchPage<'loads', LoadsTable>(sinceFilters(q, filter), page, SORT_COLUMNS);
+  return fetchPage<'loads', LoadsTable>(sinceFilters(q, filter), page, SORT_COLUMNS, () => countFromCounters(tx, orgId, filter));
 }
 
 export function usersMatching(tx: Executor, orgId: string, emails: string[], names: string[]) {

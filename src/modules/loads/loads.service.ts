@@ -11,6 +11,7 @@ import { syncLaneHistory } from '../lanes/lanes.repo.js';
 import type { CarrierRecommendation, LanesService } from '../lanes/lanes.service.js';
 import { DELIVERED_STATUSES, LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from './loads.enums.js';
 import {
+  countStatusChange,
   findByRefs,
   listLoads,
   namesByIds,
@@ -316,6 +317,7 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
         updated_at: now,
       };
       await repo.insert(tx, row);
+      await countStatusChange(tx, orgId, null, status);
       await replaceStops(tx, orgId, id, stops.rows);
       await replaceRates(tx, orgId, id, rateRows(orgId, id, input.financial_rates ?? []));
       return row;
@@ -341,6 +343,7 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
         patch.max_buy_rate_source = input.max_buy_rate === null ? null : 'caller';
       }
       if (input.status !== undefined && input.status !== row.status) {
+        await countStatusChange(tx, orgId, row.status, input.status);
         patch.status = input.status;
         patch.status_updated_at = now;
         patch.delivered_at = deliveredAt(row, input.status, now);
@@ -385,7 +388,8 @@ export function loadsService(store: DataStore, clock: Clock, options: LoadsOptio
     present,
     // Lane history follows every load write in the same transaction: recommendations read their writes.
     afterSave: async (tx, orgId, row) => deps.analytics.touch(await syncLaneHistory(tx, orgId, row.id)),
-    async beforeDelete(tx, _orgId, row) {
+    async beforeDelete(tx, orgId, row) {
+      await countStatusChange(tx, orgId, row.status, null);
       const lane = await tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', row.id).executeTakeFirst();
       if (lane) deps.analytics.touch([lane]);
     },
