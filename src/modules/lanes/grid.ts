@@ -30,3 +30,11 @@ export function cellsWithin(latitude: number, longitude: number, miles: number):
   }
   return [...cells];
 }
+
+/** A latitude/longitude box that holds every point within `miles` (callers still filter exactly). */
+export function boxWithin(latitude: number, longitude: number, miles: number) {
+  const dLat = miles / MILES_PER_DEGREE_LAT;
+  const widestCos = Math.max(Math.cos((Math.min(89.9, Math.abs(latitude) + dLat) * Math.PI) / 180), 0.01);
+  const dLon = Math.min(180, miles / (MILES_PER_DEGREE_LAT * widestCos));
+  return { minLat: latitude - dLat, maxLat: latitude + dLat, minLon: longitude - dLon, maxLon: longitude + dLon };
+}

@@ -122,8 +122,21 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
   return [...before, ...(await affected())].map(keyOf);
 }
 
-/** History rows of one equipment type whose origin and destination lie in the given cells. */
-export function laneCandidates(tx: Executor, orgId: string, equipmentType: string, originCells: number[], destinationCells: number[]) {
+type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
+
+/**
+ * History rows of one equipment type whose origin and destination lie in the given cells (the index)
+ * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
+ */
+export function laneCandidates(
+  tx: Executor,
+  orgId: string,
+  equipmentType: string,
+  originCells: number[],
+  destinationCells: number[],
+  originBox: Box,
+  destinationBox: Box,
+) {
   return tx
     .selectFrom('lane_history')
     .select([
@@ -140,6 +153,14 @@ export function laneCandidates(tx: Executor, orgId: string, equipmentType: strin
     .where('equipment_type', '=', equipmentType)
     .where('origin_cell', 'in', originCells)
     .where('destination_cell', 'in', destinationCells)
+    .where('origin_latitude', '>=', originBox.minLat)
+    .where('origin_latitude', '<=', originBox.maxLat)
+    .where('origin_longitude', '>=', originBox.minLon)
+    .where('origin_longitude', '<=', originBox.maxLon)
+    .where('destination_latitude', '>=', destinationBox.minLat)
+    .where('destination_latitude', '<=', destinationBox.maxLat)
+    .where('destination_longitude', '>=', destinationBox.minLon)
+    .where('destination_longitude', '<=', destinationBox.maxLon)
     .execute();
 }
 

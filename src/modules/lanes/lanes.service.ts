@@ -3,7 +3,7 @@ import type { Executor } from '../../lib/db/index.js';
 import type { Clock } from '../../lib/clock.js';
 import { haversineMiles, type Coordinates } from '../../geo/index.js';
 import { Nullable } from '../../lib/http/schema-helpers.js';
-import { cellsWithin } from './grid.js';
+import { boxWithin, cellsWithin } from './grid.js';
 import { laneCandidates, laneEnds } from './lanes.repo.js';
 import { rankCarriers, type LaneRules } from './scoring.js';
 
@@ -46,6 +46,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
         load.equipment_type,
         cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles),
         cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles),
+        boxWithin(origin.latitude, origin.longitude, rules.radiusMiles),
+        boxWithin(destination.latitude, destination.longitude, rules.radiusMiles),
       );
       const refs = new Map<string, string>();
       const history = candidates.map((c) => {
