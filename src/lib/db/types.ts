@@ -219,6 +219,23 @@ export interface MarketRateSnapshotsTable {
   created_at: string;
 }
 
+/** A dashboard sign-in session (the cookie carries the token; `id` is its SHA-256). */
+export interface DashboardSessionsTable {
+  id: string;
+  org_id: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+export interface DashboardSettingsTable {
+  name: string;
+  value: string;
+  created_at: string;
+}
+
 /** Loads per status and organization, kept in each load write's transaction: list totals without counting. */
 export interface LoadStatusCountsTable {
   org_id: string;
@@ -242,4 +259,6 @@ export interface Database {
   lane_stats: LaneStatsTable;
   market_rate_snapshots: MarketRateSnapshotsTable;
   load_status_counts: LoadStatusCountsTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_settings: DashboardSettingsTable;
 }

@@ -37,6 +37,20 @@ export function accountsRepo(db: Executor) {
         .executeTakeFirst(),
     touchKey: (id: string, at: string, tx: Executor = db) =>
       tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+    updateKeyLimits: (orgId: string, id: string, perMinute: number, perDay: number, tx: Executor = db) =>
+      tx
+        .updateTable('api_keys')
+        .set({ per_minute: perMinute, per_day: perDay })
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
+
+    /** Emails are unique across organizations (users.email_lower), so sign-in needs no organization. */
+    findUserByEmail: (email: string, tx: Executor = db) =>
+      tx.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst(),
+    findUser: (orgId: string, id: string, tx: Executor = db) =>
+      tx.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };
 }
 

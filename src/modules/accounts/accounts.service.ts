@@ -1,15 +1,35 @@
+import { randomBytes } from 'node:crypto';
 import type { DataStore } from '../../lib/db/index.js';
 import { isUniqueViolation } from '../../lib/db/errors.js';
-import type { ApiKeysTable } from '../../lib/db/types.js';
+import { inTransaction } from '../../lib/db/tx.js';
+import type { ApiKeysTable, UsersTable } from '../../lib/db/types.js';
 import { type Clock, systemClock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ConflictError, NotFoundByIdError, ValidationError } from '../../lib/http/errors.js';
 import { accountsRepo } from './accounts.repo.js';
 import { SCOPES, isScope, type Scope } from './scopes.js';
-import { KEY_PATTERN, constantTimeEqualHex, displayPrefix, generateApiKey, hashApiKey, hashPassword } from './secrets.js';
+import { KEY_PATTERN, constantTimeEqualHex, displayPrefix, generateApiKey, hashApiKey, hashPassword, verifyPassword } from './secrets.js';
 
 export const DEFAULT_PER_MINUTE = 100;
 export const DEFAULT_PER_DAY = 10_000;
+/** Limits are stored in 32-bit integer columns (PostgreSQL `integer`). */
+export const MAX_LIMIT = 2_147_483_647;
+
+function checkLimits(perMinute: number, perDay: number) {
+  for (const [field, v] of [['per_minute', perMinute], ['per_day', perDay]] as const) {
+    if (!Number.isInteger(v) || v < 1 || v > MAX_LIMIT) {
+      throw ValidationError.single([field], `${field} must be a whole number from 1 to ${MAX_LIMIT}`);
+    }
+  }
+}
+
+/** A user who may sign in to the dashboard. */
+export interface SignedInUser {
+  id: string;
+  org_id: string;
+  name: string;
+  email: string;
+}
 
 /** Who is calling: resolved from the API key on every request. */
 export interface Principal {
@@ -96,9 +116,7 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
   async function insertKey(orgId: string, input: CreateKeyInput) {
     const perMinute = input.perMinute ?? DEFAULT_PER_MINUTE;
     const perDay = input.perDay ?? DEFAULT_PER_DAY;
-    for (const [field, v] of [['per_minute', perMinute], ['per_day', perDay]] as const) {
-      if (!Number.isInteger(v) || v < 1) throw ValidationError.single([field], `${field} must be a whole number of at least 1`);
-    }
+    checkLimits(perMinute, perDay);
     if (!input.name.trim()) throw ValidationError.single(['name'], 'name must not be empty');
     if (!input.externalSystem.trim()) throw ValidationError.single(['external_system'], 'external_system must not be empty');
     const key = generateApiKey();
@@ -121,6 +139,24 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
     return { row, key };
   }
 
+  async function userRow(orgId: string, input: { email: string; name: string; password?: string }): Promise<UsersTable> {
+    const email = input.email.trim();
+    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw ValidationError.single(['email'], `'${input.email}' is not an email address`);
+    if (!input.name.trim()) throw ValidationError.single(['name'], 'User name must not be empty');
+    return {
+      id: newId('user'),
+      org_id: orgId,
+      email,
+      email_lower: email.toLowerCase(),
+      name: input.name.trim(),
+      password_hash: input.password ? await hashPassword(input.password) : null,
+      created_at: toIso(clock.now()),
+    };
+  }
+
+  // Compared against when the email is unknown, so an unknown email costs as much time as a wrong password.
+  let decoyHash: Promise<string> | null = null;
+
   return {
     async createOrganization(name: string) {
       const trimmed = name.trim();
@@ -134,26 +170,52 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
 
     async createUser(orgId: string, input: { email: string; name: string; password?: string }) {
       await requireOrganization(orgId);
-      const email = input.email.trim();
-      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw ValidationError.single(['email'], `'${input.email}' is not an email address`);
-      if (!input.name.trim()) throw ValidationError.single(['name'], 'User name must not be empty');
-      const row = {
-        id: newId('user'),
-        org_id: orgId,
-        email,
-        email_lower: email.toLowerCase(),
-        name: input.name.trim(),
-        password_hash: input.password ? await hashPassword(input.password) : null,
-        created_at: toIso(clock.now()),
-      };
+      const row = await userRow(orgId, input);
       try {
         await repo.insertUser(row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ConflictError(`User with email '${email}' already exists`);
+        if (isUniqueViolation(err)) throw new ConflictError(`User with email '${row.email}' already exists`);
         throw err;
       }
       return { id: row.id, email: row.email, name: row.name };
     },
+
+    /**
+     * The dashboard's first run: the first organization and its first user, together. A marker row
+     * (unique name) makes two concurrent first runs end with one organization, on either engine.
+     */
+    async setUpFirstOrganization(input: { organizationName: string; name: string; email: string; password: string }) {
+      const orgName = input.organizationName.trim();
+      if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
+      const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
+      const user = await userRow(org.id, input);
+      const alreadySetUp = () => new ConflictError('This Lanebridge already has an organization: sign in instead');
+      try {
+        await inTransaction(store, async (tx) => {
+          if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
+          await tx.insertInto('dashboard_settings').values({ name: 'first_run', value: org.id, created_at: org.created_at }).execute();
+          await repo.insertOrganization(org, tx);
+          await repo.insertUser(user, tx);
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw alreadySetUp();
+        throw err;
+      }
+      return { organization: { id: org.id, name: org.name }, user: { id: user.id, org_id: org.id, name: user.name, email: user.email } };
+    },
+
+    /** The user with this email and password, or null; the same work is done whatever is wrong. */
+    async verifyCredentials(email: string, password: string): Promise<SignedInUser | null> {
+      const user = await repo.findUserByEmail(email);
+      const stored = user?.password_hash ?? (await (decoyHash ??= hashPassword(randomBytes(16).toString('hex'))));
+      const matches = await verifyPassword(password, stored);
+      if (!matches || !user?.password_hash) return null;
+      return { id: user.id, org_id: user.org_id, name: user.name, email: user.email };
+    },
+
+    findUser: (orgId: string, userId: string) => repo.findUser(orgId, userId),
+    getOrganization: (orgId: string) => repo.findOrganization(orgId),
+    getIntegration: (orgId: string) => repo.findIntegration(orgId),
 
     listUsers: (orgId: string) => repo.listUsers(orgId),
 
@@ -203,6 +265,22 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
     async listKeys(orgId: string) {
       await requireOrganization(orgId);
       return (await repo.listKeys(orgId)).map(summarize);
+    },
+
+    async getKey(orgId: string, keyId: string): Promise<KeySummary> {
+      const row = await repo.findKey(orgId, keyId);
+      if (!row) throw new NotFoundByIdError('API key', keyId);
+      return summarize(row);
+    },
+
+    /** New per-minute and per-day limits; they apply from the key's next request (read on every request). */
+    async updateKeyLimits(orgId: string, keyId: string, limits: { perMinute: number; perDay: number }): Promise<KeySummary> {
+      checkLimits(limits.perMinute, limits.perDay);
+      const existing = await repo.findKey(orgId, keyId);
+      if (!existing) throw new NotFoundByIdError('API key', keyId);
+      if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its limits cannot change`);
+      await repo.updateKeyLimits(orgId, keyId, limits.perMinute, limits.perDay);
+      return summarize((await repo.findKey(orgId, keyId))!);
     },
 
     /**

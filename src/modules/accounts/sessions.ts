@@ -1,0 +1,107 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { DataStore } from '../../lib/db/index.js';
+import { type Clock, systemClock, toIso } from '../../lib/clock.js';
+
+/** What a dashboard request knows about the signed-in user. */
+export interface DashboardSession {
+  /** SHA-256 of the cookie's token: the row's id. */
+  id: string;
+  orgId: string;
+  orgName: string;
+  userId: string;
+  userName: string;
+  userEmail: string;
+  /** The synchronizer token every POST form of this session must carry. */
+  csrfToken: string;
+  expiresAt: string;
+}
+
+export interface SessionOptions {
+  /** A session ends this long after sign-in, however active. */
+  absoluteMs: number;
+  /** A session ends after this long without a request. */
+  idleMs: number;
+}
+
+export const DEFAULT_SESSION_OPTIONS: SessionOptions = { absoluteMs: 12 * 3_600_000, idleMs: 2 * 3_600_000 };
+
+// last_seen_at is written at most this often per session, so browsing is not a stream of writes.
+const TOUCH_INTERVAL_MS = 60_000;
+
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/**
+ * Server-side dashboard sessions. The cookie carries 256 random bits; the table keeps only their hash,
+ * so a copy of the database cannot be used to sign in. Signing out deletes the row: the cookie is
+ * then worthless everywhere, on every instance.
+ */
+export function sessionsService(store: DataStore, clock: Clock = systemClock, options: SessionOptions = DEFAULT_SESSION_OPTIONS) {
+  const db = store.db;
+
+  return {
+    options,
+
+    async create(user: { id: string; org_id: string }): Promise<{ token: string; csrfToken: string; expiresAt: Date }> {
+      const now = clock.now();
+      const token = randomBytes(32).toString('base64url');
+      const csrfToken = randomBytes(32).toString('base64url');
+      const expiresAt = new Date(now.getTime() + options.absoluteMs);
+      // Expired rows are swept on each sign-in, which keeps the table small without a timer.
+      await db.deleteFrom('dashboard_sessions').where('expires_at', '<', toIso(now)).execute();
+      await db
+        .insertInto('dashboard_sessions')
+        .values({
+          id: hashToken(token),
+          org_id: user.org_id,
+          user_id: user.id,
+          csrf_token: csrfToken,
+          created_at: toIso(now),
+          last_seen_at: toIso(now),
+          expires_at: toIso(expiresAt),
+        })
+        .execute();
+      return { token, csrfToken, expiresAt };
+    },
+
+    /** The live session of a token, or null (unknown, expired, idle too long, or its user gone). */
+    async find(token: string): Promise<DashboardSession | null> {
+      const id = hashToken(token);
+      const row = await db
+        .selectFrom('dashboard_sessions as s')
+        .innerJoin('users as u', (j) => j.onRef('u.id', '=', 's.user_id').onRef('u.org_id', '=', 's.org_id'))
+        .innerJoin('organizations as o', 'o.id', 's.org_id')
+        .select([
+          's.id', 's.org_id', 's.user_id', 's.csrf_token', 's.last_seen_at', 's.expires_at',
+          'u.name as user_name', 'u.email as user_email', 'o.name as org_name',
+        ])
+        .where('s.id', '=', id)
+        .executeTakeFirst();
+      if (!row) return null;
+      const now = clock.now();
+      const lastSeen = Date.parse(row.last_seen_at);
+      if (Date.parse(row.expires_at) <= now.getTime() || now.getTime() - lastSeen > options.idleMs) {
+        await db.deleteFrom('dashboard_sessions').where('id', '=', id).execute();
+        return null;
+      }
+      if (now.getTime() - lastSeen > TOUCH_INTERVAL_MS) {
+        await db.updateTable('dashboard_sessions').set({ last_seen_at: toIso(now) }).where('id', '=', id).execute();
+      }
+      return {
+        id: row.id,
+        orgId: row.org_id,
+        orgName: row.org_name,
+        userId: row.user_id,
+        userName: row.user_name,
+        userEmail: row.user_email,
+        csrfToken: row.csrf_token,
+        expiresAt: row.expires_at,
+      };
+    },
+
+    async destroy(token: string): Promise<void> {
+      await db.deleteFrom('dashboard_sessions').where('id', '=', hashToken(token)).execute();
+    },
+  };
+}
+
+export type SessionsService = ReturnType<typeof sessionsService>;
