@@ -31,6 +31,7 @@ import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } 
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
+import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 
 export interface AppDeps {
   config: Config;
@@ -40,6 +41,8 @@ export interface AppDeps {
   logger?: boolean | Record<string, unknown>;
   /** Load the geocoder's data at boot (default true). */
   warmGeocoder?: boolean;
+  /** Dashboard overrides (tests: a faster sign-in throttle, shorter sessions). */
+  dashboard?: Partial<Pick<DashboardOptions, 'signInThrottle' | 'sessions'>>;
   /**
    * Extra limiter options (tests: a short Redis timeout, ioredis options). The limiter itself follows
    * the config: `rateLimits` off, `redisUrl` set (Redis) or not (in process), `rateLimitKeyPrefix`; it
@@ -129,6 +132,15 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   locationRoutes(app, services.locations, { batchBodyLimit, analytics });
   loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs });
   marketRateRoutes(app, services.marketRates);
+  // The web dashboard for organization users (src/dashboard): its own encapsulated context.
+  await app.register(
+    dashboardPlugin({
+      services,
+      store,
+      clock,
+      options: { cookieSecure: config.dashboardCookieSecure, cookieSecret: config.dashboardCookieSecret, ...deps.dashboard },
+    }),
+  );
 
   // Geocoder data is loaded at boot, not on the first location request.
   if (deps.warmGeocoder !== false) warmupGeocoder();

@@ -16,6 +16,10 @@ const EnvSchema = Type.Object({
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
   DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
+  /** Dashboard cookies: `on` always Secure (behind a TLS-terminating proxy), `off` never, `auto` when the request came over TLS. */
+  DASHBOARD_COOKIE_SECURE: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
+  /** Signs dashboard cookies; when unset a secret is generated once and kept in the database. */
+  DASHBOARD_COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /** `off` switches per-key rate limits off entirely (benchmarks; a gateway that limits in front). */
   RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
@@ -31,6 +35,8 @@ export type Config = {
   bodyLimitBytes: number;
   batchBodyLimitBytes: number;
   dbPoolSize: number;
+  dashboardCookieSecure: 'auto' | 'on' | 'off';
+  dashboardCookieSecret: string | undefined;
   /** Road miles per great-circle mile when a load's distance is estimated (D4). */
   circuityFactor: number;
   /** Items of a load batch not started by then are reported failed, so the batch answers within 60 s. */
@@ -66,6 +72,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: env2.BODY_LIMIT_BYTES,
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
     dbPoolSize: env2.DB_POOL_SIZE,
+    dashboardCookieSecure: env2.DASHBOARD_COOKIE_SECURE,
+    dashboardCookieSecret: env2.DASHBOARD_COOKIE_SECRET,
     circuityFactor: env2.DISTANCE_CIRCUITY,
     loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
     laneRadiusMiles: env2.LANE_RADIUS_MILES,

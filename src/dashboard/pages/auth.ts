@@ -1,0 +1,207 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import type { DashboardSession } from '../../modules/accounts/sessions.js';
+import {
+  FORM_COOKIE,
+  SESSION_COOKIE,
+  anonymousFormToken,
+  checkAnonymousCsrf,
+  checkSessionCsrf,
+  cookieOptions,
+  formText,
+  safeNext,
+  sendPage,
+  type DashboardContext,
+} from '../context.js';
+import { overviewCounts } from '../dashboard.repo.js';
+import { count, utc } from '../format.js';
+import { html, type SafeHtml } from '../html.js';
+import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+
+export const MIN_PASSWORD_LENGTH = 10;
+const MAX_PASSWORD_LENGTH = 1024;
+/** The one answer to every failed sign-in, whatever failed. */
+export const SIGN_IN_FAILED = 'Email or password is incorrect.';
+
+function passwordProblem(password: string): string | null {
+  if (password.length < MIN_PASSWORD_LENGTH) return `Use a password of at least ${MIN_PASSWORD_LENGTH} characters.`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `Use a password of at most ${MAX_PASSWORD_LENGTH} characters.`;
+  return null;
+}
+export { passwordProblem };
+
+const FIRST_RUN_FIELDS: Record<string, string> = { organization_name: 'organization_name', name: 'name', email: 'email' };
+
+/** Field errors from a service's validation error (its `loc` names the field). */
+export function fieldErrorsOf(err: ValidationError, fields: Record<string, string>): FieldErrors {
+  const out: FieldErrors = {};
+  for (const issue of err.issues) {
+    const key = String(issue.loc[issue.loc.length - 1] ?? '');
+    const target = fields[key] ?? Object.values(fields)[0]!;
+    out[target] ??= issue.msg.replace(/^Value error, /, '');
+  }
+  return out;
+}
+
+async function startSession(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, user: { id: string; org_id: string }) {
+  // A new session id at every sign-in (no fixation); the old one, if any, ends.
+  if (req.dashboardToken) await ctx.sessions.destroy(req.dashboardToken);
+  const session = await ctx.sessions.create(user);
+  reply.setCookie(SESSION_COOKIE, session.token, { ...cookieOptions(ctx, req), maxAge: Math.floor(ctx.sessions.options.absoluteMs / 1000) });
+  reply.clearCookie(FORM_COOKIE, { path: '/' });
+}
+
+function firstRunPage(token: string, values: Record<string, string> = {}, errors: FieldErrors = {}, message?: string): SafeHtml {
+  return page({
+    title: 'Create your organization',
+    narrow: true,
+    body: html`<h1>Create your organization</h1>
+<p>Welcome to Lanebridge. Set up your organization and your own sign-in; you can add colleagues afterwards.</p>
+${errorSummary(errors, message)}
+<form class="stack" method="post" action="/" novalidate>
+  ${csrfField(token)}
+  ${field({ name: 'organization_name', label: 'Organization name', value: values.organization_name, errors, required: true, autocomplete: 'organization', maxlength: 255 })}
+  ${field({ name: 'name', label: 'Your name', value: values.name, errors, required: true, autocomplete: 'name', maxlength: 255 })}
+  ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true, autocomplete: 'email', maxlength: 255 })}
+  ${field({ name: 'password', label: 'Password', type: 'password', errors, required: true, autocomplete: 'new-password', hint: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
+  <div><button type="submit">Create organization</button></div>
+</form>`,
+  });
+}
+
+function signInPage(token: string, next: string, email = '', message?: SafeHtml | null): SafeHtml {
+  return page({
+    title: 'Sign in',
+    narrow: true,
+    body: html`<h1>Sign in</h1>
+${message ?? ''}
+<form class="stack" method="post" action="/signin">
+  ${csrfField(token)}
+  <input type="hidden" name="next" value="${next}">
+  ${field({ name: 'email', label: 'Email', type: 'email', value: email, required: true, autocomplete: 'username', maxlength: 255 })}
+  ${field({ name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'current-password' })}
+  <div><button type="submit">Sign in</button></div>
+</form>`,
+  });
+}
+
+async function overviewPage(ctx: DashboardContext, s: DashboardSession): Promise<SafeHtml> {
+  const [counts, integration] = await Promise.all([overviewCounts(ctx.store.db, s.orgId), ctx.services.accounts.getIntegration(s.orgId)]);
+  const stat = (value: number, label: string, path: string, extra?: string) =>
+    html`<div class="card"><a href="${path}"><span class="stat">${count(value)}</span>${label}</a>${extra ? html`<div class="muted">${extra}</div>` : ''}</div>`;
+  return page({
+    title: 'Overview',
+    session: s,
+    active: 'home',
+    body: html`<h1>${s.orgName}</h1>
+${integration
+  ? html`<p>TMS API integration connected ${utc(integration.connected_at)}. <a href="/settings/api-keys">Manage API keys</a>.</p>`
+  : notice('warn', html`<p><strong>Next step:</strong> connect the TMS API integration, then create an API key for your system.</p>
+<p><a href="/settings/integrations">Go to Settings → TMS Integrations</a></p>`)}
+<h2>Your data</h2>
+<div class="grid">
+  ${stat(counts.loads, 'Loads', '/loads', `${count(counts.openLoads)} open`)}
+  ${stat(counts.locations, 'Locations', '/locations')}
+  ${stat(counts.carriers, 'Carriers', '/carriers')}
+  ${stat(counts.customers, 'Customers', '/customers')}
+  ${stat(counts.lanes, 'Lanes with history', '/lanes')}
+</div>
+<h2>Workspace</h2>
+<div class="grid">
+  ${stat(counts.activeKeys, 'Active API keys', '/settings/api-keys')}
+  ${stat(counts.users, 'Users', '/users')}
+</div>`,
+  });
+}
+
+export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  const { accounts } = ctx.services;
+
+  app.get('/', async (req, reply) => {
+    const s = req.dashboardSession;
+    if (s) return sendPage(reply, await overviewPage(ctx, s));
+    if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
+    return sendPage(reply, firstRunPage(anonymousFormToken(ctx, req, reply)));
+  });
+
+  // First run: the first organization and its first user, then signed in.
+  app.post('/', async (req, reply) => {
+    checkAnonymousCsrf(ctx, req);
+    if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
+    const values = {
+      organization_name: formText(req.body, 'organization_name').trim(),
+      name: formText(req.body, 'name').trim(),
+      email: formText(req.body, 'email').trim(),
+    };
+    const password = formText(req.body, 'password');
+    const errors: FieldErrors = {};
+    if (!values.organization_name) errors.organization_name = 'Enter the organization name.';
+    else if (values.organization_name.length > 255) errors.organization_name = 'Use at most 255 characters for the organization name.';
+    if (!values.name) errors.name = 'Enter your name.';
+    else if (values.name.length > 255) errors.name = 'Use at most 255 characters for your name.';
+    if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
+    const pw = passwordProblem(password);
+    if (pw) errors.password = pw;
+    const token = anonymousFormToken(ctx, req, reply);
+    if (Object.keys(errors).length) return sendPage(reply, firstRunPage(token, values, errors), 422);
+    try {
+      const { user } = await accounts.setUpFirstOrganization({ organizationName: values.organization_name, name: values.name, email: values.email, password });
+      await startSession(ctx, req, reply, user);
+      return reply.redirect('/settings/integrations?done=welcome', 303);
+    } catch (err) {
+      if (err instanceof ConflictError) return reply.redirect('/signin', 303);
+      if (err instanceof ValidationError) return sendPage(reply, firstRunPage(token, values, fieldErrorsOf(err, FIRST_RUN_FIELDS)), 422);
+      throw err;
+    }
+  });
+
+  app.get('/signin', async (req, reply) => {
+    const q = req.query as Record<string, string | undefined>;
+    const next = safeNext(q.next);
+    if (req.dashboardSession) return reply.redirect(next, 303);
+    if ((await accounts.countOrganizations()) === 0) return reply.redirect('/', 303);
+    const message = q.done === 'signed-out' ? notice('ok', html`<p>You are signed out.</p>`) : null;
+    return sendPage(reply, signInPage(anonymousFormToken(ctx, req, reply), next, '', message));
+  });
+
+  app.post('/signin', async (req, reply) => {
+    checkAnonymousCsrf(ctx, req);
+    const email = formText(req.body, 'email').trim().slice(0, 255);
+    const password = formText(req.body, 'password');
+    const next = safeNext(formText(req.body, 'next'));
+    const user =
+      email !== '' && password !== '' && password.length <= MAX_PASSWORD_LENGTH
+        ? await ctx.throttle.attempt(email, req.ip, () => accounts.verifyCredentials(email, password))
+        : null;
+    if (!user) {
+      const token = anonymousFormToken(ctx, req, reply);
+      return sendPage(reply, signInPage(token, next, email, notice('error', html`<p>${SIGN_IN_FAILED}</p>`, 'alert')), 401);
+    }
+    await startSession(ctx, req, reply, user);
+    return reply.redirect(next, 303);
+  });
+
+  app.get('/signout', async (req, reply) => {
+    const s = req.dashboardSession;
+    if (!s) return reply.redirect('/signin', 303);
+    return sendPage(
+      reply,
+      page({
+        title: 'Sign out',
+        session: s,
+        narrow: true,
+        body: html`<h1>Sign out</h1>
+<p>You are signed in as ${s.userName} (${s.userEmail}).</p>
+<form method="post" action="/signout">${csrfField(s.csrfToken)}<button type="submit">Sign out</button></form>`,
+      }),
+    );
+  });
+
+  app.post('/signout', async (req, reply) => {
+    if (!req.dashboardSession || !req.dashboardToken) return reply.redirect('/signin', 303);
+    checkSessionCsrf(req);
+    await ctx.sessions.destroy(req.dashboardToken);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return reply.redirect('/signin?done=signed-out', 303);
+  });
+}

@@ -1,0 +1,85 @@
+import type { FastifyInstance } from 'fastify';
+import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import type { DashboardSession } from '../../modules/accounts/sessions.js';
+import { checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { utc } from '../format.js';
+import { html } from '../html.js';
+import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+import { MIN_PASSWORD_LENGTH, fieldErrorsOf, passwordProblem } from './auth.js';
+
+interface UserForm {
+  name: string;
+  email: string;
+}
+
+async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string } = {}) {
+  const users = await ctx.services.accounts.listUsers(s.orgId);
+  const values = o.values ?? { name: '', email: '' };
+  const errors = o.errors ?? {};
+  return page({
+    title: 'Users',
+    session: s,
+    active: 'users',
+    body: html`<h1>Users</h1>
+${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
+<p>The people of your organization. Loads’ sales and dispatcher reps are matched to these users by email (or by a unique name).</p>
+<div class="table-wrap"><table>
+  <caption>${users.length} user${users.length === 1 ? '' : 's'}</caption>
+  <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th></tr></thead>
+  <tbody>${users.map(
+    (u) => html`<tr><th scope="row">${u.name}${u.id === s.userId ? html` <span class="badge">you</span>` : ''}</th><td>${u.email}</td>
+    <td>${u.password_hash ? 'Yes' : html`<span class="muted">No</span>`}</td><td class="nowrap">${utc(u.created_at)}</td></tr>`,
+  )}</tbody>
+</table></div>
+<section class="card" aria-labelledby="add-user-title">
+  <h2 id="add-user-title">Add a user</h2>
+  ${errorSummary(errors)}
+  <form class="stack" method="post" action="/users" novalidate>
+    ${csrfField(s.csrfToken)}
+    ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, autocomplete: 'off', maxlength: 255 })}
+    ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true, autocomplete: 'off', maxlength: 255 })}
+    ${field({
+      name: 'password',
+      label: 'Password (optional)',
+      type: 'password',
+      errors,
+      autocomplete: 'new-password',
+      hint: `Lets this user sign in to the dashboard; at least ${MIN_PASSWORD_LENGTH} characters. Leave it empty for someone who is only matched to loads.`,
+    })}
+    <div><button type="submit">Add user</button></div>
+  </form>
+</section>`,
+  });
+}
+
+export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  app.get('/users', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    const done = (req.query as Record<string, string | undefined>).done === 'added' ? 'The user is added.' : undefined;
+    return sendPage(reply, await usersPage(ctx, s, { done }));
+  });
+
+  app.post('/users', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    checkSessionCsrf(req);
+    const values = { name: formText(req.body, 'name').trim(), email: formText(req.body, 'email').trim() };
+    const password = formText(req.body, 'password');
+    const errors: FieldErrors = {};
+    if (!values.name) errors.name = 'Enter the user’s name.';
+    else if (values.name.length > 255) errors.name = 'Use at most 255 characters for the name.';
+    if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
+    const pw = password ? passwordProblem(password) : null;
+    if (pw) errors.password = pw;
+    if (Object.keys(errors).length) return sendPage(reply, await usersPage(ctx, s, { values, errors }), 422);
+    try {
+      await ctx.services.accounts.createUser(s.orgId, { ...values, ...(password ? { password } : {}) });
+    } catch (err) {
+      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'A user with this email already exists.' } }), 409);
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email' }) }), 422);
+      throw err;
+    }
+    return reply.redirect('/users?done=added', 303);
+  });
+}

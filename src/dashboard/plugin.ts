@@ -1,0 +1,149 @@
+import fastifyCookie from '@fastify/cookie';
+import type { FastifyError, FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { DataStore } from '../lib/db/index.js';
+import { isDatabaseUnavailable } from '../lib/db/errors.js';
+import type { Clock } from '../lib/clock.js';
+import { ApiError, DetailError, ValidationError } from '../lib/http/errors.js';
+import { DEFAULT_SESSION_OPTIONS, sessionsService, type SessionOptions } from '../modules/accounts/sessions.js';
+import { ASSETS } from './assets.js';
+import {
+  CsrfError,
+  SESSION_COOKIE,
+  parseForm,
+  sendPage,
+  type CookieSecureMode,
+  type DashboardContext,
+  type DashboardServices,
+} from './context.js';
+import { html } from './html.js';
+import { page } from './layout.js';
+import { authRoutes } from './pages/auth.js';
+import { apiKeyRoutes } from './pages/api-keys.js';
+import { dataRoutes } from './pages/data.js';
+import { integrationRoutes } from './pages/integrations.js';
+import { userRoutes } from './pages/users.js';
+import { cookieSecret } from './secret.js';
+import { signInThrottle, type ThrottleOptions } from './throttle.js';
+
+export interface DashboardOptions {
+  /** Secure cookies: `on` (always; behind a TLS-terminating proxy), `off`, or `auto` (when the request came over TLS). */
+  cookieSecure: CookieSecureMode;
+  /** Signs cookies; when absent a secret is made once and kept in the database. */
+  cookieSecret?: string;
+  signInThrottle?: Partial<ThrottleOptions>;
+  sessions?: Partial<SessionOptions>;
+}
+
+export interface DashboardDeps {
+  services: DashboardServices;
+  store: DataStore;
+  clock: Clock;
+  options: DashboardOptions;
+}
+
+/**
+ * Every dashboard page sends these. The policy allows this origin's stylesheet and script and nothing
+ * else: no inline script or style, no frames, forms posting only here.
+ */
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+  'permissions-policy': 'camera=(), microphone=(), geolocation=(), payment=()',
+};
+
+const FORM_BODY_LIMIT = 64 * 1024;
+
+/**
+ * The web dashboard for organization users, server-rendered by the API's own process. Registered as
+ * an encapsulated plugin: its form parser, cookies, hooks and HTML error pages apply to its routes
+ * only, so nothing under /v2/tms-api changes.
+ */
+export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
+  return async (app: FastifyInstance) => {
+    const secret = cookieSecret(deps.store, deps.clock, deps.options.cookieSecret);
+    const ctx: DashboardContext = {
+      services: deps.services,
+      store: deps.store,
+      clock: deps.clock,
+      sessions: sessionsService(deps.store, deps.clock, { ...DEFAULT_SESSION_OPTIONS, ...deps.options.sessions }),
+      throttle: signInThrottle(deps.options.signInThrottle),
+      secret,
+      cookieSecure: deps.options.cookieSecure,
+    };
+
+    // Pages are not part of the API's OpenAPI document.
+    app.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, hide: true };
+    });
+    await app.register(fastifyCookie, { secret: secret.signer });
+    app.decorateRequest('dashboardSession', null);
+    app.decorateRequest('dashboardToken', null);
+
+    // HTML forms post urlencoded bodies; only the dashboard's routes accept them.
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_req, body, done) => {
+      const form = parseForm(body as string);
+      // PostgreSQL cannot store NUL; refusing it here keeps both engines alike (as the API does).
+      const values = Object.entries(form).flatMap(([k, v]) => [k, ...[v].flat()]);
+      if (values.some((v) => v.includes('\u0000'))) return done(new DetailError(400, 'Form fields must not contain NUL characters'), undefined);
+      done(null, form);
+    });
+
+    app.addHook('onRequest', async (req, reply) => {
+      for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v);
+      reply.header('cache-control', 'no-store');
+      if (req.url.startsWith('/assets/')) return;
+      await secret.ready();
+      const raw = req.cookies[SESSION_COOKIE];
+      if (!raw) return;
+      const unsigned = req.unsignCookie(raw);
+      const session = unsigned.valid && unsigned.value ? await ctx.sessions.find(unsigned.value) : null;
+      if (session) {
+        req.dashboardSession = session;
+        req.dashboardToken = unsigned.value;
+      } else {
+        reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      }
+    });
+
+    app.setErrorHandler((error: FastifyError | ApiError | CsrfError, req, reply) => {
+      const session = req.dashboardSession ?? null;
+      const show = (status: number, title: string, message: string) =>
+        sendPage(reply, page({ title, session, body: html`<h1>${title}</h1><p>${message}</p><p><a href="/">Back to the overview</a></p>` }), status);
+      if (error instanceof CsrfError) {
+        return show(403, 'Form expired', 'This form could not be verified: it is too old or did not come from this site. Go back, reload the page and try again.');
+      }
+      if (error instanceof ValidationError) return show(400, 'Bad request', error.message);
+      if (error instanceof ApiError) {
+        const detail = String(error.body().detail ?? error.message);
+        return show(error.status, error.status === 404 ? 'Not found' : 'Request refused', detail);
+      }
+      const fe = error as FastifyError;
+      if (isDatabaseUnavailable(error)) {
+        req.log.warn({ err: error }, 'database unavailable');
+        return show(503, 'Temporarily unavailable', 'The database cannot be reached right now. Try again in a moment.');
+      }
+      if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+        return show(fe.statusCode, 'Request refused', fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'The form was too large.' : 'The request could not be handled.');
+      }
+      req.log.error({ err: error }, 'dashboard error');
+      return show(500, 'Something went wrong', `The page could not be shown. Request id: ${req.id}`);
+    });
+
+    for (const [path, asset] of Object.entries(ASSETS)) {
+      app.get(path, async (_req, reply) => {
+        reply.header('cache-control', 'public, max-age=86400');
+        return reply.type(asset.type).send(asset.body);
+      });
+    }
+
+    authRoutes(app, ctx);
+    integrationRoutes(app, ctx);
+    apiKeyRoutes(app, ctx);
+    userRoutes(app, ctx);
+    dataRoutes(app, ctx);
+  };
+}
