@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers.js';
+import { Visitor, csrfOf, startDashboardApp } from './support.js';
+
+// First run needs a database without any organization: this file gets one of its own on either engine.
+let t: TestApp;
+beforeAll(async () => {
+  t = await startDashboardApp({ fresh: true });
+});
+afterAll(async () => t?.close());
+
+const OWNER = { organization_name: 'Acme Freight', name: 'Ada Owner', email: 'ada@acme.example', password: 'a long enough password' };
+
+describe('first run', () => {
+  it('offers "Create your organization" while there is none, then requires sign-in', async () => {
+    const v = new Visitor(t);
+    const res = await v.get('/');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('<h1>Create your organization</h1>');
+    for (const name of ['organization_name', 'name', 'email', 'password']) expect(res.body).toContain(`<label for="f-${name}">`);
+    // Sign-in has nothing to sign in to yet.
+    expect((await v.get('/signin')).headers.location).toBe('/');
+
+    // The form refuses a post without its token, with a wrong one, and from another site.
+    expect((await v.post('/', OWNER)).statusCode).toBe(403);
+    expect((await v.post('/', { ...OWNER, _csrf: 'forged' })).statusCode).toBe(403);
+    const other = new Visitor(t);
+    await other.get('/');
+    expect((await v.post('/', { ...OWNER, _csrf: csrfOf((await other.get('/')).body) })).statusCode).toBe(403);
+    expect((await v.post('/', { ...OWNER, _csrf: csrfOf(res.body) }, { 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
+    expect(await t.services.accounts.countOrganizations()).toBe(0);
+
+    // Field problems are reported next to their fields, and nothing is created.
+    const bad = await v.post('/', { _csrf: csrfOf(res.body), organization_name: '', name: 'Ada', email: 'not-an-email', password: 'short' });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.body).toContain('Enter the organization name.');
+    expect(bad.body).toContain('id="f-email-error"');
+    expect(bad.body).toContain('aria-invalid="true"');
+    expect(bad.body).toContain('at least 10 characters');
+    expect(await t.services.accounts.countOrganizations()).toBe(0);
+
+    const created = await v.post('/', { ...OWNER, _csrf: csrfOf(bad.body) });
+    expect(created.statusCode).toBe(303);
+    expect(created.headers.location).toBe('/settings/integrations?done=welcome');
+    const cookie = String([created.headers['set-cookie']].flat().find((c) => String(c).startsWith('lb_session=')));
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Secure/); // plain HTTP here; DASHBOARD_COOKIE_SECURE=on forces it
+    const welcome = await v.get('/settings/integrations?done=welcome');
+    expect(welcome.statusCode).toBe(200);
+    expect(welcome.body).toContain('Your organization is set up');
+    expect(welcome.body).toContain('Signed in as Ada Owner');
+    expect(await t.services.accounts.countOrganizations()).toBe(1);
+
+    // Afterwards `/` wants a signed-in user, and a second first run is not possible.
+    const stranger = new Visitor(t);
+    const again = await stranger.get('/');
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe('/signin');
+    const form = await stranger.get('/signin');
+    const second = await stranger.post('/', { ...OWNER, email: 'eve@evil.example', _csrf: csrfOf(form.body) });
+    expect(second.statusCode).toBe(303);
+    expect(second.headers.location).toBe('/signin');
+    expect(await t.services.accounts.countOrganizations()).toBe(1);
+
+    // The owner can sign in again with the password set at first run.
+    await new Visitor(t).signIn(OWNER.email, OWNER.password);
+  });
+
+  it('the overview shows the organization and the next step', async () => {
+    const v = new Visitor(t);
+    await v.signIn(OWNER.email, OWNER.password);
+    const home = await v.get('/');
+    expect(home.statusCode).toBe(200);
+    expect(home.body).toContain('<h1>Acme Freight</h1>');
+    expect(home.body).toContain('connect the TMS API integration');
+  });
+});
