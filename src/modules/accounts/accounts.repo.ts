@@ -1,5 +1,8 @@
 import type { Executor } from '../../lib/db/index.js';
+import { prepared } from '../../lib/db/prepared.js';
 import type { ApiKeysTable, OrganizationsTable, UsersTable } from '../../lib/db/types.js';
+
+const keyByHash = prepared<{ hash: string }, ApiKeysTable>((db, p) => db.selectFrom('api_keys').selectAll().where('key_hash', '=', p('hash')));
 
 export function accountsRepo(db: Executor) {
   return {
@@ -23,8 +26,8 @@ export function accountsRepo(db: Executor) {
     insertKey: (row: ApiKeysTable, tx: Executor = db) => tx.insertInto('api_keys').values(row).execute(),
     findKey: (orgId: string, id: string, tx: Executor = db) =>
       tx.selectFrom('api_keys').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
-    findKeyByHash: (hash: string, tx: Executor = db) =>
-      tx.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst(),
+    // On every request: built and compiled once.
+    findKeyByHash: async (hash: string, tx: Executor = db) => (await keyByHash(tx, { hash }))[0],
     listKeys: (orgId: string, tx: Executor = db) =>
       tx.selectFrom('api_keys').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
     revokeKey: (orgId: string, id: string, at: string, replacedBy: string | null, tx: Executor = db) =>

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
+import { prepared } from '../../lib/db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import { haversineMiles, type Coordinates } from '../../geo/index.js';
 import { Nullable } from '../../lib/http/schema-helpers.js';
@@ -21,6 +22,10 @@ export const CarrierRecommendation = Type.Object(
   { $id: 'CarrierRecommendation' },
 );
 export type CarrierRecommendation = Static<typeof CarrierRecommendation>;
+
+const snapshotEquipment = prepared<{ orgId: string }, { equipment_type: string }>((db, p) =>
+  db.selectFrom('market_rate_snapshots').select('equipment_type').distinct().where('org_id', '=', p('orgId')),
+);
 
 export interface LaneLoad {
   id: string;
@@ -89,8 +94,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
 
     /** Equipment types that have any market snapshot in the organization (most loads can skip the lookup). */
     async equipmentWithSnapshots(tx: Executor, orgId: string): Promise<Set<string>> {
-      const rows = await tx.selectFrom('market_rate_snapshots').select('equipment_type').distinct().where('org_id', '=', orgId).execute();
-      return new Set(rows.map((r) => r.equipment_type));
+      return new Set((await snapshotEquipment(tx, { orgId })).map((r) => r.equipment_type));
     },
 
     /**

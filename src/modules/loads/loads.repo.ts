@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
+import { prepared } from '../../lib/db/prepared.js';
 import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
 import type { LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
@@ -11,8 +12,32 @@ export interface StopWithLocation extends LoadStopsTable {
   longitude: number;
 }
 
+const stopsOfOne = prepared<{ orgId: string; loadId: string }, StopWithLocation>((db, p) =>
+  db
+    .selectFrom('load_stops as s')
+    .innerJoin('locations as l', 'l.id', 's.location_id')
+    .selectAll('s')
+    .select(['l.external_reference_id as location_external_reference_id', 'l.name as location_name', 'l.latitude', 'l.longitude'])
+    .where('s.org_id', '=', p('orgId'))
+    .where('s.load_id', '=', p('loadId'))
+    .orderBy('s.stop_number'),
+);
+
+const ratesOfOne = prepared<{ orgId: string; loadId: string }, LoadRatesTable>((db, p) =>
+  db.selectFrom('load_rates').selectAll().where('org_id', '=', p('orgId')).where('load_id', '=', p('loadId')).orderBy('position'),
+);
+
+const nameOfCustomer = prepared<{ orgId: string; id: string }, { id: string; external_reference_id: string; name: string }>((db, p) =>
+  db.selectFrom('customers').select(['id', 'external_reference_id', 'name']).where('org_id', '=', p('orgId')).where('id', '=', p('id')),
+);
+const nameOfCarrier = prepared<{ orgId: string; id: string }, { id: string; external_reference_id: string; name: string }>((db, p) =>
+  db.selectFrom('carriers').select(['id', 'external_reference_id', 'name']).where('org_id', '=', p('orgId')).where('id', '=', p('id')),
+);
+
 export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise<StopWithLocation[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
+  // One load (a GET): the precompiled statement.
+  if (loadIds.length === 1) return stopsOfOne(tx, { orgId, loadId: loadIds[0]! });
   return tx
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
@@ -27,6 +52,7 @@ export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise
 
 export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<LoadRatesTable[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
+  if (loadIds.length === 1) return ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
   return tx
     .selectFrom('load_rates')
     .selectAll()
@@ -59,6 +85,8 @@ export function findByRefs<T extends 'customers' | 'carriers' | 'locations'>(tx:
 
 export function namesByIds(tx: Executor, table: 'customers' | 'carriers', orgId: string, ids: string[]) {
   if (ids.length === 0) return Promise.resolve([] as { id: string; external_reference_id: string; name: string }[]);
+  const unique = [...new Set(ids)];
+  if (unique.length === 1) return (table === 'customers' ? nameOfCustomer : nameOfCarrier)(tx, { orgId, id: unique[0]! });
   return tx
     .selectFrom(table)
     .select(['id', 'external_reference_id', 'name'])

@@ -2,6 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { DataStore, Executor } from '../../lib/db/index.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
 import { inTransaction, retryOnUniqueRace } from '../../lib/db/tx.js';
+import { prepared } from '../../lib/db/prepared.js';
 import type { Database } from '../../lib/db/types.js';
 import { ConflictError, NotFoundError, ValidationError, type ResourceKind } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
@@ -20,9 +21,12 @@ type RowOf<T extends RecordTable> = Database[T];
 export function tenantRecords<T extends RecordTable>(table: T) {
   // Kysely cannot type a query over a table chosen by a type parameter; the casts stay in here.
   const t = table as 'customers';
+  // The read behind every GET of one record: built and compiled once.
+  const byRef = prepared<{ orgId: string; ref: string }, RowOf<T>>(
+    (db, p) => db.selectFrom(t).selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref')) as never,
+  );
   return {
-    findByRef: (tx: Executor, orgId: string, ref: string) =>
-      tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('external_reference_id', '=', ref).executeTakeFirst() as Promise<RowOf<T> | undefined>,
+    findByRef: async (tx: Executor, orgId: string, ref: string): Promise<RowOf<T> | undefined> => (await byRef(tx, { orgId, ref }))[0],
     findById: (tx: Executor, orgId: string, id: string) =>
       tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst() as Promise<RowOf<T> | undefined>,
     insert: (tx: Executor, row: RowOf<T>) => tx.insertInto(t).values(row as never).execute(),
