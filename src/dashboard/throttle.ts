@@ -29,6 +29,8 @@ interface Entry {
 }
 
 const SWEEP_AT = 10_000;
+/** Past this many tracked pairs the oldest idle ones are dropped, so invented emails cannot fill memory. */
+const MAX_ENTRIES = 50_000;
 
 /**
  * Slows repeated failed sign-ins, per email and client address, in this process: after the free
@@ -43,6 +45,7 @@ export function signInThrottle(
 ) {
   const o = { ...DEFAULT_THROTTLE, ...options };
   const entries = new Map<string, Entry>();
+  let inserted = 0;
 
   const keyOf = (email: string, address: string) => `${email.trim().toLowerCase()}\n${address}`;
 
@@ -54,10 +57,19 @@ export function signInThrottle(
   function sweep() {
     const cutoff = now() - o.forgetAfterMs;
     for (const [k, e] of entries) if (e.queued === 0 && e.lastFailureAt < cutoff) entries.delete(k);
+    if (entries.size < MAX_ENTRIES) return;
+    // Oldest first (a Map iterates in insertion order), down to 90%, so this does not run on every insert.
+    for (const [k, e] of entries) {
+      if (entries.size < MAX_ENTRIES * 0.9) break;
+      if (e.queued === 0) entries.delete(k);
+    }
   }
 
   return {
     options: o,
+
+    /** How many email and address pairs are tracked. */
+    tracked: () => entries.size,
 
     /** The delay the next attempt for this email and address would wait. */
     pendingDelay(email: string, address: string): number {
@@ -74,7 +86,7 @@ export function signInThrottle(
         e = undefined;
       }
       if (!e) {
-        if (entries.size >= SWEEP_AT) sweep();
+        if (entries.size >= SWEEP_AT && ++inserted % 1000 === 0) sweep();
         e = { failures: 0, lastFailureAt: 0, chain: Promise.resolve(), queued: 0 };
         entries.set(key, e);
       }

@@ -73,6 +73,12 @@ describe('sign-in throttle', () => {
     expect(th.pendingDelay('a@x.example', '1.2.3.4')).toBe(0);
   });
 
+  it('keeps its memory bounded however many emails are invented', async () => {
+    const th = signInThrottle({}, Date.now, async () => {});
+    for (let i = 0; i < 60_000; i++) await th.attempt(`user${i}@x.example`, '9.9.9.9', async () => null);
+    expect(th.tracked()).toBeLessThanOrEqual(51_000);
+  });
+
   it('runs attempts for one email and address one at a time and refuses beyond the queue', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
