@@ -207,6 +207,9 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     // Connected by ready(), once the app is built: a command in flight while the boot runs synchronous
     // work (the geocoder's data) would time out on a blocked event loop and look like an outage.
     lazyConnect: true,
+    // Commands issued in the same tick go out in one write: under load, one syscall for many requests
+    // (the socket writes were the largest part of the limiter's cost without it).
+    enableAutoPipelining: true,
     ...opts.redisOptions,
   }) as LimiterRedis;
   redis.defineCommand('lbConsume', { numberOfKeys: 2, lua: CONSUME_LUA });
