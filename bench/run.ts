@@ -63,7 +63,7 @@ function pinned(cmd: string, argv: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', '0', cmd, ...argv]] : [cmd, argv];
 }
 
-async function waitFor(url: string, timeoutMs = 60_000) {
+async function waitFor(url: string, timeoutMs = 600_000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     try {

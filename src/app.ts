@@ -88,6 +88,12 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     // Errors raised before routing (a path that is not valid percent-encoding) get the same shape.
     frameworkErrors: (error, req, reply) => {
       reply.header('x-request-id', req.id);
+      // A path parameter past the router's limit is a too-long reference (every path parameter is an
+      // external_reference_id): the same 422 as one of 256 to 512 characters, not a bare 400.
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+        const issue = { type: 'string_too_long', loc: ['path', 'external_reference_id'], msg: 'String should have at most 255 characters' };
+        return (reply as FastifyReply).code(422).type('application/json; charset=utf-8').send({ detail: [issue] });
+      }
       const detail = error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request';
       return (reply as FastifyReply).code(400).type('application/json; charset=utf-8').send({ detail });
     },

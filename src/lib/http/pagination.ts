@@ -3,12 +3,14 @@ import { CiEnum, Timestamp } from './schema-helpers.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
+/** Far past any real data; keeps the offset a safe integer (`page=Infinity` was a 500, `page=1e20` lost precision). */
+export const MAX_PAGE = 1_000_000_000;
 
 /** Query schema of a list endpoint: paging, whitelisted sort (`-` for descending), delta-sync filters. */
 export function listQuerySchema<F extends TProperties>(sortFields: readonly string[], filters: F) {
   const sortValues = sortFields.flatMap((f) => [f, `-${f}`]);
   return Type.Object({
-    page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, 1-indexed.' }),
+    page: Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, 1-indexed.' }),
     page_size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: 'Items per page, at most 100.' }),
     sort: CiEnum(sortValues, {
       default: 'created_at',

@@ -107,7 +107,11 @@ export function marketRatesService(store: DataStore, clock: Clock) {
     async list(orgId: string, query: MarketRateListQuery) {
       let q = store.db.selectFrom('market_rate_snapshots').where('org_id', '=', orgId);
       if (query.equipment_type) q = q.where('equipment_type', '=', query.equipment_type);
-      const { rows, total } = await fetchPage<'market_rate_snapshots', MarketRateSnapshotsTable>(sinceFilters(q, query), query, {
+      // Snapshots are never updated (there is no updated_at column): updated_since filters on created_at.
+      // Passed on to sinceFilters it was a 500 (found by the hostile-input test).
+      if (query.updated_since) q = q.where('created_at', '>=', query.updated_since);
+      const since = { created_since: query.created_since };
+      const { rows, total } = await fetchPage<'market_rate_snapshots', MarketRateSnapshotsTable>(sinceFilters(q, since), query, {
         as_of: 'as_of',
         created_at: 'created_at',
       });
