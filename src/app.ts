@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -77,6 +77,16 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
             level: config.logLevel,
             // Keys and cookies never reach the logs.
             redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'],
+            // Nor does a key sent where it does not belong (`?api_key=…`, a path): the logged URL masks it.
+            serializers: {
+              req: (req: FastifyRequest) => ({
+                method: req.method,
+                url: req.url.replace(/lbk_[0-9A-Za-z]{8,}/g, 'lbk_[redacted]'),
+                host: req.host,
+                remoteAddress: req.ip,
+                remotePort: req.socket?.remotePort,
+              }),
+            },
             ...(typeof deps.logger === 'object' ? deps.logger : {}),
           },
     genReqId: newRequestId,
