@@ -96,14 +96,23 @@ export async function syncLaneHistory(tx: Executor, orgId: string, loadId: strin
 
 /** A location moved (re-geocoded): the history rows that start or end there follow it. */
 export async function relocateLaneHistory(tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }): Promise<LaneKey[]> {
-  const affected = () =>
-    tx
+  // Two indexed lookups, not one OR (which SQLite answers by scanning every history row).
+  const affected = async () => [
+    ...(await tx
       .selectFrom('lane_history')
       .select(['equipment_type', 'origin_cell', 'destination_cell'])
       .distinct()
       .where('org_id', '=', orgId)
-      .where((eb) => eb.or([eb('origin_location_id', '=', location.id), eb('destination_location_id', '=', location.id)]))
-      .execute();
+      .where('origin_location_id', '=', location.id)
+      .execute()),
+    ...(await tx
+      .selectFrom('lane_history')
+      .select(['equipment_type', 'origin_cell', 'destination_cell'])
+      .distinct()
+      .where('org_id', '=', orgId)
+      .where('destination_location_id', '=', location.id)
+      .execute()),
+  ];
   const before = await affected();
   if (before.length === 0) return [];
   const cell = cellOf(location.latitude, location.longitude);

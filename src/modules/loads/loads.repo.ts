@@ -101,16 +101,20 @@ export async function loadsUsing(
   orgId: string,
   by: { customerId: string } | { carrierId: string } | { locationId: string },
 ): Promise<{ count: number; sample: string[] }> {
-  let q = tx.selectFrom('loads').where('loads.org_id', '=', orgId);
-  if ('customerId' in by) q = q.where('loads.customer_id', '=', by.customerId);
-  else if ('carrierId' in by) q = q.where('loads.carrier_id', '=', by.carrierId);
-  else {
-    q = q.where((eb) =>
-      eb.exists(
-        eb.selectFrom('load_stops').select(sql.lit(1).as('one')).whereRef('load_stops.load_id', '=', 'loads.id').where('load_stops.location_id', '=', by.locationId),
-      ),
-    );
+  if ('locationId' in by) {
+    // From the stops (indexed by location), not from every load of the organization.
+    const q = tx
+      .selectFrom('load_stops')
+      .innerJoin('loads', 'loads.id', 'load_stops.load_id')
+      .where('load_stops.location_id', '=', by.locationId)
+      .where('load_stops.org_id', '=', orgId);
+    const sample = await q.select('loads.external_reference_id').distinct().orderBy('loads.external_reference_id').limit(3).execute();
+    if (sample.length === 0) return { count: 0, sample: [] };
+    const counted = await q.select((eb) => eb.fn.count('load_stops.load_id').distinct().as('n')).executeTakeFirst();
+    return { count: Number(counted?.n ?? 0), sample: sample.map((r) => r.external_reference_id) };
   }
+  let q = tx.selectFrom('loads').where('loads.org_id', '=', orgId);
+  q = 'customerId' in by ? q.where('loads.customer_id', '=', by.customerId) : q.where('loads.carrier_id', '=', by.carrierId);
   const sample = await q.select('loads.external_reference_id').orderBy('loads.external_reference_id').limit(3).execute();
   if (sample.length === 0) return { count: 0, sample: [] };
   const counted = await q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
