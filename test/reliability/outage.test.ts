@@ -12,7 +12,7 @@ import {
   killAllServers,
   parse,
   sleep,
-  startServer,
+  startReadyServer,
   type HttpResult,
   type ServerProcess,
 } from './support.js';
@@ -38,9 +38,7 @@ beforeAll(async () => {
   cluster.start();
   const tenant = await createTenantInDb(cluster.url, 'Outage');
   headers = { 'x-api-key': tenant.key };
-  // Short idle timeout so the pool also holds connections opened after the outage.
-  server = await startServer({ databaseUrl: cluster.url });
-  await server.waitReady();
+  server = await startReadyServer({ databaseUrl: cluster.url });
   const seeded = await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: 'KEEP', name: 'Keep' }, headers });
   expect(seeded.status, seeded.text).toBe(201);
 }, 120_000);

@@ -17,7 +17,7 @@ import { constantTimeEqualHex, hashApiKey, hashPassword, verifyPassword } from '
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { Visitor, csrfOf } from '../dashboard/support.js';
 import type { TestApp } from '../helpers.js';
-import { BIN, HUGE_LIMITS, freshPgDatabase, httpRequest, killAllServers, pgAdminUrl, startServer, tempDir } from './support.js';
+import { BIN, HUGE_LIMITS, freshPgDatabase, httpRequest, killAllServers, pgAdminUrl, startReadyServer, tempDir } from './support.js';
 
 const run = promisify(execFile);
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -216,8 +216,7 @@ describe('secrets stay out of the logs and out of the database', () => {
     const cliOutput = [user, again, short, created, rotated].map((r) => r.stderr).join('\n') + user.stdout + again.stdout + short.stdout;
     expectNoSecrets(`${cliOutput}\n(cli)`, { 'the password': password, 'the key': key, 'the rotated key': newKey }, 'the CLI output');
 
-    const server = await startServer({ databaseUrl, logLevel: 'trace' });
-    await server.waitReady();
+    const server = await startReadyServer({ databaseUrl, logLevel: 'trace' });
     const h = (k: string) => ({ 'x-api-key': k });
     expect((await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: 'C', name: 'C' }, headers: h(newKey) })).status).toBe(201);
     expect((await httpRequest(server.port, { path: '/v2/tms-api/customers', headers: h(key) })).status).toBe(401);

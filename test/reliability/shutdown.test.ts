@@ -17,7 +17,7 @@ import {
   parse,
   pgAdminUrl,
   sleep,
-  startServer,
+  startReadyServer,
   tempDir,
 } from './support.js';
 
@@ -59,8 +59,7 @@ async function shutdownScenario(databaseUrl: string, dialect: 'sqlite' | 'postgr
   const tenant = await createTenantInDb(databaseUrl, `Shutdown ${dialect}`);
   const headers = { 'x-api-key': tenant.key };
   // info: the shutdown messages are part of what is checked.
-  const server = await startServer({ databaseUrl, logLevel: 'info' });
-  await server.waitReady();
+  const server = await startReadyServer({ databaseUrl, logLevel: 'info' });
   const setup = async (path: string, body: unknown) => {
     const r = await httpRequest(server.port, { method: 'POST', path, body, headers });
     expect(r.status, r.text).toBeLessThan(300);

@@ -138,8 +138,8 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
       resolve({ code, signal, at: Date.now() });
     }),
   );
-  let dead = false;
-  void exited.then(() => (dead = true));
+  let dead: string | null = null;
+  void exited.then((e) => (dead = `code ${e.code}, signal ${e.signal}`));
   return {
     proc,
     port,
@@ -151,7 +151,7 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
     async waitReady(timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
       while (Date.now() < until) {
-        if (dead) throw new Error(`server exited before it was ready:\n${out}`);
+        if (dead) throw new Error(`server exited before it was ready (${dead}):\n${out}`);
         try {
           const r = await httpRequest(port, { path: '/readyz', timeoutMs: 2000 });
           if (r.status === 200) return;
@@ -163,6 +163,26 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
       throw new Error(`server not ready after ${timeoutMs} ms:\n${out}`);
     },
   };
+}
+
+/**
+ * startServer and waitReady. A process killed by a signal before it was ready (not by us: this machine
+ * is shared, and something outside the test has been seen to kill processes) is started once more; one
+ * that exits by itself fails the test at once.
+ */
+export async function startReadyServer(opts: Parameters<typeof startServer>[0]): Promise<ServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const server = await startServer(opts);
+    try {
+      await server.waitReady();
+      return server;
+    } catch (err) {
+      const killed = server.proc.signalCode !== null;
+      server.kill('SIGKILL');
+      if (!killed || attempt >= 2) throw err;
+      console.warn(`server killed by ${server.proc.signalCode} before it was ready; starting it again`);
+    }
+  }
 }
 
 /** SIGKILL every server process still running (afterAll, whatever happened in the tests). */
