@@ -75,6 +75,16 @@ function rssOf(pid: number): number {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
+/** CPU seconds the process has used (user + system), from /proc. */
+function cpuOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function loadAverage(): number {
+  return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -163,16 +173,25 @@ async function main() {
     ];
     const wheel = ops.flatMap((o) => Array.from({ length: o.weight }, () => o));
 
-    interface Window { start: number; latencies: number[]; errors: number; rss: number[] }
+    // Server CPU and the machine's load per window tell a slow server from a starved one (shared machine).
+    interface Window { start: number; latencies: number[]; errors: number; rss: number[]; cpuAtStart: number; load: number[] }
     const windows: Window[] = [];
     const errorsByKind: Record<string, number> = {};
     const started = Date.now();
     const end = started + DURATION_S * 1000;
-    const newWindow = (at: number) => windows.push({ start: at, latencies: [], errors: 0, rss: [] });
+    const cpuNow = () => {
+      try {
+        return cpuOf(server.pid!);
+      } catch {
+        return 0;
+      }
+    };
+    const newWindow = (at: number) => windows.push({ start: at, latencies: [], errors: 0, rss: [], cpuAtStart: cpuNow(), load: [] });
     newWindow(started);
     const rssTimer = setInterval(() => {
       try {
         windows[windows.length - 1]!.rss.push(rssOf(server.pid!));
+        windows[windows.length - 1]!.load.push(loadAverage());
       } catch {
         // process gone
       }
@@ -214,8 +233,11 @@ async function main() {
     clearInterval(rssTimer);
     if (exitedEarly) console.error(`${exitedEarly} during the run`);
 
-    const rows = windows.map((w) => {
-      const sorted = [...w.latencies].sort((a, b) => a - b);
+    const cpuAtEnd = cpuNow();
+    const rows = windows.map((w, i) => {
+      const sorted = [...w.latencies].map(Math.round).sort((a, b) => a - b);
+      const nextCpu = windows[i + 1]?.cpuAtStart ?? cpuAtEnd;
+      const seconds = ((windows[i + 1]?.start ?? Date.now()) - w.start) / 1000;
       return {
         t: Math.round((w.start - started) / 1000),
         requests: w.latencies.length,
@@ -224,6 +246,8 @@ async function main() {
         p99: percentile(sorted, 99),
         max: sorted[sorted.length - 1] ?? 0,
         rssMB: w.rss.length ? Math.round(Math.max(...w.rss) / 1048576) : null,
+        serverCpuPct: seconds > 0 ? Math.round(((nextCpu - w.cpuAtStart) / seconds) * 100) : null,
+        loadAvg: w.load.length ? Math.round(Math.max(...w.load) * 10) / 10 : null,
       };
     });
     const steady = rows.filter((r) => r.t >= WARMUP_S && r.requests > 0);
