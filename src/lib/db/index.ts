@@ -49,7 +49,8 @@ function openSqlite(url: string): DataStore {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
-  raw.pragma('cache_size = -65536');
+  // 32 MiB of page cache: the OS caches the file too, and the server stays within its 300 MB (BENCHMARKS.md).
+  raw.pragma('cache_size = -32768');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(raw) }) });
   // Every table leads its indexes with org_id; without statistics SQLite takes `org_id = ?` for a
   // selective condition and walks a whole organization (seen at 1,000,000 loads: minutes for a batch).
