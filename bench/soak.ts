@@ -177,6 +177,7 @@ async function main() {
     interface Window { start: number; latencies: number[]; errors: number; rss: number[]; cpuAtStart: number; load: number[] }
     const windows: Window[] = [];
     const errorsByKind: Record<string, number> = {};
+    const byOp: Record<string, number[]> = {};
     const started = Date.now();
     const end = started + DURATION_S * 1000;
     const cpuNow = () => {
@@ -208,6 +209,7 @@ async function main() {
       if (Date.now() - windows[windows.length - 1]!.start >= WINDOW_MS) newWindow(Date.now());
       const w = windows[windows.length - 1]!;
       const op = wheel[n % wheel.length]!;
+      const sentAt = Date.now();
       n++;
       sent++;
       const p = op
@@ -215,6 +217,7 @@ async function main() {
         .then(
           (r) => {
             w.latencies.push(Date.now() - due);
+            (byOp[op.name] ??= []).push(Date.now() - sentAt);
             if (r.status >= 400) {
               w.errors++;
               errorsByKind[`${op.name} ${r.status}`] = (errorsByKind[`${op.name} ${r.status}`] ?? 0) + 1;
@@ -265,6 +268,13 @@ async function main() {
       p99AfterWarmup: { min: Math.min(...p99s), median: percentile([...p99s].sort((a, b) => a - b), 50), max: Math.max(...p99s) },
       rssMB: { atWarmupEnd: rssAfterWarmup[0] ?? null, atEnd: rssAfterWarmup[rssAfterWarmup.length - 1] ?? null, max: Math.max(...rssAfterWarmup) },
       rssGrowthAfterWarmupPct: rssAfterWarmup.length >= 2 ? Math.round(((rssAfterWarmup[rssAfterWarmup.length - 1]! - rssAfterWarmup[0]!) / rssAfterWarmup[0]!) * 1000) / 10 : null,
+      // Per operation, from when it was sent (not when it was due): where the time goes.
+      byOperation: Object.fromEntries(
+        Object.entries(byOp).map(([name, xs]) => {
+          const sorted = [...xs].sort((a, b) => a - b);
+          return [name, { n: xs.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }];
+        }),
+      ),
       windows: rows,
     };
     const out = values.out ?? join('bench', 'results', `soak-${engine}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
