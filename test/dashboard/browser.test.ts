@@ -12,6 +12,10 @@ import { startDashboardApp } from './support.js';
  * added, and a load page with stops, hours, time zones and carrier recommendations.
  */
 const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
+// CI (.ci/run installs chromium) must run these; a developer's `npm test` without chromium skips them
+// with the message below instead of failing the whole suite.
+const CHROMIUM_PRESENT = existsSync(CHROMIUM);
+const BROWSER_REQUIRED = Boolean(process.env.CI);
 const ARTIFACTS = join(process.env.LANEBRIDGE_TEST_ARTIFACTS ?? join(tmpdir(), 'lanebridge-test-artifacts'), 'dashboard');
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
 
@@ -26,7 +30,11 @@ const outsideRequests: string[] = [];
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
+  if (!CHROMIUM_PRESENT) {
+    if (!BROWSER_REQUIRED) {
+      process.stderr.write(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
+      return;
+    }
     throw new Error(
       `Chromium was not found at ${CHROMIUM}. The dashboard browser tests need Debian's chromium: ` +
         'run `apt-get install -y chromium` (.ci/run does this when it is missing), or set LANEBRIDGE_CHROMIUM to its path. ' +
@@ -90,7 +98,7 @@ async function readNewKey(): Promise<string> {
   return key;
 }
 
-describe('dashboard in Chromium', () => {
+describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('dashboard in Chromium', () => {
   let key = '';
 
   it('first run creates the organization and signs in; the sign-in page works with the keyboard', async () => {
