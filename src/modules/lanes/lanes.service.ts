@@ -109,22 +109,40 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     ): Promise<number | null> {
       const { origin, destination } = load;
       if (miles === null || !origin || !destination) return null;
-      const snapshots = await tx
-        .selectFrom('market_rate_snapshots')
-        .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
-        .where('org_id', '=', orgId)
-        .where('equipment_type', '=', load.equipment_type)
-        .where('origin_cell', 'in', cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles))
-        .where('destination_cell', 'in', cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles))
-        .orderBy('as_of', 'desc')
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .execute();
-      const latest = snapshots.find(
-        (s) =>
-          near(origin, { latitude: s.origin_latitude, longitude: s.origin_longitude }) &&
-          near(destination, { latitude: s.destination_latitude, longitude: s.destination_longitude }),
-      );
+      const lookup = (limit: number | null) => {
+        const oBox = boxWithin(origin.latitude, origin.longitude, rules.radiusMiles);
+        const dBox = boxWithin(destination.latitude, destination.longitude, rules.radiusMiles);
+        let q = tx
+          .selectFrom('market_rate_snapshots')
+          .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
+          .where('org_id', '=', orgId)
+          .where('equipment_type', '=', load.equipment_type)
+          .where('origin_cell', 'in', cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles))
+          .where('destination_cell', 'in', cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles))
+          .where('origin_latitude', '>=', oBox.minLat)
+          .where('origin_latitude', '<=', oBox.maxLat)
+          .where('origin_longitude', '>=', oBox.minLon)
+          .where('origin_longitude', '<=', oBox.maxLon)
+          .where('destination_latitude', '>=', dBox.minLat)
+          .where('destination_latitude', '<=', dBox.maxLat)
+          .where('destination_longitude', '>=', dBox.minLon)
+          .where('destination_longitude', '<=', dBox.maxLon)
+          .orderBy('as_of', 'desc')
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc');
+        if (limit !== null) q = q.limit(limit);
+        return q.execute();
+      };
+      const matches = (s: { origin_latitude: number; origin_longitude: number; destination_latitude: number; destination_longitude: number }) =>
+        near(origin, { latitude: s.origin_latitude, longitude: s.origin_longitude }) &&
+        near(destination, { latitude: s.destination_latitude, longitude: s.destination_longitude });
+      // The newest few are nearly always the answer (a lane with thousands of snapshots, found by the
+      // soak, made every listed load read them all); only when none of them is within the radius are
+      // the rest read.
+      const FIRST = 20;
+      const newest = await lookup(FIRST);
+      let latest = newest.find(matches);
+      if (!latest && newest.length === FIRST) latest = (await lookup(null)).find(matches);
       if (!latest) return null;
       return Math.round((latest.rate_per_mile_high ?? latest.rate_per_mile) * miles * 100) / 100;
     },
