@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
-import type { LaneHistoryTable } from '../../lib/db/types.js';
+import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
 import { DELIVERED_STATUSES, isDelivery, isPickup } from '../loads/loads.enums.js';
 import { cellOf } from './grid.js';
 
@@ -158,19 +158,39 @@ export function laneCandidates(
       'delivered_at',
       'carrier_rate_total',
     ])
-    .where('org_id', '=', orgId)
-    .where('equipment_type', '=', equipmentType)
-    .where('origin_cell', 'in', originCells)
-    .where('destination_cell', 'in', destinationCells)
-    .where('origin_latitude', '>=', originBox.minLat)
-    .where('origin_latitude', '<=', originBox.maxLat)
-    .where('origin_longitude', '>=', originBox.minLon)
-    .where('origin_longitude', '<=', originBox.maxLon)
-    .where('destination_latitude', '>=', destinationBox.minLat)
-    .where('destination_latitude', '<=', destinationBox.maxLat)
-    .where('destination_longitude', '>=', destinationBox.minLon)
-    .where('destination_longitude', '<=', destinationBox.maxLon)
+    .where((eb) => onLane(eb, { orgId, equipmentType, originCells, destinationCells, originBox, destinationBox }))
     .execute();
+}
+
+export interface LaneArea {
+  orgId: string;
+  equipmentType: string;
+  originCells: number[];
+  destinationCells: number[];
+  originBox: Box;
+  destinationBox: Box;
+}
+
+/**
+ * The lane condition shared by the history and the market snapshots (both carry the same columns):
+ * equipment, origin and destination cells (what the index serves) and boxes (checked in the database).
+ */
+export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea) {
+  const c = (name: string) => name as 'org_id';
+  return eb.and([
+    eb(c('org_id'), '=', a.orgId),
+    eb(c('equipment_type'), '=', a.equipmentType),
+    eb(c('origin_cell'), 'in', a.originCells as never),
+    eb(c('destination_cell'), 'in', a.destinationCells as never),
+    eb(c('origin_latitude'), '>=', a.originBox.minLat as never),
+    eb(c('origin_latitude'), '<=', a.originBox.maxLat as never),
+    eb(c('origin_longitude'), '>=', a.originBox.minLon as never),
+    eb(c('origin_longitude'), '<=', a.originBox.maxLon as never),
+    eb(c('destination_latitude'), '>=', a.destinationBox.minLat as never),
+    eb(c('destination_latitude'), '<=', a.destinationBox.maxLat as never),
+    eb(c('destination_longitude'), '>=', a.destinationBox.minLon as never),
+    eb(c('destination_longitude'), '<=', a.destinationBox.maxLon as never),
+  ]);
 }
 
 /** Recomputes the stats of the given lanes from the history (one grouped query, one delete, one insert). */

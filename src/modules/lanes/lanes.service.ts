@@ -5,7 +5,7 @@ import type { Clock } from '../../lib/clock.js';
 import { haversineMiles, type Coordinates } from '../../geo/index.js';
 import { Nullable } from '../../lib/http/schema-helpers.js';
 import { boxWithin, cellsWithin } from './grid.js';
-import { laneCandidates, laneEnds } from './lanes.repo.js';
+import { laneCandidates, laneEnds, onLane } from './lanes.repo.js';
 import { rankCarriers, type LaneRules } from './scoring.js';
 
 export const CarrierRecommendation = Type.Object(
@@ -110,23 +110,19 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       const { origin, destination } = load;
       if (miles === null || !origin || !destination) return null;
       const lookup = (limit: number | null) => {
-        const oBox = boxWithin(origin.latitude, origin.longitude, rules.radiusMiles);
-        const dBox = boxWithin(destination.latitude, destination.longitude, rules.radiusMiles);
         let q = tx
           .selectFrom('market_rate_snapshots')
           .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
-          .where('org_id', '=', orgId)
-          .where('equipment_type', '=', load.equipment_type)
-          .where('origin_cell', 'in', cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles))
-          .where('destination_cell', 'in', cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles))
-          .where('origin_latitude', '>=', oBox.minLat)
-          .where('origin_latitude', '<=', oBox.maxLat)
-          .where('origin_longitude', '>=', oBox.minLon)
-          .where('origin_longitude', '<=', oBox.maxLon)
-          .where('destination_latitude', '>=', dBox.minLat)
-          .where('destination_latitude', '<=', dBox.maxLat)
-          .where('destination_longitude', '>=', dBox.minLon)
-          .where('destination_longitude', '<=', dBox.maxLon)
+          .where((eb) =>
+            onLane(eb as never, {
+              orgId,
+              equipmentType: load.equipment_type,
+              originCells: cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles),
+              destinationCells: cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles),
+              originBox: boxWithin(origin.latitude, origin.longitude, rules.radiusMiles),
+              destinationBox: boxWithin(destination.latitude, destination.longitude, rules.radiusMiles),
+            }),
+          )
           .orderBy('as_of', 'desc')
           .orderBy('created_at', 'desc')
           .orderBy('id', 'desc');
