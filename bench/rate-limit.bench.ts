@@ -117,177 +117,201 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-// ---- database, key and data -------------------------------------------------------------------
-const dir = mkdtempSync(join(tmpdir(), 'lanebridge-rl-bench-'));
-let databaseUrl = join(dir, 'bench.db');
-let pgDatabase: { admin: string; name: string } | null = null;
-if (args.db !== 'sqlite') {
-  const name = `lanebridge_rlbench_${process.pid}`;
-  pgDatabase = { admin: args.db!, name };
-  const c = new pg.Client({ connectionString: args.db });
-  await c.connect();
-  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  const u = new URL(args.db!);
-  u.pathname = `/${name}`;
-  databaseUrl = u.toString();
-}
-const store = openDataStore(databaseUrl);
-await store.migrate();
-const accounts = accountsService(store);
-const org = await accounts.createOrganization('Rate limit benchmark');
-const { key } = await accounts.createKey(org.id, {
-  name: 'bench',
-  externalSystem: 'bench',
-  scopes: [...SCOPES],
-  perMinute: 1_000_000_000,
-  perDay: 1_000_000_000,
-});
-await store.close();
-
-// ---- Redis ------------------------------------------------------------------------------------
-const redisPort = await freePort();
-const redisPid = join(dir, 'redis.pid');
-{
-  const [cmd, argv] = onCore(1, 'redis-server', [
-    '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--daemonize', 'yes', '--pidfile', redisPid, '--dir', dir,
-  ]);
-  await run(cmd, argv);
-  for (let i = 0; i < 50; i++) {
-    try {
-      if ((await run('redis-cli', ['-p', String(redisPort), 'ping'])).stdout.trim() === 'PONG') break;
-    } catch {
-      /* starting */
-    }
-    await sleep(100);
-  }
-}
-
-// ---- server processes -------------------------------------------------------------------------
-interface Server {
-  proc: ChildProcess;
-  base: string;
-}
-
-async function startServer(mode: Mode): Promise<Server> {
-  const port = await freePort();
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    RATE_LIMITS: mode === 'off' ? 'off' : 'on',
-    RATE_LIMIT_KEY_PREFIX: `lanebridge-bench:${process.pid}:`,
-  };
-  delete env.REDIS_URL;
-  if (mode === 'redis') env.REDIS_URL = `redis://127.0.0.1:${redisPort}`;
-  const [cmd, argv] = onCore(0, process.execPath, [join(root, 'bin/lanebridge'), 'serve']);
-  const proc = spawn(cmd, argv, { env, stdio: ['ignore', 'ignore', 'inherit'], cwd: root });
-  const base = `http://127.0.0.1:${port}`;
-  const expected = { off: 'off', embedded: 'in_process', redis: 'redis' }[mode];
-  for (let i = 0; i < 300; i++) {
-    try {
-      const res = await fetch(`${base}/readyz`);
-      if (res.ok && ((await res.json()) as { checks: { rate_limits: string } }).checks.rate_limits === expected) return { proc, base };
-    } catch {
-      /* not up yet */
-    }
-    await sleep(100);
-  }
-  throw new Error(`server (${mode}) did not come up`);
-}
-
-async function stopServer(s: Server) {
-  const exited = new Promise((r) => s.proc.once('exit', r));
-  s.proc.kill('SIGTERM');
-  const timer = setTimeout(() => s.proc.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-const headers = { 'x-api-key': key };
-const PATH = '/v2/tms-api/customers/BENCH-0042';
-
-function load(url: string, seconds: number): Promise<autocannon.Result> {
-  return new Promise((resolve, reject) => {
-    autocannon(
-      { url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path: PATH, headers }], timeout: 30 },
-      (err, res) => (err ? reject(err) : resolve(res)),
-    );
-  });
-}
-
-// Seed through the API once: 100 customers, the benchmark reads one of them.
-{
-  const s = await startServer('off');
-  const items = Array.from({ length: 100 }, (_, i) => ({
-    operation: 'create',
-    external_reference_id: `BENCH-${String(i).padStart(4, '0')}`,
-    customer: { name: `Benchmark customer ${i}`, phone: '+1-555-0100', customer_type: 'SHIPPER' },
-  }));
-  const res = await fetch(`${s.base}/v2/tms-api/batch/customers`, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ items }),
-  });
-  if (!res.ok) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
-  await stopServer(s);
-}
-
-// ---- runs -------------------------------------------------------------------------------------
+// ---- measurements, and what to undo whatever happens ---------------------------------------------
 const results: Record<Mode, number[]> = { off: [], embedded: [], redis: [] };
 const p99: Record<Mode, number[]> = { off: [], embedded: [], redis: [] };
 const cpuUs: Record<Mode, number[]> = { off: [], embedded: [], redis: [] };
 const redisCpuUs: number[] = [];
 const ratios: Record<'embedded' | 'redis', number[]> = { embedded: [], redis: [] };
 const cpuRatios: Record<'embedded' | 'redis', number[]> = { embedded: [], redis: [] };
-const redisServerPid = () => Number(readFileSync(redisPid, 'utf8').trim());
-const machineBefore = machineTicks();
 const micro: { embedded?: number; redis?: number } = {};
+let machineBefore = machineTicks();
+const cleanups: (() => unknown)[] = [];
+const PATH = '/v2/tms-api/customers/BENCH-0042';
 
-/** Microseconds of this process's CPU per consume() call, 50 callers at once, after a warm-up. */
-async function consumeCost(opts: Partial<RateLimiterOptions>, calls = 200_000): Promise<number> {
-  const limiter = createRateLimiter({
-    enabled: true,
-    clock: { now: () => new Date() },
-    log: { warn: () => {}, info: () => {} },
-    keyPrefix: `lanebridge-bench-micro:${process.pid}:`,
-    ...opts,
+/** Everything that starts something: each resource registers its own cleanup as soon as it exists. */
+async function measure() {
+  // ---- database, key and data -------------------------------------------------------------------
+  const dir = mkdtempSync(join(tmpdir(), 'lanebridge-rl-bench-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  let databaseUrl = join(dir, 'bench.db');
+  if (args.db !== 'sqlite') {
+    const name = `lanebridge_rlbench_${process.pid}`;
+    cleanups.push(async () => {
+      const admin = new pg.Client({ connectionString: args.db });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    });
+    const c = new pg.Client({ connectionString: args.db });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${name}`);
+    await c.end();
+    const u = new URL(args.db!);
+    u.pathname = `/${name}`;
+    databaseUrl = u.toString();
+  }
+  const store = openDataStore(databaseUrl);
+  await store.migrate();
+  const accounts = accountsService(store);
+  const org = await accounts.createOrganization('Rate limit benchmark');
+  const { key } = await accounts.createKey(org.id, {
+    name: 'bench',
+    externalSystem: 'bench',
+    scopes: [...SCOPES],
+    perMinute: 1_000_000_000,
+    perDay: 1_000_000_000,
   });
-  await limiter.ready(2000);
-  const pass = async (n: number) => {
-    let i = 0;
-    const caller = async () => {
-      while (i < n) {
-        const r = limiter.consume(`key_${i++ % 100}`, 1e9, 1e9);
-        if (r instanceof Promise) await r;
+  await store.close();
+
+  // ---- Redis ------------------------------------------------------------------------------------
+  const redisPort = await freePort();
+  const redisPid = join(dir, 'redis.pid');
+  {
+    const [cmd, argv] = onCore(1, 'redis-server', [
+      '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+      '--daemonize', 'yes', '--pidfile', redisPid, '--dir', dir,
+    ]);
+    await run(cmd, argv);
+    cleanups.push(async () => {
+      try {
+        await run('redis-cli', ['-p', String(redisPort), 'shutdown', 'nosave']);
+      } catch {
+        try {
+          process.kill(Number(readFileSync(redisPid, 'utf8').trim()), 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
+    });
+    for (let i = 0; i < 50; i++) {
+      try {
+        if ((await run('redis-cli', ['-p', String(redisPort), 'ping'])).stdout.trim() === 'PONG') break;
+      } catch {
+        /* starting */
+      }
+      await sleep(100);
+    }
+  }
+
+  // ---- server processes -------------------------------------------------------------------------
+  interface Server {
+    proc: ChildProcess;
+    base: string;
+  }
+
+  async function startServer(mode: Mode): Promise<Server> {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      ...(process.env as Record<string, string>),
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMITS: mode === 'off' ? 'off' : 'on',
+      RATE_LIMIT_KEY_PREFIX: `lanebridge-bench:${process.pid}:`,
     };
-    await Promise.all(Array.from({ length: 50 }, caller));
+    delete env.REDIS_URL;
+    if (mode === 'redis') env.REDIS_URL = `redis://127.0.0.1:${redisPort}`;
+    const [cmd, argv] = onCore(0, process.execPath, [join(root, 'bin/lanebridge'), 'serve']);
+    const proc = spawn(cmd, argv, { env, stdio: ['ignore', 'ignore', 'inherit'], cwd: root });
+    const base = `http://127.0.0.1:${port}`;
+    const expected = { off: 'off', embedded: 'in_process', redis: 'redis' }[mode];
+    for (let i = 0; i < 300; i++) {
+      try {
+        const res = await fetch(`${base}/readyz`);
+        if (res.ok && ((await res.json()) as { checks: { rate_limits: string } }).checks.rate_limits === expected) return { proc, base };
+      } catch {
+        /* not up yet */
+      }
+      await sleep(100);
+    }
+    throw new Error(`server (${mode}) did not come up`);
+  }
+
+  async function stopServer(s: Server) {
+    if (s.proc.exitCode !== null || s.proc.signalCode !== null) return;
+    const exited = new Promise((r) => s.proc.once('exit', r));
+    s.proc.kill('SIGTERM');
+    const timer = setTimeout(() => s.proc.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  const headers = { 'x-api-key': key };
+
+  function load(url: string, seconds: number): Promise<autocannon.Result> {
+    return new Promise((resolve, reject) => {
+      autocannon(
+        { url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path: PATH, headers }], timeout: 30 },
+        (err, res) => (err ? reject(err) : resolve(res)),
+      );
+    });
+  }
+
+  // Seed through the API once: 100 customers, the benchmark reads one of them.
+  {
+    const s = await startServer('off');
+    cleanups.push(() => stopServer(s));
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      operation: 'create',
+      external_reference_id: `BENCH-${String(i).padStart(4, '0')}`,
+      customer: { name: `Benchmark customer ${i}`, phone: '+1-555-0100', customer_type: 'SHIPPER' },
+    }));
+    const res = await fetch(`${s.base}/v2/tms-api/batch/customers`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ items }),
+    });
+    if (!res.ok) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
+    await stopServer(s);
+  }
+
+  // ---- runs -------------------------------------------------------------------------------------
+  const redisServerPid = () => Number(readFileSync(redisPid, 'utf8').trim());
+
+  /** Microseconds of this process's CPU per consume() call, 50 callers at once, after a warm-up. */
+  async function consumeCost(opts: Partial<RateLimiterOptions>, calls = 200_000): Promise<number> {
+    const limiter = createRateLimiter({
+      enabled: true,
+      clock: { now: () => new Date() },
+      log: { warn: () => {}, info: () => {} },
+      keyPrefix: `lanebridge-bench-micro:${process.pid}:`,
+      ...opts,
+    });
+    await limiter.ready(2000);
+    const pass = async (n: number) => {
+      let i = 0;
+      const caller = async () => {
+        while (i < n) {
+          const r = limiter.consume(`key_${i++ % 100}`, 1e9, 1e9);
+          if (r instanceof Promise) await r;
+        }
+      };
+      await Promise.all(Array.from({ length: 50 }, caller));
+    };
+    await pass(calls / 4);
+    const before = process.cpuUsage();
+    await pass(calls);
+    const used = process.cpuUsage(before);
+    const { fallbacks } = limiter.status();
+    await limiter.close();
+    if (fallbacks > 0) throw new Error('micro benchmark: calls fell back');
+    return (used.user + used.system) / calls;
+  }
+  let servers: Record<Mode, Server> | null = null;
+  const startAll = async () => {
+    const started = await Promise.all(MODES.map((m) => startServer(m)));
+    servers = { off: started[0]!, embedded: started[1]!, redis: started[2]! };
+    for (const m of MODES) await load(`${servers[m].base}${PATH}`, WARMUP);
   };
-  await pass(calls / 4);
-  const before = process.cpuUsage();
-  await pass(calls);
-  const used = process.cpuUsage(before);
-  const { fallbacks } = limiter.status();
-  await limiter.close();
-  if (fallbacks > 0) throw new Error('micro benchmark: calls fell back');
-  return (used.user + used.system) / calls;
-}
-let servers: Record<Mode, Server> | null = null;
-const startAll = async () => {
-  const started = await Promise.all(MODES.map((m) => startServer(m)));
-  servers = { off: started[0]!, embedded: started[1]!, redis: started[2]! };
-  for (const m of MODES) await load(`${servers[m].base}${PATH}`, WARMUP);
-};
-const stopAll = async () => {
-  if (servers) await Promise.all(MODES.map((m) => stopServer(servers![m])));
-  servers = null;
-};
-try {
+  const stopAll = async () => {
+    if (servers) await Promise.all(MODES.map((m) => stopServer(servers![m])));
+    servers = null;
+  };
+  cleanups.push(stopAll);
+  machineBefore = machineTicks();
   for (let round = 0; round < ROUNDS; round++) {
     // Fresh processes every few rounds: a long-lived process drifts (notes/performance.md).
     if (round % RESTART_EVERY === 0) {
@@ -330,24 +354,18 @@ try {
   await stopAll();
   micro.embedded = await consumeCost({});
   micro.redis = await consumeCost({ redisUrl: `redis://127.0.0.1:${redisPort}` });
+}
+
+try {
+  await measure();
 } finally {
-  await stopAll();
-  try {
-    await run('redis-cli', ['-p', String(redisPort), 'shutdown', 'nosave']);
-  } catch {
+  for (const undo of cleanups.reverse()) {
     try {
-      process.kill(Number(readFileSync(redisPid, 'utf8').trim()), 'SIGKILL');
-    } catch {
-      /* gone */
+      await undo();
+    } catch (err) {
+      log(`cleanup: ${(err as Error).message}`);
     }
   }
-  if (pgDatabase) {
-    const c = new pg.Client({ connectionString: pgDatabase.admin });
-    await c.connect();
-    await c.query(`DROP DATABASE IF EXISTS ${pgDatabase.name} WITH (FORCE)`);
-    await c.end();
-  }
-  rmSync(dir, { recursive: true, force: true });
 }
 
 const machineAfter = machineTicks();
