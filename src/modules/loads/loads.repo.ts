@@ -142,8 +142,10 @@ const SORT_COLUMNS: Record<string, string> = {
 
 /** Moves a load between status counters (from null: a new load; to null: a deleted one). */
 export async function countStatusChange(tx: Executor, orgId: string, from: string | null, to: string | null) {
-  for (const [status, delta] of [[from, -1], [to, 1]] as const) {
-    if (status === null) continue;
+  // Counter rows are locked in one order (by status) whatever the transition, so two transactions
+  // moving loads in opposite directions cannot deadlock on PostgreSQL.
+  const changes = ([[from, -1], [to, 1]] as const).filter((c): c is readonly [string, -1 | 1] => c[0] !== null).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  for (const [status, delta] of changes) {
     await tx
       .insertInto('load_status_counts')
       .values({ org_id: orgId, status, n: delta })
