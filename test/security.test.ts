@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
+import { openDataStore } from '../src/lib/db/index.js';
+import { accountsService as otherAccounts } from '../src/modules/accounts/accounts.service.js';
 import { json, newTenant, startApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
@@ -140,6 +142,22 @@ describe('key lifecycle', () => {
     await t.services.accounts.revokeKey(a.orgId, rotated.id);
     const after = await t.app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': rotated.key } });
     expect(after.statusCode).toBe(401);
+  });
+
+  it('a key revoked through another connection to the database (the CLI, another instance) fails on the next request', async () => {
+    const a = await newTenant(t);
+    // Twice under an unchanged database: the second answer may come from the checked-key cache.
+    expect((await a.get('/v2/tms-api/customers')).statusCode).toBe(200);
+    expect((await a.get('/v2/tms-api/customers')).statusCode).toBe(200);
+    const other = openDataStore(t.config.databaseUrl, { poolSize: 1 });
+    try {
+      await otherAccounts(other).revokeKey(a.orgId, a.keyId);
+    } finally {
+      await other.close();
+    }
+    const after = await a.get('/v2/tms-api/customers');
+    expect(after.statusCode).toBe(401);
+    expect(json(after)).toEqual(UNAUTHORIZED);
   });
 
   it('stores keys only as a hash and records last use', async () => {

@@ -97,6 +97,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 export function accountsService(store: DataStore, clock: Clock = systemClock) {
   const repo = accountsRepo(store.db);
   const lastTouched = new Map<string, number>();
+  const knownKeys = new Map<string, { token: string; principal: Principal }>();
 
   async function requireOrganization(orgId: string) {
     const org = await repo.findOrganization(orgId);
@@ -290,20 +291,34 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
     async authenticate(presented: string | undefined): Promise<Principal | null> {
       if (!presented || !KEY_PATTERN.test(presented)) return null;
       const hash = hashApiKey(presented);
-      const row = await repo.findKeyByHash(hash);
-      if (!row || row.revoked_at || !constantTimeEqualHex(row.key_hash, hash)) return null;
-      const now = clock.now().getTime();
-      if (now - (lastTouched.get(row.id) ?? 0) > TOUCH_INTERVAL_MS) {
-        lastTouched.set(row.id, now);
-        repo.touchKey(row.id, toIso(clock.now())).catch(() => lastTouched.delete(row.id));
+      // A key checked under the database's current change token is still valid (nothing was written
+      // since, so it cannot have been revoked); otherwise it is read again (SQLite only: see changeToken).
+      const token = store.changeToken();
+      const cached = token === null ? undefined : knownKeys.get(hash);
+      let principal: Principal;
+      if (cached && cached.token === token) {
+        principal = cached.principal;
+      } else {
+        const row = await repo.findKeyByHash(hash);
+        if (!row || row.revoked_at || !constantTimeEqualHex(row.key_hash, hash)) return null;
+        principal = {
+          orgId: row.org_id,
+          keyId: row.id,
+          scopes: new Set(row.scopes.split(',').filter(isScope)),
+          perMinute: row.per_minute,
+          perDay: row.per_day,
+        };
+        if (token !== null) {
+          if (knownKeys.size >= 10_000) knownKeys.clear();
+          knownKeys.set(hash, { token, principal });
+        }
       }
-      return {
-        orgId: row.org_id,
-        keyId: row.id,
-        scopes: new Set(row.scopes.split(',').filter(isScope)),
-        perMinute: row.per_minute,
-        perDay: row.per_day,
-      };
+      const now = clock.now().getTime();
+      if (now - (lastTouched.get(principal.keyId) ?? 0) > TOUCH_INTERVAL_MS) {
+        lastTouched.set(principal.keyId, now);
+        repo.touchKey(principal.keyId, toIso(clock.now())).catch(() => lastTouched.delete(principal.keyId));
+      }
+      return principal;
     },
   };
 }
