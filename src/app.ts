@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
+import { readCache } from './lib/http/read-cache.js';
 import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
@@ -143,10 +144,12 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
 
   opsRoutes(app, { store, metrics, rateLimiter });
   const batchBodyLimit = config.batchBodyLimitBytes;
-  customerRoutes(app, services.customers, { batchBodyLimit });
-  carrierRoutes(app, services.carriers, { batchBodyLimit });
-  locationRoutes(app, services.locations, { batchBodyLimit, analytics });
-  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs });
+  // GET-by-reference answers reused while the database is unchanged (SQLite; READ_CACHE=off disables).
+  const cache = readCache(() => store.changeToken(), { enabled: config.readCache });
+  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache });
+  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache });
+  locationRoutes(app, services.locations, { batchBodyLimit, analytics, readCache: cache });
+  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   marketRateRoutes(app, services.marketRates);
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(

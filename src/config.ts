@@ -23,6 +23,8 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /** `off` switches per-key rate limits off entirely (benchmarks; a gateway that limits in front). */
   RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /** `off` reads every GET-by-reference from the database even when nothing changed (benchmarks, diagnosis). */
+  READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
   RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
 });
@@ -47,6 +49,8 @@ export type Config = {
   /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
   rateLimits: boolean;
   rateLimitKeyPrefix: string;
+  /** GET-by-reference answers reused while the database is unchanged (READ_CACHE=on, the default). */
+  readCache: boolean;
 };
 
 export class ConfigError extends Error {}
@@ -80,5 +84,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env2.REDIS_URL,
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
+    readCache: env2.READ_CACHE === 'on',
   };
 }

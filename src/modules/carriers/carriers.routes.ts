@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import type { ReadCache } from '../../lib/http/read-cache.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
 import type { CarriersService } from './carriers.service.js';
 
-export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number }) {
+export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
   resourceRoutes(
     app,
     carriers,
@@ -20,6 +21,7 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
       listQuery: CarrierListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      readCache: opts.readCache,
     },
   );
 }

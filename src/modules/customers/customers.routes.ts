@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import type { ReadCache } from '../../lib/http/read-cache.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpdate } from './customers.schema.js';
 import type { CustomersService } from './customers.service.js';
 
-export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number }) {
+export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
   resourceRoutes(
     app,
     customers,
@@ -20,6 +21,7 @@ export function customerRoutes(app: FastifyInstance, customers: CustomersService
       listQuery: CustomerListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      readCache: opts.readCache,
     },
   );
 }

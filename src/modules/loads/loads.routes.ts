@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
@@ -6,12 +7,13 @@ import type { LaneAnalytics } from '../lanes/analytics.js';
 import { RefParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
+import { OPEN_STATUSES } from './loads.enums.js';
 import type { LoadsService } from './loads.service.js';
 
 export function loadRoutes(
   app: FastifyInstance,
   loads: LoadsService,
-  opts: { batchBodyLimit: number; analytics: LaneAnalytics; batchDeadlineMs: number },
+  opts: { batchBodyLimit: number; readCache?: ReadCache; analytics: LaneAnalytics; batchDeadlineMs: number },
 ) {
   resourceRoutes(app, loads, {
     collection: 'loads',
@@ -26,6 +28,9 @@ export function loadRoutes(
     listQuery: LoadListQuery,
     batchOperations: ['create', 'update', 'upsert', 'delete'],
     batchBodyLimit: opts.batchBodyLimit,
+    readCache: opts.readCache,
+    // An open load's recommendations weigh recency by today's date: computed afresh every time.
+    cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
     batchDeadlineMs: opts.batchDeadlineMs,
     // One analytics run per write request, exactly one per batch (D7).

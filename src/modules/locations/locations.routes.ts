@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { LaneAnalytics } from '../lanes/analytics.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
 import type { LocationsService } from './locations.service.js';
 
-export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; analytics: LaneAnalytics }) {
+export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache; analytics: LaneAnalytics }) {
   resourceRoutes(
     app,
     locations,
@@ -21,6 +22,7 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
       listQuery: LocationListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      readCache: opts.readCache,
       // A moved location moves the lanes that start or end there; that is no load write, so not counted.
       aroundWrite: (orgId, work) => opts.analytics.request(orgId, work, { counted: false }),
     },

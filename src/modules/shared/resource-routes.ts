@@ -4,6 +4,7 @@ import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox
 import { principalOf } from '../../lib/http/auth.js';
 import type { Scope } from '../accounts/scopes.js';
 import { batchRequestSchema, batchRunner, BatchResultSchema, type BatchItem, type BatchOperation } from '../batch/batch.js';
+import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
 
 /** The service calls a resource with the standard endpoint set offers (list, CRUD, batch). */
@@ -38,6 +39,10 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
    * per request. `batch` requests run it whatever their items did.
    */
   aroundWrite?: <R>(orgId: string, work: () => Promise<R>, opts: { batch: boolean }) => Promise<R>;
+  /** Serialised GET answers kept while the database is unchanged (src/lib/http/read-cache.ts). */
+  readCache?: ReadCache;
+  /** Whether a record's answer may be kept (loads: not an open load, whose recommendations age with time). */
+  cacheable?: (record: unknown) => boolean;
 }
 
 /**
@@ -87,7 +92,23 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   r.get(`${base}/:external_reference_id`, {
     config: { scope: o.readScope },
     schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
-    handler: (req) => service.get(principalOf(req).orgId, req.params.external_reference_id),
+    handler: async (req, reply) => {
+      const orgId = principalOf(req).orgId;
+      const ref = req.params.external_reference_id;
+      const cache = o.readCache;
+      if (!cache) return service.get(orgId, ref);
+      const token = cache.begin();
+      const key = `${orgId}\u0000${ref}`;
+      let body = token === null ? undefined : cache.get(key);
+      if (body === undefined) {
+        const rec = await service.get(orgId, ref);
+        if (token === null || (o.cacheable && !o.cacheable(rec))) return rec;
+        // The route's own response serialiser: the same bytes as an answer not kept.
+        body = reply.serialize(rec) as string;
+        cache.set(token, key, body);
+      }
+      return reply.type('application/json; charset=utf-8').send(body);
+    },
   });
   r.put(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },

@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDataStore } from '../src/lib/db/index.js';
+import { readCache } from '../src/lib/http/read-cache.js';
+import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+
+// GET-by-reference answers kept while the database is unchanged (src/lib/http/read-cache.ts): every
+// write, through this app or any other connection, shows from the next request.
+
+let t: TestApp;
+let plain: TestApp;
+beforeAll(async () => {
+  t = await startApp();
+  plain = await startApp({ readCache: false });
+});
+afterAll(async () => {
+  await t.close();
+  await plain.close();
+});
+
+async function seeded(app: TestApp = t): Promise<Tenant> {
+  const a = await newTenant(app);
+  const ok = async (url: string, body: unknown) => {
+    const res = await a.post(url, body);
+    expect(res.statusCode, res.body).toBe(201);
+  };
+  await ok('/v2/tms-api/customers', { external_reference_id: 'CUST-1', name: 'Acme Foods' });
+  await ok('/v2/tms-api/carriers', { external_reference_id: 'CAR-1', name: 'Swift Transport' });
+  await ok('/v2/tms-api/locations', { external_reference_id: 'DAL', name: 'Dallas DC', postal_code: '75201', state: 'TX' });
+  await ok('/v2/tms-api/locations', { external_reference_id: 'HOU', name: 'Houston Port', postal_code: '77002', state: 'TX' });
+  await ok('/v2/tms-api/loads', {
+    external_reference_id: 'L-1',
+    equipment_type: 'DRY_VAN',
+    transport_mode: 'FTL',
+    status: 'DELIVERED',
+    customer_external_reference_id: 'CUST-1',
+    carrier_external_reference_id: 'CAR-1',
+    stops: [
+      { stop_type: 'Pickup', location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },
+      { stop_type: 'Delivery', location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00Z', late_arrival: '2026-03-03T12:00:00Z' },
+    ],
+  });
+  return a;
+}
+
+describe('read cache: answers', () => {
+  it('a repeated GET answers the same bytes and headers as the first, and as a server without the cache', async () => {
+    const a = await seeded();
+    const first = await a.get('/v2/tms-api/loads/L-1');
+    await a.get('/v2/tms-api/loads/L-1');
+    // The first request recorded the key's last use (a write): the third is the one answered from memory.
+    const second = await a.get('/v2/tms-api/loads/L-1');
+    expect(first.statusCode).toBe(200);
+    expect(second.statusCode).toBe(200);
+    expect(second.body).toBe(first.body);
+    expect(second.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(json(second)).toMatchObject({ external_reference_id: 'L-1', status: 'DELIVERED', carrier_name: 'Swift Transport', carrier_recommendations: [] });
+
+    const b = await seeded(plain);
+    const uncached = json(await b.get('/v2/tms-api/loads/L-1'));
+    const cached = json(second);
+    // The same shape field for field (ids and times differ between the two databases).
+    expect(Object.keys(cached)).toEqual(Object.keys(uncached));
+    expect(cached.stops.map((s: object) => Object.keys(s))).toEqual(uncached.stops.map((s: object) => Object.keys(s)));
+  });
+
+  it('shows an update, a rename of a linked record and a delete from the next request', async () => {
+    const a = await seeded();
+    await a.get('/v2/tms-api/loads/L-1');
+    await a.get('/v2/tms-api/loads/L-1');
+    expect((await a.put('/v2/tms-api/loads/L-1', { description: 'Frozen peas' })).statusCode).toBe(200);
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).description).toBe('Frozen peas');
+    expect((await a.put('/v2/tms-api/locations/DAL', { name: 'Dallas Cross-Dock' })).statusCode).toBe(200);
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).stops[0].location_name).toBe('Dallas Cross-Dock');
+    expect((await a.put('/v2/tms-api/carriers/CAR-1', { name: 'Swift Logistics' })).statusCode).toBe(200);
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).carrier_name).toBe('Swift Logistics');
+    expect(json(await a.get('/v2/tms-api/carriers/CAR-1')).name).toBe('Swift Logistics');
+    expect((await a.del('/v2/tms-api/loads/L-1')).statusCode).toBe(204);
+    const gone = await a.get('/v2/tms-api/loads/L-1');
+    expect(gone.statusCode).toBe(404);
+    expect(json(gone)).toEqual({ detail: "Load with external_reference_id 'L-1' not found" });
+  });
+
+  it('never answers one organization with another one’s record under the same reference', async () => {
+    const a = await seeded();
+    const b = await seeded();
+    expect((await b.put('/v2/tms-api/loads/L-1', { description: 'Only B' })).statusCode).toBe(200);
+    const fromA = json(await a.get('/v2/tms-api/loads/L-1'));
+    const fromB = json(await b.get('/v2/tms-api/loads/L-1'));
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).id).toBe(fromA.id);
+    expect(json(await b.get('/v2/tms-api/loads/L-1')).id).toBe(fromB.id);
+    expect(fromA.id).not.toBe(fromB.id);
+    expect(fromA.description).toBeNull();
+    expect(fromB.description).toBe('Only B');
+  });
+
+  it('a key without the read scope is refused even when the answer is kept', async () => {
+    const a = await seeded();
+    await a.get('/v2/tms-api/loads/L-1');
+    const writer = await t.services.accounts.createKey(a.orgId, { name: 'w', externalSystem: 'vitest', scopes: ['write:loads'] });
+    const res = await t.app.inject({ method: 'GET', url: '/v2/tms-api/loads/L-1', headers: { 'x-api-key': writer.key } });
+    expect(res.statusCode).toBe(403);
+  });
+
+  it.skipIf(isPostgres())('shows a write made through another connection to the database from the next request (SQLite)', async () => {
+    const a = await seeded();
+    await a.get('/v2/tms-api/loads/L-1');
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).description).toBeNull();
+    const other = openDataStore(t.config.databaseUrl, { poolSize: 1 });
+    try {
+      await other.db.updateTable('loads').set({ description: 'written elsewhere' }).where('org_id', '=', a.orgId).where('external_reference_id', '=', 'L-1').execute();
+    } finally {
+      await other.close();
+    }
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).description).toBe('written elsewhere');
+  });
+});
+
+describe('read cache: the store', () => {
+  it('keeps entries only under the token they were read under, drops them all when it changes, and stays within its bound', () => {
+    let token: string | null = 'a';
+    const cache = readCache(() => token, { maxChars: 9 });
+    const t1 = cache.begin();
+    cache.set(t1, 'k', 'body1');
+    expect(cache.get('k')).toBe('body1');
+    token = 'b';
+    // A body read under the old token is not kept once the token moved on.
+    const t2 = cache.begin();
+    expect(cache.get('k')).toBeUndefined();
+    cache.set(t1, 'k', 'stale');
+    expect(cache.get('k')).toBeUndefined();
+    cache.set(t2, 'k', 'body2');
+    cache.set(t2, 'm', 'body3');
+    // 10 characters > 9: the cache started again with the last body only.
+    expect(cache.get('k')).toBeUndefined();
+    expect(cache.get('m')).toBe('body3');
+    token = null;
+    expect(cache.begin()).toBeNull();
+    expect(cache.get('m')).toBeUndefined();
+    cache.set(null, 'm', 'x');
+    expect(cache.get('m')).toBeUndefined();
+    const off = readCache(() => 'a', { enabled: false });
+    expect(off.begin()).toBeNull();
+  });
+});
