@@ -59,14 +59,15 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     done();
   });
 
-  app.addHook('onRequest', async (req, reply) => {
+  // The per-request hooks take callbacks rather than being async: no promise per hook on every request.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    if (closing) throw new ServiceUnavailableError();
+    done(closing ? new ServiceUnavailableError() : undefined);
   });
 
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 
   const bodiesWithNul = new WeakSet<FastifyRequest>();
@@ -89,11 +90,11 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     }
   });
 
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     // A body request that carries no Content-Type at all (and so skipped the parsers) is refused too.
     if (BODY_METHODS.has(req.method) && req.routeOptions.schema?.body) {
       const ct = req.headers['content-type'];
-      if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) throw new UnsupportedMediaTypeError(ct);
+      if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) return done(new UnsupportedMediaTypeError(ct));
     }
     // PostgreSQL cannot store NUL in text; refusing it everywhere keeps both engines alike.
     const issues = [
@@ -101,7 +102,7 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
       ...nulIssues(req.query, ['query']),
       ...(bodiesWithNul.has(req) ? nulIssues(req.body, ['body']) : []),
     ];
-    if (issues.length > 0) throw new ValidationError(issues);
+    done(issues.length > 0 ? new ValidationError(issues) : undefined);
   });
 
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -161,10 +162,11 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     return reply.code(404).send({ detail: 'Not Found' });
   });
 
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     metrics.duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    done();
   });
 }
 
