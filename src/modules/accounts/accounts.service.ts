@@ -293,7 +293,8 @@ export function accountsService(store: DataStore, clock: Clock = systemClock) {
       const hash = hashApiKey(presented);
       // A key checked under the database's current change token is still valid (nothing was written
       // since, so it cannot have been revoked); otherwise it is read again (SQLite only: see changeToken).
-      const token = store.changeToken();
+      // Called as each request arrives: the token takes in other connections' commits here.
+      const token = store.changeToken(true);
       const cached = token === null ? undefined : knownKeys.get(hash);
       let principal: Principal;
       if (cached && cached.token === token) {
