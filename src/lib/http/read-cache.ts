@@ -1,12 +1,14 @@
 /**
- * Serialised answers of `GET /<resource>/{ref}` reused while the database is unchanged.
+ * Serialised answers of `GET /<resource>/{ref}` and of the lists reused while the database is unchanged.
  *
  * Every entry belongs to the database's change token (DataStore.changeToken: on SQLite this
  * connection's row changes plus other connections' commits) taken before the answer was read. A
  * different token at the next request means something was written somewhere since; every entry is
  * then dropped at once. A write therefore shows from the very next request (read-your-writes), a
  * revoked key or a deleted record is never answered from memory, and entries of one organization are
- * keyed by its id, so they can only be answered to that organization. Where no cheap token exists
+ * keyed by its id, so they can only be answered to that organization (lists by their query string as
+ * sent). Integrators polling a load or a page between their writes are answered from memory; during a
+ * steady stream of writes the cache simply misses (BENCHMARKS.md gives both figures). Where no cheap token exists
  * (PostgreSQL) nothing is kept.
  *
  * Bounded by the total length of the kept bodies (16 MiB by default): past it the cache starts again.

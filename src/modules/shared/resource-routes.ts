@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
@@ -14,6 +14,10 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   create(orgId: string, input: Create): Promise<Rec & { id: string }>;
   update(orgId: string, ref: string, input: Update): Promise<Rec & { id: string }>;
   upsert(orgId: string, ref: string, input: Update): Promise<{ record: { id: string } }>;
+  /** The writes of batch items, answering the service id only. */
+  createId(orgId: string, input: Create): Promise<{ id: string }>;
+  updateId(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
+  upsertId(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
   delete(orgId: string, refOrId: string): Promise<void | { id: string }>;
 }
 
@@ -66,19 +70,39 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     operations: o.batchOperations,
     createSchema: o.createSchema,
     updateSchema: o.updateSchema,
-    create: (orgId, data) => service.create(orgId, data),
-    update: (orgId, ref, data) => service.update(orgId, ref, data),
-    upsert: async (orgId, ref, data) => (await service.upsert(orgId, ref, data)).record,
+    create: (orgId, data) => service.createId(orgId, data),
+    update: (orgId, ref, data) => service.updateId(orgId, ref, data),
+    upsert: (orgId, ref, data) => service.upsertId(orgId, ref, data),
     delete: async (orgId, ref) => {
       const deleted = await service.delete(orgId, ref);
       return { id: deleted?.id ?? ref };
     },
   });
 
+  /**
+   * A read answered from the read cache when the database is unchanged since it was kept, else read,
+   * serialised by the route's own response serialiser (the same bytes as an answer not kept) and kept.
+   */
+  const cachedRead = async <T>(reply: FastifyReply, key: string, read: () => Promise<T>, keep: (value: T) => boolean) => {
+    const cache = o.readCache;
+    const token = cache ? cache.begin() : null;
+    let body = token === null ? undefined : cache!.get(key);
+    if (body === undefined) {
+      const value = await read();
+      if (token === null || !keep(value)) return value;
+      body = reply.serialize(value) as string;
+      cache!.set(token, key, body);
+    }
+    return reply.type('application/json; charset=utf-8').send(body);
+  };
+
   r.get(base, {
     config: { scope: o.readScope },
     schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
-    handler: (req) => service.list(principalOf(req).orgId, req.query as Static<Q>),
+    handler: async (req, reply) => {
+      const orgId = principalOf(req).orgId;
+      return cachedRead(reply, `${orgId}\u0001${req.url}`, () => service.list(orgId, req.query as Static<Q>), () => true);
+    },
   });
   r.post(base, {
     config: { scope: o.writeScope },
@@ -94,20 +118,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      const ref = req.params.external_reference_id;
-      const cache = o.readCache;
-      if (!cache) return service.get(orgId, ref);
-      const token = cache.begin();
-      const key = `${orgId}\u0000${ref}`;
-      let body = token === null ? undefined : cache.get(key);
-      if (body === undefined) {
-        const rec = await service.get(orgId, ref);
-        if (token === null || (o.cacheable && !o.cacheable(rec))) return rec;
-        // The route's own response serialiser: the same bytes as an answer not kept.
-        body = reply.serialize(rec) as string;
-        cache.set(token, key, body);
-      }
-      return reply.type('application/json; charset=utf-8').send(body);
+      return cachedRead(reply, `${orgId}\u0000${req.params.external_reference_id}`, () => service.get(orgId, req.params.external_reference_id), (rec) => !o.cacheable || o.cacheable(rec));
     },
   });
   r.put(`${base}/:external_reference_id`, {
