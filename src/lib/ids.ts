@@ -16,10 +16,19 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+// Random bytes drawn 4 KiB at a time: one call per id cost more than the rest of the id (a batch of 100
+// loads makes several hundred ids).
+let pool = Buffer.alloc(0);
+let offset = 0;
+
 function encodeRandom(): string {
-  const bytes = randomBytes(16);
+  if (offset + 16 > pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
   let out = '';
-  for (let i = 0; i < 16; i++) out += ALPHABET[bytes[i]! & 31];
+  for (let i = 0; i < 16; i++) out += ALPHABET[pool[offset + i]! & 31];
+  offset += 16;
   return out;
 }
 

@@ -6,7 +6,15 @@ export function isIsoTimestamp(value: string): boolean {
   return parseIsoTimestamp(value) !== null;
 }
 
+const CANONICAL_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export function parseIsoTimestamp(value: string): string | null {
+  // Already canonical (what this service returns, so what integrators mostly send back): valid when
+  // the date reads back unchanged, which also refuses rolled-over dates such as 2024-02-31.
+  if (CANONICAL_RE.test(value)) {
+    const t = Date.parse(value);
+    return !Number.isNaN(t) && new Date(t).toISOString() === value ? value : null;
+  }
   const m = ISO_RE.exec(value);
   if (!m) return null;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac, zone] = m;

@@ -95,6 +95,40 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   }
 
   const presentOne = async (tx: Executor, orgId: string, row: RowOf<T>) => (await o.present(tx, orgId, [row]))[0]!;
+  const idOf = async (_tx: Executor, _orgId: string, row: RowOf<T>) => ({ id: row.id });
+  type Finish<R> = (tx: Executor, orgId: string, row: RowOf<T>) => Promise<R>;
+
+  async function createThen<R>(orgId: string, input: Create, finish: Finish<R>): Promise<R> {
+    try {
+      return await inTransaction(o.store, async (tx) => finish(tx, orgId, await insert(tx, orgId, input)));
+    } catch (err) {
+      if (isUniqueViolation(err)) throw ConflictError.duplicate(o.kind, input.external_reference_id);
+      throw err;
+    }
+  }
+
+  async function updateThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>): Promise<R> {
+    assertSameReference(ref, input.external_reference_id);
+    return inTransaction(o.store, async (tx) => {
+      const existing = await repo.findByRef(tx, orgId, ref);
+      if (!existing) throw new NotFoundError(o.kind, ref);
+      return finish(tx, orgId, await applyUpdate(tx, orgId, existing, input));
+    });
+  }
+
+  async function upsertThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>): Promise<{ record: R; created: boolean }> {
+    assertSameReference(ref, input.external_reference_id);
+    return retryOnUniqueRace(() =>
+      inTransaction(o.store, async (tx) => {
+        const existing = await repo.findByRef(tx, orgId, ref);
+        if (existing) return { record: await finish(tx, orgId, await applyUpdate(tx, orgId, existing, input)), created: false };
+        const candidate = { ...input, external_reference_id: ref };
+        const issues = validateCreate(candidate, ['body']);
+        if (issues) throw new ValidationError(issues);
+        return { record: await finish(tx, orgId, await insert(tx, orgId, candidate as unknown as Create)), created: true };
+      }),
+    );
+  }
 
   async function findByRefOrId(tx: Executor, orgId: string, refOrId: string) {
     return (await repo.findByRef(tx, orgId, refOrId)) ?? (refOrId.startsWith(o.idPrefix) ? await repo.findById(tx, orgId, refOrId) : undefined);
@@ -109,37 +143,25 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     },
 
     async create(orgId: string, input: Create): Promise<Out> {
-      try {
-        return await inTransaction(o.store, async (tx) => presentOne(tx, orgId, await insert(tx, orgId, input)));
-      } catch (err) {
-        if (isUniqueViolation(err)) throw ConflictError.duplicate(o.kind, input.external_reference_id);
-        throw err;
-      }
+      return createThen(orgId, input, presentOne);
     },
 
     async update(orgId: string, ref: string, input: Update): Promise<Out> {
-      assertSameReference(ref, input.external_reference_id);
-      return inTransaction(o.store, async (tx) => {
-        const existing = await repo.findByRef(tx, orgId, ref);
-        if (!existing) throw new NotFoundError(o.kind, ref);
-        return presentOne(tx, orgId, await applyUpdate(tx, orgId, existing, input));
-      });
+      return updateThen(orgId, ref, input, presentOne);
     },
 
     /** Creates the record when absent (the create rules apply), otherwise updates the fields sent. */
     async upsert(orgId: string, ref: string, input: Update): Promise<{ record: Out; created: boolean }> {
-      assertSameReference(ref, input.external_reference_id);
-      return retryOnUniqueRace(() =>
-        inTransaction(o.store, async (tx) => {
-          const existing = await repo.findByRef(tx, orgId, ref);
-          if (existing) return { record: await presentOne(tx, orgId, await applyUpdate(tx, orgId, existing, input)), created: false };
-          const candidate = { ...input, external_reference_id: ref };
-          const issues = validateCreate(candidate, ['body']);
-          if (issues) throw new ValidationError(issues);
-          return { record: await presentOne(tx, orgId, await insert(tx, orgId, candidate as unknown as Create)), created: true };
-        }),
-      );
+      return upsertThen(orgId, ref, input, presentOne);
     },
+
+    /**
+     * The same writes answering only the service id: batch items report nothing else (D6), so they
+     * skip reading back and building the full record.
+     */
+    createId: (orgId: string, input: Create) => createThen(orgId, input, idOf),
+    updateId: (orgId: string, ref: string, input: Update) => updateThen(orgId, ref, input, idOf),
+    upsertId: async (orgId: string, ref: string, input: Update) => (await upsertThen(orgId, ref, input, idOf)).record,
 
     /** `refOrId` is the external reference id or the service id (published clients delete by id). */
     async delete(orgId: string, refOrId: string): Promise<{ id: string }> {
