@@ -88,7 +88,8 @@ function rssMb(pid: number): number {
 
 interface Scenario {
   name: string;
-  target: 'api' | 'baseline';
+  /** api: the server as deployed; cold: the same with READ_CACHE=off (every read from the database). */
+  target: 'api' | 'cold' | 'baseline';
   connections: number;
   requests: autocannon.Request[];
   method?: string;
@@ -209,8 +210,13 @@ async function benchEngine(engine: string) {
   const apiPort = 18_480;
   const basePort = 18_481;
   const headers = { 'x-api-key': seed.key as string, 'content-type': 'application/json' };
+  const coldPort = 18_482;
   const api = start(process.execPath, ['bin/lanebridge', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(apiPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10' });
   await waitFor(`http://127.0.0.1:${apiPort}/readyz`);
+  // The same server with the read cache off, started after the first has migrated: what a read costs
+  // when it has to go to the database (a steady stream of writes leaves the cache nothing to answer).
+  const cold = start(process.execPath, ['bin/lanebridge', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(coldPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10', READ_CACHE: 'off' });
+  await waitFor(`http://127.0.0.1:${coldPort}/readyz`);
   const historyRefs: string[] = seed.sampleHistoryLoads;
   const openRefs: string[] = seed.sampleOpenLoads;
   const sampleBody = await (await fetch(`http://127.0.0.1:${apiPort}/v2/tms-api/loads/${historyRefs[0]}`, { headers })).text();
@@ -261,6 +267,24 @@ async function benchEngine(engine: string) {
       requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
     },
     {
+      name: 'read cache off: get load by id',
+      target: 'cold',
+      connections: 10,
+      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextHistory()}` }) }],
+    },
+    {
+      name: 'read cache off: list page 1',
+      target: 'cold',
+      connections: 10,
+      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=1&page_size=50' }],
+    },
+    {
+      name: 'read cache off: list page 50',
+      target: 'cold',
+      connections: 10,
+      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
+    },
+    {
       name: 'open load with recommendations',
       target: 'api',
       connections: 10,
@@ -297,19 +321,18 @@ async function benchEngine(engine: string) {
   for (const s of scenarios) for (const r of s.requests) r.headers = headers;
 
   const results: Result[] = [];
-  for (const s of scenarios) {
-    const url = s.target === 'api' ? `http://127.0.0.1:${apiPort}` : `http://127.0.0.1:${basePort}`;
-    await drive(url, s, WARMUP, s.target === 'api' ? serverPid(api) : serverPid(base));
-  }
+  const urlOf = (s: Scenario) => `http://127.0.0.1:${{ api: apiPort, cold: coldPort, baseline: basePort }[s.target]}`;
+  const pidOf = (s: Scenario) => serverPid({ api, cold, baseline: base }[s.target]);
+  for (const s of scenarios) await drive(urlOf(s), s, WARMUP, pidOf(s));
   for (let round = 1; round <= ROUNDS; round++) {
     for (const s of scenarios) {
-      const url = s.target === 'api' ? `http://127.0.0.1:${apiPort}` : `http://127.0.0.1:${basePort}`;
-      const r = await drive(url, s, DURATION, s.target === 'api' ? serverPid(api) : serverPid(base));
+      const r = await drive(urlOf(s), s, DURATION, pidOf(s));
       results.push({ scenario: s.name, round, ...r });
       log(`${engine} round ${round} ${s.name}: ${r.requests_per_sec} req/s p50 ${r.p50_ms} p95 ${r.p95_ms} p99 ${r.p99_ms} errors ${r.errors} non2xx ${r.non_2xx} rss ${r.max_rss_mb} MB`);
     }
   }
   await stop(api);
+  await stop(cold);
   await stop(base);
   const dbSize = await databaseSizeMb(engine, databaseUrl);
   const summary = scenarios.map((s) => {
@@ -335,6 +358,9 @@ async function benchEngine(engine: string) {
       (get('batch/loads')?.p50_ms ?? Infinity) <= (engine === 'sqlite' ? 50 : 100),
       `${get('batch/loads')?.p50_ms} ms`,
     ],
+    ['read cache off: get load by id ≥ 40% of baseline throughput', (get('read cache off: get load')?.requests_per_sec ?? 0) / baseline >= 0.4, `${(((get('read cache off: get load')?.requests_per_sec ?? 0) / baseline) * 100).toFixed(1)}%`],
+    ['read cache off: list page 1 p95 ≤ 30 ms', (get('read cache off: list page 1')?.p95_ms ?? Infinity) <= 30, `${get('read cache off: list page 1')?.p95_ms} ms`],
+    ['read cache off: list page 50 p95 ≤ 60 ms', (get('read cache off: list page 50')?.p95_ms ?? Infinity) <= 60, `${get('read cache off: list page 50')?.p95_ms} ms`],
     ['open load with recommendations p95 ≤ 25 ms', (get('open load')?.p95_ms ?? Infinity) <= 25, `${get('open load')?.p95_ms} ms`],
     ['server RSS ≤ 300 MB throughout', Math.max(...summary.slice(1).map((s) => s.max_rss_mb)) <= 300, `${Math.max(...summary.slice(1).map((s) => s.max_rss_mb))} MB`],
   ] as const;
