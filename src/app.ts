@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { readCache } from './lib/http/read-cache.js';
+import { batchTransaction } from './lib/db/tx.js';
 import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
@@ -146,10 +147,11 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET-by-reference answers reused while the database is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache(() => store.changeToken(), { enabled: config.readCache });
-  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache });
-  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache });
-  locationRoutes(app, services.locations, { batchBodyLimit, analytics, readCache: cache });
-  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
+  const oneTransaction = batchTransaction(store);
+  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache, batchTransaction: oneTransaction });
+  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache, batchTransaction: oneTransaction });
+  locationRoutes(app, services.locations, { batchBodyLimit, analytics, readCache: cache, batchTransaction: oneTransaction });
+  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache, batchTransaction: oneTransaction });
   marketRateRoutes(app, services.marketRates);
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(

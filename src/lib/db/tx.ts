@@ -1,9 +1,45 @@
+import { sql } from 'kysely';
 import type { DataStore, Executor } from './index.js';
 import { isUniqueViolation } from './errors.js';
 
-/** Runs `work` in its own transaction: everything it writes commits together or not at all. */
-export function inTransaction<T>(store: DataStore, work: (tx: Executor) => Promise<T>): Promise<T> {
-  return store.db.transaction().execute(work);
+let savepoints = 0;
+
+/**
+ * Runs `work` in its own transaction: everything it writes commits together or not at all. Given an
+ * `outer` transaction (a SQLite batch, see batchTransaction), `work` runs in a savepoint of it instead:
+ * a failure rolls back to the savepoint, undoing this work only.
+ */
+export async function inTransaction<T>(store: DataStore, work: (tx: Executor) => Promise<T>, outer?: Executor): Promise<T> {
+  if (!outer) return store.db.transaction().execute(work);
+  const name = sql.raw(`lb_item_${++savepoints}`);
+  await sql`savepoint ${name}`.execute(outer);
+  let result: T;
+  try {
+    result = await work(outer);
+  } catch (err) {
+    await sql`rollback to savepoint ${name}`.execute(outer);
+    await sql`release savepoint ${name}`.execute(outer);
+    throw err;
+  }
+  await sql`release savepoint ${name}`.execute(outer);
+  return result;
+}
+
+/** One transaction around a whole batch, its items in savepoints (SQLite: see batchTransaction). */
+export type BatchTransaction = <R>(work: (tx: Executor) => Promise<R>) => Promise<R>;
+
+/**
+ * SQLite commits a write transaction by appending its pages to the WAL: about 0.2 ms for a load with
+ * its stops, rates and lane history, a fifth of a 100-load batch when every item commits alone. There
+ * the batch runs in one transaction with each item in a savepoint, so an item still happens whole or
+ * not at all and one item's failure undoes nothing else; if the final commit fails, no item is
+ * reported saved. SQLite writes one at a time anyway, so nothing waits longer for locks. PostgreSQL
+ * keeps a transaction per item (holding every item's row locks until the batch ends would make
+ * concurrent batches wait on, and deadlock with, each other).
+ */
+export function batchTransaction(store: DataStore): BatchTransaction | undefined {
+  if (store.dialect !== 'sqlite') return undefined;
+  return (work) => store.db.transaction().execute(work);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
+import type { Executor } from '../../lib/db/index.js';
+import type { BatchTransaction } from '../../lib/db/tx.js';
 import { ApiError, ValidationError, type LocPart } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
@@ -14,10 +16,11 @@ export interface BatchResource<Create, Update> {
   operations: readonly BatchOperation[];
   createSchema: TSchema;
   updateSchema: TSchema;
-  create(orgId: string, data: Create): Promise<{ id: string }>;
-  update(orgId: string, ref: string, data: Update): Promise<{ id: string }>;
-  upsert(orgId: string, ref: string, data: Update): Promise<{ id: string }>;
-  delete?(orgId: string, ref: string): Promise<{ id: string }>;
+  /** `tx`: the batch's own transaction when it has one (items then run in savepoints of it). */
+  create(orgId: string, data: Create, tx?: Executor): Promise<{ id: string }>;
+  update(orgId: string, ref: string, data: Update, tx?: Executor): Promise<{ id: string }>;
+  upsert(orgId: string, ref: string, data: Update, tx?: Executor): Promise<{ id: string }>;
+  delete?(orgId: string, ref: string, tx?: Executor): Promise<{ id: string }>;
 }
 
 export interface BatchItem {
@@ -92,18 +95,25 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * record endpoint, which runs in its own transaction: an item either happens whole or leaves nothing,
  * and one item's failure never undoes another's success.
  */
+export interface RunOptions {
+  deadlineMs?: number;
+  onError?: (err: unknown) => void;
+  /** One transaction around the whole batch, each item in a savepoint (SQLite: src/lib/db/tx.ts). */
+  transaction?: BatchTransaction;
+}
+
 export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   const validateCreate = compileBodyValidator(resource.createSchema);
   const validateUpdate = compileBodyValidator(resource.updateSchema);
   const { dataKey } = resource;
 
-  async function applyItem(orgId: string, item: BatchItem, index: number): Promise<{ id: string; ref: string }> {
+  async function applyItem(orgId: string, item: BatchItem, index: number, tx: Executor | undefined): Promise<{ id: string; ref: string }> {
     const at: LocPart[] = ['body', 'items', index];
     const op = item.operation;
     const itemRef = item.external_reference_id;
     if (op === 'delete') {
       if (!itemRef) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-      return { ...(await resource.delete!(orgId, itemRef)), ref: itemRef };
+      return { ...(await resource.delete!(orgId, itemRef, tx)), ref: itemRef };
     }
     const data = item[dataKey];
     if (data === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
@@ -121,16 +131,16 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     const ref = data.external_reference_id as string | undefined;
     if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
     try {
-      if (op === 'create') return { ...(await resource.create(orgId, data as C)), ref };
-      if (op === 'update') return { ...(await resource.update(orgId, ref, data as U)), ref };
-      return { ...(await resource.upsert(orgId, ref, data as U)), ref };
+      if (op === 'create') return { id: (await resource.create(orgId, data as C, tx)).id, ref };
+      if (op === 'update') return { id: (await resource.update(orgId, ref, data as U, tx)).id, ref };
+      return { id: (await resource.upsert(orgId, ref, data as U, tx)).id, ref };
     } catch (err) {
       if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
       throw err;
     }
   }
 
-  return async function run(orgId: string, items: BatchItem[], opts: { deadlineMs?: number; onError?: (err: unknown) => void } = {}): Promise<BatchResult> {
+  async function applyAll(orgId: string, items: BatchItem[], opts: RunOptions, tx: Executor | undefined): Promise<BatchResultEntry[]> {
     const results: BatchResultEntry[] = [];
     const deadline = opts.deadlineMs ? Date.now() + opts.deadlineMs : Infinity;
     let turnAt = Date.now();
@@ -153,7 +163,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         continue;
       }
       try {
-        const { id, ref } = await applyItem(orgId, item, index);
+        const { id, ref } = await applyItem(orgId, item, index, tx);
         Object.assign(entry, { success: true, id, external_reference_id: ref });
       } catch (err) {
         if (err instanceof ApiError) {
@@ -167,6 +177,38 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         }
       }
       results.push(entry);
+    }
+    return results;
+  }
+
+  return async function run(orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> {
+    let results: BatchResultEntry[];
+    if (!opts.transaction) results = await applyAll(orgId, items, opts, undefined);
+    else {
+      let applied: BatchResultEntry[] = [];
+      try {
+        await opts.transaction(async (tx) => {
+          applied = await applyAll(orgId, items, opts, tx);
+        });
+        results = applied;
+      } catch (err) {
+        // The closing commit failed (or the transaction could not start): nothing of the batch was
+        // saved, so no item may be reported saved.
+        if (!isDatabaseUnavailable(err)) opts.onError?.(err);
+        const status = isDatabaseUnavailable(err) ? 503 : 500;
+        const detail = status === 503 ? 'Service temporarily unavailable' : 'Internal server error';
+        results = items.map((item, index) => {
+          const done = applied[index];
+          return {
+            index,
+            external_reference_id: done?.external_reference_id ?? item.external_reference_id ?? null,
+            operation: item.operation,
+            success: false,
+            id: null,
+            error: done && !done.success && done.error ? done.error : { status, detail },
+          };
+        });
+      }
     }
     const successCount = results.filter((r) => r.success).length;
     return { success_count: successCount, error_count: results.length - successCount, results };

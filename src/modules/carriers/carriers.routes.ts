@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
 import type { CarriersService } from './carriers.service.js';
 
-export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
+export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction }) {
   resourceRoutes(
     app,
     carriers,
@@ -22,6 +23,7 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
       readCache: opts.readCache,
+      batchTransaction: opts.batchTransaction,
     },
   );
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
@@ -13,7 +14,7 @@ import type { LoadsService } from './loads.service.js';
 export function loadRoutes(
   app: FastifyInstance,
   loads: LoadsService,
-  opts: { batchBodyLimit: number; readCache?: ReadCache; analytics: LaneAnalytics; batchDeadlineMs: number },
+  opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction; analytics: LaneAnalytics; batchDeadlineMs: number },
 ) {
   resourceRoutes(app, loads, {
     collection: 'loads',
@@ -29,6 +30,7 @@ export function loadRoutes(
     batchOperations: ['create', 'update', 'upsert', 'delete'],
     batchBodyLimit: opts.batchBodyLimit,
     readCache: opts.readCache,
+    batchTransaction: opts.batchTransaction,
     // An open load's recommendations weigh recency by today's date: computed afresh every time.
     cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.

@@ -98,35 +98,43 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   const idOf = async (_tx: Executor, _orgId: string, row: RowOf<T>) => ({ id: row.id });
   type Finish<R> = (tx: Executor, orgId: string, row: RowOf<T>) => Promise<R>;
 
-  async function createThen<R>(orgId: string, input: Create, finish: Finish<R>): Promise<R> {
+  async function createThen<R>(orgId: string, input: Create, finish: Finish<R>, outer?: Executor): Promise<R> {
     try {
-      return await inTransaction(o.store, async (tx) => finish(tx, orgId, await insert(tx, orgId, input)));
+      return await inTransaction(o.store, async (tx) => finish(tx, orgId, await insert(tx, orgId, input)), outer);
     } catch (err) {
       if (isUniqueViolation(err)) throw ConflictError.duplicate(o.kind, input.external_reference_id);
       throw err;
     }
   }
 
-  async function updateThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>): Promise<R> {
+  async function updateThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>, outer?: Executor): Promise<R> {
     assertSameReference(ref, input.external_reference_id);
-    return inTransaction(o.store, async (tx) => {
-      const existing = await repo.findByRef(tx, orgId, ref);
-      if (!existing) throw new NotFoundError(o.kind, ref);
-      return finish(tx, orgId, await applyUpdate(tx, orgId, existing, input));
-    });
+    return inTransaction(
+      o.store,
+      async (tx) => {
+        const existing = await repo.findByRef(tx, orgId, ref);
+        if (!existing) throw new NotFoundError(o.kind, ref);
+        return finish(tx, orgId, await applyUpdate(tx, orgId, existing, input));
+      },
+      outer,
+    );
   }
 
-  async function upsertThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>): Promise<{ record: R; created: boolean }> {
+  async function upsertThen<R>(orgId: string, ref: string, input: Update, finish: Finish<R>, outer?: Executor): Promise<{ record: R; created: boolean }> {
     assertSameReference(ref, input.external_reference_id);
     return retryOnUniqueRace(() =>
-      inTransaction(o.store, async (tx) => {
-        const existing = await repo.findByRef(tx, orgId, ref);
-        if (existing) return { record: await finish(tx, orgId, await applyUpdate(tx, orgId, existing, input)), created: false };
-        const candidate = { ...input, external_reference_id: ref };
-        const issues = validateCreate(candidate, ['body']);
-        if (issues) throw new ValidationError(issues);
-        return { record: await finish(tx, orgId, await insert(tx, orgId, candidate as unknown as Create)), created: true };
-      }),
+      inTransaction(
+        o.store,
+        async (tx) => {
+          const existing = await repo.findByRef(tx, orgId, ref);
+          if (existing) return { record: await finish(tx, orgId, await applyUpdate(tx, orgId, existing, input)), created: false };
+          const candidate = { ...input, external_reference_id: ref };
+          const issues = validateCreate(candidate, ['body']);
+          if (issues) throw new ValidationError(issues);
+          return { record: await finish(tx, orgId, await insert(tx, orgId, candidate as unknown as Create)), created: true };
+        },
+        outer,
+      ),
     );
   }
 
@@ -157,22 +165,26 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
     /**
      * The same writes answering only the service id: batch items report nothing else (D6), so they
-     * skip reading back and building the full record.
+     * skip reading back and building the full record. `outer`: the batch's transaction, if it has one.
      */
-    createId: (orgId: string, input: Create) => createThen(orgId, input, idOf),
-    updateId: (orgId: string, ref: string, input: Update) => updateThen(orgId, ref, input, idOf),
-    upsertId: async (orgId: string, ref: string, input: Update) => (await upsertThen(orgId, ref, input, idOf)).record,
+    createId: (orgId: string, input: Create, outer?: Executor) => createThen(orgId, input, idOf, outer),
+    updateId: (orgId: string, ref: string, input: Update, outer?: Executor) => updateThen(orgId, ref, input, idOf, outer),
+    upsertId: async (orgId: string, ref: string, input: Update, outer?: Executor) => (await upsertThen(orgId, ref, input, idOf, outer)).record,
 
     /** `refOrId` is the external reference id or the service id (published clients delete by id). */
-    async delete(orgId: string, refOrId: string): Promise<{ id: string }> {
+    async delete(orgId: string, refOrId: string, outer?: Executor): Promise<{ id: string }> {
       try {
-        return await inTransaction(o.store, async (tx) => {
-          const row = await findByRefOrId(tx, orgId, refOrId);
-          if (!row) throw new NotFoundError(o.kind, refOrId);
-          await o.beforeDelete?.(tx, orgId, row);
-          await repo.delete(tx, orgId, row.id);
-          return { id: row.id };
-        });
+        return await inTransaction(
+          o.store,
+          async (tx) => {
+            const row = await findByRefOrId(tx, orgId, refOrId);
+            if (!row) throw new NotFoundError(o.kind, refOrId);
+            await o.beforeDelete?.(tx, orgId, row);
+            await repo.delete(tx, orgId, row.id);
+            return { id: row.id };
+          },
+          outer,
+        );
       } catch (err) {
         // A reference created concurrently, after beforeDelete looked: the database still refuses.
         if (isForeignKeyViolation(err)) throw new ConflictError(`${o.kind} '${refOrId}' is still referenced by other records`);

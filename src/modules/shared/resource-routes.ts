@@ -4,6 +4,8 @@ import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox
 import { principalOf } from '../../lib/http/auth.js';
 import type { Scope } from '../accounts/scopes.js';
 import { batchRequestSchema, batchRunner, BatchResultSchema, type BatchItem, type BatchOperation } from '../batch/batch.js';
+import type { Executor } from '../../lib/db/index.js';
+import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
 
@@ -15,10 +17,10 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   update(orgId: string, ref: string, input: Update): Promise<Rec & { id: string }>;
   upsert(orgId: string, ref: string, input: Update): Promise<{ record: { id: string } }>;
   /** The writes of batch items, answering the service id only. */
-  createId(orgId: string, input: Create): Promise<{ id: string }>;
-  updateId(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
-  upsertId(orgId: string, ref: string, input: Update): Promise<{ id: string }>;
-  delete(orgId: string, refOrId: string): Promise<void | { id: string }>;
+  createId(orgId: string, input: Create, outer?: Executor): Promise<{ id: string }>;
+  updateId(orgId: string, ref: string, input: Update, outer?: Executor): Promise<{ id: string }>;
+  upsertId(orgId: string, ref: string, input: Update, outer?: Executor): Promise<{ id: string }>;
+  delete(orgId: string, refOrId: string, outer?: Executor): Promise<void | { id: string }>;
 }
 
 export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q extends TObject> {
@@ -43,6 +45,8 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
    * per request. `batch` requests run it whatever their items did.
    */
   aroundWrite?: <R>(orgId: string, work: () => Promise<R>, opts: { batch: boolean }) => Promise<R>;
+  /** One transaction around each batch, items in savepoints (SQLite; src/lib/db/tx.ts). */
+  batchTransaction?: BatchTransaction;
   /** Serialised GET answers kept while the database is unchanged (src/lib/http/read-cache.ts). */
   readCache?: ReadCache;
   /** Whether a record's answer may be kept (loads: not an open load, whose recommendations age with time). */
@@ -70,11 +74,11 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     operations: o.batchOperations,
     createSchema: o.createSchema,
     updateSchema: o.updateSchema,
-    create: (orgId, data) => service.createId(orgId, data),
-    update: (orgId, ref, data) => service.updateId(orgId, ref, data),
-    upsert: (orgId, ref, data) => service.upsertId(orgId, ref, data),
-    delete: async (orgId, ref) => {
-      const deleted = await service.delete(orgId, ref);
+    create: (orgId, data, tx) => service.createId(orgId, data, tx),
+    update: (orgId, ref, data, tx) => service.updateId(orgId, ref, data, tx),
+    upsert: (orgId, ref, data, tx) => service.upsertId(orgId, ref, data, tx),
+    delete: async (orgId, ref, tx) => {
+      const deleted = await service.delete(orgId, ref, tx);
       return { id: deleted?.id ?? ref };
     },
   });
@@ -156,6 +160,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
         () =>
           runBatch(orgId, req.body.items as BatchItem[], {
             ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
+            ...(o.batchTransaction ? { transaction: o.batchTransaction } : {}),
             onError: (err) => req.log.error({ err }, 'batch item failed'),
           }),
         true,

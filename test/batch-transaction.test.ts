@@ -1,0 +1,101 @@
+import { Type } from '@sinclair/typebox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inTransaction } from '../src/lib/db/tx.js';
+import { batchRunner } from '../src/modules/batch/batch.js';
+import { isPostgres, newTenant, startApp, type TestApp } from './helpers.js';
+
+// SQLite batches run in one transaction, each item in a savepoint (src/lib/db/tx.ts): an item still
+// happens whole or not at all, and one item's failure undoes nothing else.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startApp();
+});
+afterAll(async () => t.close());
+
+const customer = (orgId: string, ref: string) => ({
+  id: `cust_${ref.toLowerCase()}${Math.random().toString(36).slice(2, 8)}`,
+  org_id: orgId,
+  external_reference_id: ref,
+  name: ref,
+  created_at: '2026-01-01T00:00:00.000Z',
+  updated_at: '2026-01-01T00:00:00.000Z',
+});
+
+describe('items in savepoints of one transaction', () => {
+  it('a failing item rolls back its own writes only, after earlier and before later items', async () => {
+    const a = await newTenant(t);
+    await t.store.db.transaction().execute(async (outer) => {
+      await inTransaction(t.store, (tx) => tx.insertInto('customers').values(customer(a.orgId, 'KEPT-1') as never).execute(), outer);
+      await expect(
+        inTransaction(
+          t.store,
+          async (tx) => {
+            await tx.insertInto('customers').values(customer(a.orgId, 'UNDONE') as never).execute();
+            throw new Error('the item fails after writing');
+          },
+          outer,
+        ),
+      ).rejects.toThrow('the item fails after writing');
+      await inTransaction(t.store, (tx) => tx.insertInto('customers').values(customer(a.orgId, 'KEPT-2') as never).execute(), outer);
+    });
+    const refs = await t.store.db.selectFrom('customers').select('external_reference_id').where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
+    expect(refs.map((r) => r.external_reference_id)).toEqual(['KEPT-1', 'KEPT-2']);
+  });
+
+  it('reports no item saved when the closing commit fails', async () => {
+    const run = batchRunner<{ external_reference_id: string }, { external_reference_id?: string }>({
+      dataKey: 'thing',
+      operations: ['create'],
+      createSchema: Type.Object({ external_reference_id: Type.String() }),
+      updateSchema: Type.Object({ external_reference_id: Type.Optional(Type.String()) }),
+      create: async (_org, data) => {
+        if (data.external_reference_id === 'BAD') throw Object.assign(new Error('boom'), { code: 'SOMETHING' });
+        return { id: `id-${data.external_reference_id}` };
+      },
+      update: async () => ({ id: 'x' }),
+      upsert: async () => ({ id: 'x' }),
+    });
+    const errors: unknown[] = [];
+    const result = await run(
+      'org',
+      [
+        { operation: 'create', thing: { external_reference_id: 'A' } },
+        { operation: 'create', thing: {} },
+      ],
+      {
+        onError: (e) => errors.push(e),
+        transaction: async (work) => {
+          await work(t.store.db);
+          throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
+        },
+      },
+    );
+    expect(result.success_count).toBe(0);
+    expect(result.error_count).toBe(2);
+    expect(result.results[0]).toEqual({ index: 0, external_reference_id: 'A', operation: 'create', success: false, id: null, error: { status: 503, detail: 'Service temporarily unavailable' } });
+    // An item that had failed on its own keeps its own error.
+    expect(result.results[1]).toMatchObject({ index: 1, success: false, error: { status: 422 } });
+    expect(errors).toEqual([]);
+  });
+
+  it.skipIf(isPostgres())('a SQLite batch of customers commits once with its failures left out (HTTP)', async () => {
+    const a = await newTenant(t);
+    const res = await a.post('/v2/tms-api/batch/customers', {
+      items: [
+        { operation: 'create', external_reference_id: 'C-1', customer: { name: 'One' } },
+        { operation: 'create', external_reference_id: 'C-1', customer: { name: 'Duplicate' } },
+        { operation: 'update', external_reference_id: 'C-404', customer: { name: 'Missing' } },
+        { operation: 'create', external_reference_id: 'C-2', customer: { name: 'Two' } },
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    const body = JSON.parse(res.body);
+    expect(body.results.map((r: { success: boolean; error?: { status: number } }) => (r.success ? 'ok' : r.error!.status))).toEqual(['ok', 409, 404, 'ok']);
+    const rows = await t.store.db.selectFrom('customers').select(['external_reference_id', 'name']).where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
+    expect(rows).toEqual([
+      { external_reference_id: 'C-1', name: 'One' },
+      { external_reference_id: 'C-2', name: 'Two' },
+    ]);
+  });
+});
