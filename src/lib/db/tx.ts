@@ -2,7 +2,9 @@ import { sql } from 'kysely';
 import type { DataStore, Executor } from './index.js';
 import { isUniqueViolation } from './errors.js';
 
-let savepoints = 0;
+// One name for every item's savepoint: items run one after another, and a fixed text keeps the three
+// statements in the statement cache (a new name per item would compile them anew and crowd it).
+const ITEM = sql.raw('lb_item');
 
 /**
  * Runs `work` in its own transaction: everything it writes commits together or not at all. Given an
@@ -11,7 +13,7 @@ let savepoints = 0;
  */
 export async function inTransaction<T>(store: DataStore, work: (tx: Executor) => Promise<T>, outer?: Executor): Promise<T> {
   if (!outer) return store.db.transaction().execute(work);
-  const name = sql.raw(`lb_item_${++savepoints}`);
+  const name = ITEM;
   await sql`savepoint ${name}`.execute(outer);
   let result: T;
   try {
