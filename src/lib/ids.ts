@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pooledRandom } from './random.js';
 
 // Crockford base32: ids sort by creation time as plain strings (ULID layout: 48-bit ms time + 80 random bits).
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -16,19 +16,10 @@ function encodeTime(ms: number): string {
   return out;
 }
 
-// Random bytes drawn 4 KiB at a time: one call per id cost more than the rest of the id (a batch of 100
-// loads makes several hundred ids).
-let pool = Buffer.alloc(0);
-let offset = 0;
-
 function encodeRandom(): string {
-  if (offset + 16 > pool.length) {
-    pool = randomBytes(4096);
-    offset = 0;
-  }
+  const [bytes, at] = pooledRandom(16);
   let out = '';
-  for (let i = 0; i < 16; i++) out += ALPHABET[pool[offset + i]! & 31];
-  offset += 16;
+  for (let i = 0; i < 16; i++) out += ALPHABET[bytes[at + i]! & 31];
   return out;
 }
 

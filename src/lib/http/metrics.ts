@@ -22,7 +22,20 @@ export function createMetrics() {
     help: 'Lane analytics runs: one per write request that changes loads, one per batch request.',
     registers: [registry],
   });
-  return { registry, requests, duration, analyticsRuns };
+  // Label children bound once per method, route and status: prom-client otherwise hashes the labels
+  // on every observation (a visible part of a cached GET).
+  const bound = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  function observeRequest(method: string, route: string, status: number, seconds: number) {
+    const key = `${method} ${route} ${status}`;
+    let b = bound.get(key);
+    if (!b) {
+      b = { count: requests.labels({ method, route, status: String(status) }), time: duration.labels({ method, route }) };
+      bound.set(key, b);
+    }
+    b.count.inc();
+    b.time.observe(seconds);
+  }
+  return { registry, requests, duration, analyticsRuns, observeRequest };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -163,9 +163,7 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
   });
 
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched';
-    metrics.requests.inc({ method: req.method, route, status: String(reply.statusCode) });
-    metrics.duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    metrics.observeRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 }
