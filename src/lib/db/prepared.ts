@@ -16,8 +16,10 @@ export function prepared<P extends Record<string, unknown>, R>(
   const cache = new WeakMap<object, { compiled: CompiledQuery<R>; slots: (string | null)[] }>();
   const param = <K extends keyof P & string>(name: K) => `${SENTINEL}${name}` as unknown as P[K];
   return async (executor: Executor, values: P): Promise<R[]> => {
-    // Compiled per executor's root (SQLite and PostgreSQL compile differently).
-    const root = executor as unknown as object;
+    // Compiled once per dialect (SQLite and PostgreSQL compile differently): keyed by the dialect
+    // adapter, which the database and every transaction on it share (a transaction is a new executor
+    // object each time, so keying by the executor would compile again in every transaction).
+    const root = (executor as unknown as Kysely<Database>).getExecutor().adapter as object;
     let entry = cache.get(root);
     if (!entry) {
       const compiled = build(executor as unknown as Kysely<Database>, param).compile();
@@ -29,5 +31,30 @@ export function prepared<P extends Record<string, unknown>, R>(
     const parameters = compiled.parameters.map((p, i) => (slots[i] === null ? p : values[slots[i]!]));
     const result = await executor.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
     return result.rows;
+  };
+}
+
+/**
+ * A multi-row INSERT into `table` built and compiled once per row count (one statement, so one round
+ * trip on PostgreSQL; a compiled statement reused, so no building on SQLite). `columns` must name every
+ * column the rows carry.
+ */
+export function preparedInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[]) {
+  const byCount = new Map<number, (executor: Executor, values: Record<string, unknown>) => Promise<unknown[]>>();
+  return async (executor: Executor, rows: readonly Database[T][]): Promise<void> => {
+    if (rows.length === 0) return;
+    let insert = byCount.get(rows.length);
+    if (!insert) {
+      const count = rows.length;
+      insert = prepared<Record<string, unknown>, unknown>((db, p) =>
+        db.insertInto(table).values(Array.from({ length: count }, (_, i) => Object.fromEntries(columns.map((c) => [c, p(`${i}:${c}`)]))) as never),
+      );
+      byCount.set(count, insert);
+    }
+    const values: Record<string, unknown> = {};
+    rows.forEach((row, i) => {
+      for (const c of columns) values[`${i}:${c}`] = (row as unknown as Record<string, unknown>)[c];
+    });
+    await insert(executor, values);
   };
 }

@@ -1,10 +1,12 @@
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { DataStore, Executor } from './index.js';
 import { isUniqueViolation } from './errors.js';
 
 // One name for every item's savepoint: items run one after another, and a fixed text keeps the three
 // statements in the statement cache (a new name per item would compile them anew and crowd it).
-const ITEM = sql.raw('lb_item');
+const SAVEPOINT = CompiledQuery.raw('savepoint lb_item');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint lb_item');
+const RELEASE = CompiledQuery.raw('release savepoint lb_item');
 
 /**
  * Runs `work` in its own transaction: everything it writes commits together or not at all. Given an
@@ -13,17 +15,16 @@ const ITEM = sql.raw('lb_item');
  */
 export async function inTransaction<T>(store: DataStore, work: (tx: Executor) => Promise<T>, outer?: Executor): Promise<T> {
   if (!outer) return store.db.transaction().execute(work);
-  const name = ITEM;
-  await sql`savepoint ${name}`.execute(outer);
+  await outer.executeQuery(SAVEPOINT);
   let result: T;
   try {
     result = await work(outer);
   } catch (err) {
-    await sql`rollback to savepoint ${name}`.execute(outer);
-    await sql`release savepoint ${name}`.execute(outer);
+    await outer.executeQuery(ROLLBACK_TO);
+    await outer.executeQuery(RELEASE);
     throw err;
   }
-  await sql`release savepoint ${name}`.execute(outer);
+  await outer.executeQuery(RELEASE);
   return result;
 }
 

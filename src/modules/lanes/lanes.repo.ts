@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
+import { prepared, preparedInsert } from '../../lib/db/prepared.js';
 import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
 import { DELIVERED_STATUSES, isDelivery, isPickup } from '../loads/loads.enums.js';
 import { cellOf } from './grid.js';
@@ -20,16 +21,67 @@ export interface LaneEnds {
   destination: { locationId: string; latitude: number; longitude: number; lateArrival: string } | null;
 }
 
-/** D7: origin is the first Pickup/Both stop by stop_number, destination the last Delivery/Both stop. */
-export async function laneEnds(tx: Executor, orgId: string, loadId: string): Promise<LaneEnds> {
-  const stops = await tx
+// Compiled once: every load write runs these (src/lib/db/prepared.ts).
+const stopsWithPlaces = prepared<{ orgId: string; loadId: string }, { stop_type: string; location_id: string; late_arrival: string; latitude: number; longitude: number }>((db, p) =>
+  db
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
     .select(['s.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
-    .where('s.org_id', '=', orgId)
-    .where('s.load_id', '=', loadId)
-    .orderBy('s.stop_number')
-    .execute();
+    .where('s.org_id', '=', p('orgId'))
+    .where('s.load_id', '=', p('loadId'))
+    .orderBy('s.stop_number'),
+);
+const historyLaneOf = prepared<{ loadId: string }, LaneKey>((db, p) =>
+  db.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', p('loadId')),
+);
+const loadForHistory = prepared<
+  { orgId: string; loadId: string },
+  { status: string; carrier_id: string | null; equipment_type: string; delivered_at: string | null; carrier_ref: string | null }
+>((db, p) =>
+  db
+    .selectFrom('loads')
+    .leftJoin('carriers', 'carriers.id', 'loads.carrier_id')
+    .select(['loads.status', 'loads.carrier_id', 'loads.equipment_type', 'loads.delivered_at', 'carriers.external_reference_id as carrier_ref'])
+    .where('loads.org_id', '=', p('orgId'))
+    .where('loads.id', '=', p('loadId')),
+);
+const carrierRatesOf = prepared<{ orgId: string; loadId: string }, { total: number | null; n: number }>((db, p) =>
+  db
+    .selectFrom('load_rates')
+    .select((eb) => [eb.fn.sum<number>('amount').as('total'), eb.fn.countAll<number>().as('n')])
+    .where('org_id', '=', p('orgId'))
+    .where('load_id', '=', p('loadId'))
+    .where('rate_entity', '=', 'CARRIER'),
+);
+const HISTORY_COLUMNS = [
+  'load_id',
+  'org_id',
+  'carrier_id',
+  'carrier_external_reference_id',
+  'equipment_type',
+  'origin_location_id',
+  'destination_location_id',
+  'origin_latitude',
+  'origin_longitude',
+  'destination_latitude',
+  'destination_longitude',
+  'origin_cell',
+  'destination_cell',
+  'delivered_at',
+  'carrier_rate_total',
+] as const;
+const insertHistory = preparedInsert('lane_history', HISTORY_COLUMNS);
+const deleteHistory = prepared<{ loadId: string }, unknown>((db, p) => db.deleteFrom('lane_history').where('load_id', '=', p('loadId')));
+const updateHistory = prepared<LaneHistoryTable & Record<string, unknown>, unknown>((db, p) =>
+  db
+    .updateTable('lane_history')
+    .set(Object.fromEntries(HISTORY_COLUMNS.filter((c) => c !== 'load_id').map((c) => [c, p(c)])) as never)
+    .where('load_id', '=', p('load_id')),
+);
+
+/** D7: origin is the first Pickup/Both stop by stop_number, destination the last Delivery/Both stop. */
+export async function laneEnds(tx: Executor, orgId: string, loadId: string): Promise<LaneEnds> {
+  const stops = await stopsWithPlaces(tx, { orgId, loadId });
   const first = stops.find((s) => isPickup(s.stop_type));
   const last = [...stops].reverse().find((s) => isDelivery(s.stop_type));
   return {
@@ -43,26 +95,14 @@ export async function laneEnds(tx: Executor, orgId: string, loadId: string): Pro
  * history never disagrees with an answered write). Returns the lanes whose history changed.
  */
 export async function syncLaneHistory(tx: Executor, orgId: string, loadId: string): Promise<LaneKey[]> {
-  const before = await tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', loadId).executeTakeFirst();
+  const [before] = await historyLaneOf(tx, { loadId });
   const touched: LaneKey[] = before ? [keyOf(before)] : [];
-  const load = await tx
-    .selectFrom('loads')
-    .leftJoin('carriers', 'carriers.id', 'loads.carrier_id')
-    .select(['loads.status', 'loads.carrier_id', 'loads.equipment_type', 'loads.delivered_at', 'carriers.external_reference_id as carrier_ref'])
-    .where('loads.org_id', '=', orgId)
-    .where('loads.id', '=', loadId)
-    .executeTakeFirst();
+  const [load] = await loadForHistory(tx, { orgId, loadId });
   let row: LaneHistoryTable | null = null;
   if (load && load.carrier_id && load.carrier_ref && DELIVERED_STATUSES.has(load.status)) {
     const ends = await laneEnds(tx, orgId, loadId);
     if (ends.origin && ends.destination) {
-      const rates = await tx
-        .selectFrom('load_rates')
-        .select((eb) => [eb.fn.sum<number>('amount').as('total'), eb.fn.countAll<number>().as('n')])
-        .where('org_id', '=', orgId)
-        .where('load_id', '=', loadId)
-        .where('rate_entity', '=', 'CARRIER')
-        .executeTakeFirst();
+      const [rates] = await carrierRatesOf(tx, { orgId, loadId });
       row = {
         load_id: loadId,
         org_id: orgId,
@@ -83,12 +123,10 @@ export async function syncLaneHistory(tx: Executor, orgId: string, loadId: strin
       };
     }
   }
-  if (before && !row) await tx.deleteFrom('lane_history').where('load_id', '=', loadId).execute();
+  if (before && !row) await deleteHistory(tx, { loadId });
   if (row) {
-    if (before) {
-      const { load_id: _id, ...rest } = row;
-      await tx.updateTable('lane_history').set(rest).where('load_id', '=', loadId).execute();
-    } else await tx.insertInto('lane_history').values(row).execute();
+    if (before) await updateHistory(tx, { ...row });
+    else await insertHistory(tx, [row]);
     touched.push(keyOf(row));
   }
   return touched;
