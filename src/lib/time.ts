@@ -6,14 +6,16 @@ export function isIsoTimestamp(value: string): boolean {
   return parseIsoTimestamp(value) !== null;
 }
 
-const CANONICAL_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const CANONICAL_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
 export function parseIsoTimestamp(value: string): string | null {
-  // Already canonical (what this service returns, so what integrators mostly send back): valid when
-  // the date reads back unchanged, which also refuses rolled-over dates such as 2024-02-31.
-  if (CANONICAL_RE.test(value)) {
-    const t = Date.parse(value);
-    return !Number.isNaN(t) && new Date(t).toISOString() === value ? value : null;
+  // The common forms, canonical (what this service returns) or to the second with Z: valid when the
+  // date reads back unchanged, which also refuses rolled-over dates such as 2024-02-31.
+  const common = CANONICAL_RE.exec(value);
+  if (common) {
+    const canonical = common[1] ? value : `${value.slice(0, 19)}.000Z`;
+    const t = Date.parse(canonical);
+    return !Number.isNaN(t) && new Date(t).toISOString() === canonical ? canonical : null;
   }
   const m = ISO_RE.exec(value);
   if (!m) return null;
