@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openDataStore, type DataStore } from './lib/db/index.js';
@@ -49,6 +50,13 @@ async function withStore<T>(config: Config, work: (store: DataStore) => Promise<
 }
 
 async function serve(config: Config) {
+  // V8 lets the heap grow to several times its live size between full collections when memory is
+  // plentiful: under a steady read load on PostgreSQL the process reached 470 MB resident with ~90 MB
+  // live. Growing by at most 2× keeps it near 220 MB, at no measurable cost in throughput
+  // (BENCHMARKS.md); NODE_OPTIONS can still override it.
+  if (!process.execArgv.concat(process.env.NODE_OPTIONS ?? '').some((a) => a.includes('heap-growing-percent'))) {
+    setFlagsFromString('--heap-growing-percent=100');
+  }
   const store = openDataStore(config.databaseUrl, { poolSize: config.dbPoolSize });
   await store.migrate();
   // Loaded only for `serve`: the admin commands stay quick to start.
