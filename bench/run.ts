@@ -266,71 +266,36 @@ async function benchEngine(engine: string) {
     }),
   );
 
+  // Reads: a load by reference (cycling over the sample), or a page of loads filtered by two statuses
+  // and sorted by -created_at.
+  const getLoad = (name: string, target: Scenario['target'], connections: number, next: () => string): Scenario => ({
+    name,
+    target,
+    connections,
+    requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${next()}` }) }],
+  });
+  const listPage = (name: string, target: Scenario['target'], connections: number, page: number): Scenario => ({
+    name,
+    target,
+    connections,
+    requests: [{ method: 'GET', path: `/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=${page}&page_size=50` }],
+  });
+
   const scenarios: Scenario[] = [
     { name: 'baseline (bare Fastify, same body size)', target: 'baseline', connections: 10, requests: [{ method: 'GET', path: '/baseline' }] },
-    {
-      name: 'get load by id',
-      target: 'api',
-      connections: 10,
-      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextHistory()}` }) }],
-    },
-    {
-      name: 'list loads (status, sort) page 1',
-      target: 'api',
-      connections: 10,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=1&page_size=50' }],
-    },
-    {
-      name: 'list loads (status, sort) page 50',
-      target: 'api',
-      connections: 10,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
-    },
-    {
-      name: 'read cache off: get load by id',
-      target: 'cold',
-      connections: 10,
-      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextHistory()}` }) }],
-    },
-    {
-      name: 'read cache off: list page 1',
-      target: 'cold',
-      connections: 10,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=1&page_size=50' }],
-    },
-    {
-      name: 'read cache off: list page 50',
-      target: 'cold',
-      connections: 10,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
-    },
+    getLoad('get load by id', 'api', 10, nextHistory),
+    listPage('list loads (status, sort) page 1', 'api', 10, 1),
+    listPage('list loads (status, sort) page 50', 'api', 10, 50),
+    getLoad('read cache off: get load by id', 'cold', 10, nextHistory),
+    listPage('read cache off: list page 1', 'cold', 10, 1),
+    listPage('read cache off: list page 50', 'cold', 10, 50),
     // Latency with one request at a time: a single server process on one core answers ten concurrent
     // connections one after another, so their p95 is about ten service times; these show the service
     // latency an integrator sees when the server is not saturated.
-    {
-      name: 'one at a time, read cache off: list page 1',
-      target: 'cold',
-      connections: 1,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=1&page_size=50' }],
-    },
-    {
-      name: 'one at a time, read cache off: list page 50',
-      target: 'cold',
-      connections: 1,
-      requests: [{ method: 'GET', path: '/v2/tms-api/loads?status=DELIVERED,COMPLETED&sort=-created_at&page=50&page_size=50' }],
-    },
-    {
-      name: 'one at a time: open load with recommendations',
-      target: 'api',
-      connections: 1,
-      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextOpen()}` }) }],
-    },
-    {
-      name: 'open load with recommendations',
-      target: 'api',
-      connections: 10,
-      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextOpen()}` }) }],
-    },
+    listPage('one at a time, read cache off: list page 1', 'cold', 1, 1),
+    listPage('one at a time, read cache off: list page 50', 'cold', 1, 50),
+    getLoad('one at a time: open load with recommendations', 'api', 1, nextOpen),
+    getLoad('open load with recommendations', 'api', 10, nextOpen),
     {
       name: 'batch/loads 100 upserts, unchanged (a re-push)',
       target: 'api',
