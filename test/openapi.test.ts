@@ -34,6 +34,16 @@ describe('OpenAPI document', () => {
     expect(JSON.stringify(doc)).not.toContain('x-enum-ci');
     const sort = doc.paths['/v2/tms-api/customers'].get.parameters.find((p: any) => p.name === 'sort');
     expect(sort.schema.enum).toEqual(['name', '-name', 'created_at', '-created_at', 'updated_at', '-updated_at']);
+    // Defaulted list parameters may be omitted, and the document says so.
+    const loadParams = doc.paths['/v2/tms-api/loads'].get.parameters as { name: string; required?: boolean; schema: { default?: unknown } }[];
+    for (const name of ['page', 'page_size', 'sort']) {
+      const p = loadParams.find((x) => x.name === name)!;
+      expect(p.schema.default, name).toBeDefined();
+      expect(p.required ?? false, name).toBe(false);
+    }
+    // Path parameters stay required.
+    const ref = doc.paths['/v2/tms-api/loads/{external_reference_id}'].get.parameters.find((x: { in: string }) => x.in === 'path');
+    expect(ref.required).toBe(true);
   });
 
   it('passes the Redocly linter with no errors and no warnings', () => {

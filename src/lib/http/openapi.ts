@@ -89,6 +89,21 @@ function replaceCiEnums(node: unknown): void {
   for (const v of Object.values(obj)) replaceCiEnums(v);
 }
 
+/**
+ * Query parameters with a default (page, page_size, sort) are optional to callers: the schema lists them
+ * as required only because the validator fills in the default. The document says what a client may omit.
+ */
+function optionalWhenDefaulted(doc: unknown): void {
+  const paths = (doc as { paths?: Record<string, Record<string, { parameters?: { in?: string; required?: boolean; schema?: { default?: unknown } }[] }>> }).paths ?? {};
+  for (const operations of Object.values(paths)) {
+    for (const op of Object.values(operations)) {
+      for (const p of op?.parameters ?? []) {
+        if (p.in === 'query' && p.schema && 'default' in p.schema) p.required = false;
+      }
+    }
+  }
+}
+
 export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchema[]) {
   for (const s of [...Object.values(ErrorSchemas), ...sharedSchemas]) app.addSchema(s);
   app.addHook('onRoute', (route) => {
@@ -124,6 +139,7 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
       // A copy: the document may share schema objects with the live validators.
       const copy = structuredClone(doc);
       replaceCiEnums(copy);
+      optionalWhenDefaulted(copy);
       return copy;
     },
   });
