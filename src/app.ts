@@ -145,7 +145,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
 
   opsRoutes(app, { store, metrics, rateLimiter });
   const batchBodyLimit = config.batchBodyLimitBytes;
-  // GET-by-reference answers reused while the database is unchanged (SQLite; READ_CACHE=off disables).
+  // GET-by-reference and list answers reused while the database is unchanged (SQLite; READ_CACHE=off
+  // disables); SQLite batches in one transaction with an item per savepoint.
   const cache = readCache(() => store.changeToken(), { enabled: config.readCache });
   const oneTransaction = batchTransaction(store);
   customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache, batchTransaction: oneTransaction });

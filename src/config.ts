@@ -23,7 +23,7 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   /** `off` switches per-key rate limits off entirely (benchmarks; a gateway that limits in front). */
   RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /** `off` reads every GET-by-reference from the database even when nothing changed (benchmarks, diagnosis). */
+  /** `off` reads every GET by reference and every list from the database even when nothing changed (benchmarks, diagnosis). */
   READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
   RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
@@ -49,7 +49,7 @@ export type Config = {
   /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
   rateLimits: boolean;
   rateLimitKeyPrefix: string;
-  /** GET-by-reference answers reused while the database is unchanged (READ_CACHE=on, the default). */
+  /** GET-by-reference and list answers reused while the database is unchanged (READ_CACHE=on, the default). */
   readCache: boolean;
 };
 

@@ -8,8 +8,8 @@
  * revoked key or a deleted record is never answered from memory, and entries of one organization are
  * keyed by its id, so they can only be answered to that organization (lists by their query string as
  * sent). Integrators polling a load or a page between their writes are answered from memory; during a
- * steady stream of writes the cache simply misses (BENCHMARKS.md gives both figures). Where no cheap token exists
- * (PostgreSQL) nothing is kept.
+ * steady stream of writes the cache simply misses (BENCHMARKS.md gives both figures). Where no cheap
+ * token exists (PostgreSQL) nothing is kept.
  *
  * Bounded by the total length of the kept bodies (8 Mi characters by default, 2,000 loads and 100
  * pages take about 4 Mi): past it the cache starts again.

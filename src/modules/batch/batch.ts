@@ -90,11 +90,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/**
- * Applies a batch item by item, in order. Each item goes through the same service call as the single
- * record endpoint, which runs in its own transaction: an item either happens whole or leaves nothing,
- * and one item's failure never undoes another's success.
- */
 export interface RunOptions {
   deadlineMs?: number;
   onError?: (err: unknown) => void;
@@ -102,6 +97,12 @@ export interface RunOptions {
   transaction?: BatchTransaction;
 }
 
+/**
+ * Applies a batch item by item, in order. Each item goes through the same service call as the single
+ * record endpoint, in its own transaction (PostgreSQL) or its own savepoint of the batch's transaction
+ * (SQLite, `transaction`): an item either happens whole or leaves nothing, and one item's failure never
+ * undoes another's success. When the batch's closing commit fails, no item is reported saved.
+ */
 export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   const validateCreate = compileBodyValidator(resource.createSchema);
   const validateUpdate = compileBodyValidator(resource.updateSchema);
