@@ -110,12 +110,15 @@ describe('read cache: answers', () => {
     expect(fromB.description).toBe('Only B');
   });
 
-  it('a key without the read scope is refused even when the answer is kept', async () => {
+  it('a key without the read scope is refused (D1 403) even when the answer is kept', async () => {
     const a = await seeded();
-    await a.get('/v2/tms-api/loads/L-1');
     const writer = await t.services.accounts.createKey(a.orgId, { name: 'w', externalSystem: 'vitest', scopes: ['write:loads'] });
-    const res = await t.app.inject({ method: 'GET', url: '/v2/tms-api/loads/L-1', headers: { 'x-api-key': writer.key } });
-    expect(res.statusCode).toBe(403);
+    for (const url of ['/v2/tms-api/loads/L-1', '/v2/tms-api/loads?page_size=10']) {
+      await a.get(url);
+      const res = await t.app.inject({ method: 'GET', url, headers: { 'x-api-key': writer.key } });
+      expect(res.statusCode).toBe(403);
+      expect(json(res)).toEqual({ error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: read:loads' } });
+    }
   });
 
   it.skipIf(isPostgres())('shows a write made through another connection to the database from the next request (SQLite)', async () => {
