@@ -21,7 +21,7 @@ import { isPostgresUrl, openDataStore, sqlitePathFromUrl } from '../src/lib/db/i
 import { newId } from '../src/lib/ids.js';
 import { accountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
-import { cellOf } from '../src/modules/lanes/grid.js';
+import { cellOf } from '../src/domain/grid.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 

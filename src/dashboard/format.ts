@@ -1,4 +1,4 @@
-import { CELL_DEGREES } from '../modules/lanes/grid.js';
+import { CELL_DEGREES } from '../domain/grid.js';
 
 /** `2026-03-04 14:05 UTC`: stored times are UTC, and the list pages say so. */
 export function utc(iso: string | null | undefined): string {

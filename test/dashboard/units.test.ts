@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { html, trusted, href, escapeHtml } from '../../src/dashboard/html.js';
 import { cellBox, cellBoxLabel, hours, inZone, utc } from '../../src/dashboard/format.js';
 import { signInThrottle } from '../../src/dashboard/throttle.js';
-import { cellOf } from '../../src/modules/lanes/grid.js';
+import { cellOf } from '../../src/domain/grid.js';
 import { safeNext, parseForm } from '../../src/dashboard/context.js';
 
 describe('html', () => {

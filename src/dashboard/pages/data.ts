@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { LocationsTable } from '../../lib/db/types.js';
 import type { Carrier } from '../../modules/carriers/carriers.schema.js';
-import { LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from '../../modules/loads/loads.enums.js';
+import { LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from '../../domain/enums.js';
 import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';

@@ -2,8 +2,8 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { prepared, preparedInsert } from '../../lib/db/prepared.js';
 import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
-import { DELIVERED_STATUSES, isDelivery, isPickup } from '../loads/loads.enums.js';
-import { cellOf } from './grid.js';
+import { DELIVERED_STATUSES, isDelivery, isPickup } from '../../domain/enums.js';
+import { cellOf } from '../../domain/grid.js';
 
 /** A lane as the stats table keys it. */
 export interface LaneKey {

@@ -4,9 +4,9 @@ import { prepared } from '../../lib/db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import { haversineMiles, type Coordinates } from '../../geo/index.js';
 import { Nullable } from '../../lib/http/schema-helpers.js';
-import { boxWithin, cellsWithin } from './grid.js';
+import { boxWithin, cellsWithin } from '../../domain/grid.js';
 import { laneCandidates, laneEnds, onLane } from './lanes.repo.js';
-import { rankCarriers, type LaneRules } from './scoring.js';
+import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
 
 export const CarrierRecommendation = Type.Object(
   {

@@ -8,7 +8,7 @@ import type { LaneAnalytics } from '../lanes/analytics.js';
 import { RefParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
-import { OPEN_STATUSES } from './loads.enums.js';
+import { OPEN_STATUSES } from '../../domain/enums.js';
 import type { LoadsService } from './loads.service.js';
 
 export function loadRoutes(

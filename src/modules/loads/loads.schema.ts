@@ -2,7 +2,7 @@ import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
 import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers.js';
 import { CarrierRecommendation } from '../lanes/lanes.service.js';
-import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from './loads.enums.js';
+import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from '../../domain/enums.js';
 
 export const StopInput = Type.Object({
   stop_number: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Position of the stop, from 1; defaults to the position in the array. Unique within the load.' })),

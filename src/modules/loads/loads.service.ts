@@ -9,7 +9,7 @@ import { recordLifecycle, tenantRecords } from '../shared/record-store.js';
 import type { LaneAnalytics } from '../lanes/analytics.js';
 import { syncLaneHistory } from '../lanes/lanes.repo.js';
 import type { CarrierRecommendation, LanesService } from '../lanes/lanes.service.js';
-import { DELIVERED_STATUSES, LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from './loads.enums.js';
+import { DELIVERED_STATUSES, LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from '../../domain/enums.js';
 import {
   countStatusChange,
   findByRefs,

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
 import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers.js';
-import { EQUIPMENT_TYPES } from '../loads/loads.enums.js';
+import { EQUIPMENT_TYPES } from '../../domain/enums.js';
 
 export const LanePointInput = Type.Object(
   {

@@ -5,7 +5,7 @@ import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
-import { cellOf } from '../lanes/grid.js';
+import { cellOf } from '../../domain/grid.js';
 import { geocodeLocation } from '../locations/locations.geocoding.js';
 import type { LanePointInput, MarketRate, MarketRateCreate, MarketRateListQuery } from './rates.schema.js';
 
