@@ -14,6 +14,6 @@ export function laneEnds<S extends OrderedStop>(stops: readonly S[]): { origin: 
   const ordered = [...stops].sort((a, b) => a.stop_number - b.stop_number);
   return {
     origin: ordered.find((s) => isPickup(s.stop_type)),
-    destination: ordered.findLast((s) => isDelivery(s.stop_type)),
+    destination: [...ordered].reverse().find((s) => isDelivery(s.stop_type)),
   };
 }
