@@ -13,7 +13,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openDataStore } from '../src/lib/db/index.js';
-import { refreshLaneStats, type LaneKey } from '../src/modules/lanes/lanes.repo.js';
+import { refreshLaneStats } from '../src/modules/lanes/lanes.repo.js';
+import type { LaneKey } from '../src/domain/lane.js';
 
 const engine = process.argv[2] ?? 'sqlite';
 const seedFile = join(dirname(fileURLToPath(import.meta.url)), 'results', `seed-${engine}-1000000.json`);

@@ -3,7 +3,6 @@ import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { readCache } from './lib/http/read-cache.js';
-import { batchTransaction } from './lib/db/tx.js';
 import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
@@ -23,8 +22,9 @@ import { Location, LocationPage } from './modules/locations/locations.schema.js'
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
-import { relocateLaneHistory } from './modules/lanes/lanes.repo.js';
-import { CarrierRecommendation, lanesService } from './modules/lanes/lanes.service.js';
+import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
+import { lanesService } from './modules/lanes/lanes.service.js';
+import { writePipeline, type WritePipeline } from './modules/shared/write-pipeline.js';
 import { marketRateRoutes } from './modules/rates/rates.routes.js';
 import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
@@ -63,6 +63,8 @@ export interface Lanebridge {
     marketRates: MarketRatesService;
   };
   analytics: ReturnType<typeof laneAnalytics>;
+  /** The one write path (src/modules/shared/write-pipeline.ts). */
+  pipeline: WritePipeline;
 }
 
 /** Paths under the API prefix that need no key. */
@@ -114,18 +116,15 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const metrics = createMetrics();
   const accounts = accountsService(store, clock);
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
+  const pipeline = writePipeline({ store, afterCommit: analytics.afterCommit });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
   const services = {
     accounts,
-    customers: customersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
-    carriers: carriersService(store, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Carrier') }),
-    locations: locationsService(store, clock, {
-      beforeDelete: refuseDeleteWhileLoadsUse('Location'),
-      // A re-geocoded location moves the lane history that starts or ends there.
-      afterSave: async (tx, orgId, location) => analytics.touch(await relocateLaneHistory(tx, orgId, location)),
-    }),
-    loads: loadsService(store, clock, { circuityFactor: config.circuityFactor }, { lanes, analytics }),
-    marketRates: marketRatesService(store, clock),
+    customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
+    carriers: carriersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Carrier') }),
+    locations: locationsService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Location'), lanes }),
+    loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline, lanes }),
+    marketRates: marketRatesService(pipeline, clock),
   };
 
   const rateLimiter = createRateLimiter({
@@ -140,19 +139,17 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   registerRateLimitMetrics(metrics.registry, rateLimiter);
 
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
-  const routeTable = installAuth(app, accounts, PUBLIC_API_PATHS, rateLimiter);
+  const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
   await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage]);
 
   opsRoutes(app, { store, metrics, rateLimiter });
   const batchBodyLimit = config.batchBodyLimitBytes;
-  // GET-by-reference and list answers reused while the database is unchanged (SQLite; READ_CACHE=off
-  // disables); SQLite batches in one transaction with an item per savepoint.
-  const cache = readCache(() => store.changeToken(), { enabled: config.readCache });
-  const oneTransaction = batchTransaction(store);
-  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache, batchTransaction: oneTransaction });
-  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache, batchTransaction: oneTransaction });
-  locationRoutes(app, services.locations, { batchBodyLimit, analytics, readCache: cache, batchTransaction: oneTransaction });
-  loadRoutes(app, services.loads, { batchBodyLimit, analytics, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache, batchTransaction: oneTransaction });
+  // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
+  const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });
+  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache });
+  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache });
+  locationRoutes(app, services.locations, { batchBodyLimit, readCache: cache });
+  loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   marketRateRoutes(app, services.marketRates);
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
@@ -171,5 +168,5 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // answers would be counted in process, so wait a moment for it (never fails: see createRateLimiter).
   await rateLimiter.ready(1000);
   await app.ready();
-  return { app, routeTable, metrics, rateLimiter, services, analytics };
+  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline };
 }

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inTransaction } from '../src/lib/db/tx.js';
+import type { Executor } from '../src/lib/db/index.js';
 import { batchRunner } from '../src/modules/batch/batch.js';
+import { ChangeSet, type ItemRunner, type WritePipeline } from '../src/modules/shared/write-pipeline.js';
 import { isPostgres, newTenant, startApp, type TestApp } from './helpers.js';
 
-// SQLite batches run in one transaction, each item in a savepoint (src/lib/db/tx.ts): an item still
-// happens whole or not at all, and one item's failure undoes nothing else.
+// Batch items are units of work of the write pipeline (SQLite: savepoints of one transaction; PostgreSQL:
+// a transaction each): an item happens whole or not at all, and one item's failure undoes nothing else.
 
 let t: TestApp;
 beforeAll(async () => {
@@ -22,39 +23,44 @@ const customer = (orgId: string, ref: string) => ({
   updated_at: '2026-01-01T00:00:00.000Z',
 });
 
-describe('items in savepoints of one transaction', () => {
+describe('batch items as units of work of the write pipeline', () => {
   it('a failing item rolls back its own writes only, after earlier and before later items', async () => {
     const a = await newTenant(t);
-    await t.store.db.transaction().execute(async (outer) => {
-      await inTransaction(t.store, (tx) => tx.insertInto('customers').values(customer(a.orgId, 'KEPT-1') as never).execute(), outer);
+    const insert = (ref: string) => (tx: Executor) => tx.insertInto('customers').values(customer(a.orgId, ref) as never).execute().then(() => ({ id: ref }));
+    await t.pipeline.batch(a.orgId, async (item) => {
+      await item(insert('KEPT-1'));
       await expect(
-        inTransaction(
-          t.store,
-          async (tx) => {
-            await tx.insertInto('customers').values(customer(a.orgId, 'UNDONE') as never).execute();
-            throw new Error('the item fails after writing');
-          },
-          outer,
-        ),
+        item(async (tx) => {
+          await insert('UNDONE')(tx);
+          throw new Error('the item fails after writing');
+        }),
       ).rejects.toThrow('the item fails after writing');
-      await inTransaction(t.store, (tx) => tx.insertInto('customers').values(customer(a.orgId, 'KEPT-2') as never).execute(), outer);
+      await item(insert('KEPT-2'));
     });
     const refs = await t.store.db.selectFrom('customers').select('external_reference_id').where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
     expect(refs.map((r) => r.external_reference_id)).toEqual(['KEPT-1', 'KEPT-2']);
   });
 
   it('reports no item saved when the closing commit fails', async () => {
+    // A pipeline whose batch runs the items, then fails to commit (as SQLite's one batch transaction can).
+    const failingCommit = {
+      ...t.pipeline,
+      batch: async <R>(_orgId: string, body: (item: ItemRunner) => Promise<R>) => {
+        await body(((work: (tx: Executor, changes: ChangeSet) => Promise<unknown>) => work(t.store.db, new ChangeSet())) as ItemRunner);
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
+      },
+    } as WritePipeline;
     const run = batchRunner<{ external_reference_id: string }, { external_reference_id?: string }>({
       dataKey: 'thing',
       operations: ['create'],
       createSchema: Type.Object({ external_reference_id: Type.String() }),
       updateSchema: Type.Object({ external_reference_id: Type.Optional(Type.String()) }),
-      create: async (_org, data) => {
-        if (data.external_reference_id === 'BAD') throw Object.assign(new Error('boom'), { code: 'SOMETHING' });
-        return { id: `id-${data.external_reference_id}` };
-      },
+      pipeline: failingCommit,
+      analyticsRun: false,
+      create: async (_tx, _changes, _org, data) => ({ id: `id-${data.external_reference_id}` }),
       update: async () => ({ id: 'x' }),
       upsert: async () => ({ id: 'x' }),
+      delete: async () => ({ id: 'x' }),
     });
     const errors: unknown[] = [];
     const result = await run(
@@ -63,13 +69,7 @@ describe('items in savepoints of one transaction', () => {
         { operation: 'create', thing: { external_reference_id: 'A' } },
         { operation: 'create', thing: {} },
       ],
-      {
-        onError: (e) => errors.push(e),
-        transaction: async (work) => {
-          await work(t.store.db);
-          throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
-        },
-      },
+      { onError: (e) => errors.push(e) },
     );
     expect(result.success_count).toBe(0);
     expect(result.error_count).toBe(2);

@@ -1,3 +1,4 @@
+import { haversineMiles, type Coordinates } from '../geo/index.js';
 import { isDelivery, isPickup } from './enums.js';
 
 /** What the lane rules need of a stop: its type and its place in the load's order. */
@@ -17,3 +18,36 @@ export function laneEnds<S extends OrderedStop>(stops: readonly S[]): { origin: 
     destination: [...ordered].reverse().find((s) => isDelivery(s.stop_type)),
   };
 }
+
+/** Two points share a lane end when they are within the lane radius of each other (D7). */
+export const withinRadius = (a: Coordinates, b: Coordinates, radiusMiles: number) => haversineMiles(a, b) <= radiusMiles;
+
+export interface LaneSnapshot {
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  rate_per_mile: number;
+  rate_per_mile_high: number | null;
+}
+
+/** The first snapshot (callers pass them newest first) whose both ends lie on the lane (D8). */
+export function latestOnLane<S extends LaneSnapshot>(newestFirst: readonly S[], lane: { origin: Coordinates; destination: Coordinates }, radiusMiles: number): S | undefined {
+  return newestFirst.find(
+    (s) =>
+      withinRadius(lane.origin, { latitude: s.origin_latitude, longitude: s.origin_longitude }, radiusMiles) &&
+      withinRadius(lane.destination, { latitude: s.destination_latitude, longitude: s.destination_longitude }, radiusMiles),
+  );
+}
+
+/** D8: (rate_per_mile_high, else rate_per_mile) × miles, to the cent. */
+export const maxBuyRate = (snapshot: LaneSnapshot, miles: number) => Math.round((snapshot.rate_per_mile_high ?? snapshot.rate_per_mile) * miles * 100) / 100;
+
+/** A lane as the stats table keys it: equipment and the grid cells of its two ends. */
+export interface LaneKey {
+  equipment_type: string;
+  origin_cell: number;
+  destination_cell: number;
+}
+
+export const laneKeyId = (k: LaneKey) => `${k.equipment_type}|${k.origin_cell}|${k.destination_cell}`;

@@ -5,6 +5,7 @@ import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import type { Database } from './types.js';
+import { readVersions, type OrgVersions } from './versions.js';
 import { migrationProvider } from './migrations.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -29,6 +30,31 @@ export interface DataStore {
    * several instances): callers then read the database every time.
    */
   changeToken(observeOthers?: boolean): string | null;
+  /**
+   * What the database looked like as a request arrived, for the answers kept in memory (the checked
+   * key, kept reads): null where no cheap change token exists (PostgreSQL).
+   */
+  snapshot(): DataSnapshot | null;
+}
+
+/** A request's view of the database for its caches (src/lib/http/read-cache.ts, the key check). */
+export interface DataSnapshot {
+  /** Differs whenever anything may have been written anywhere since an earlier snapshot. */
+  readonly token: string;
+  /** The organization's record counters (src/lib/db/versions.ts), read once per snapshot. */
+  versions(orgId: string): Promise<OrgVersions>;
+}
+
+function snapshotOf(db: Db, token: string): DataSnapshot {
+  const read = new Map<string, Promise<OrgVersions>>();
+  return {
+    token,
+    versions(orgId) {
+      let v = read.get(orgId);
+      if (!v) read.set(orgId, (v = readVersions(db, orgId)));
+      return v;
+    },
+  };
 }
 
 export function isPostgresUrl(url: string): boolean {
@@ -90,13 +116,16 @@ function openSqlite(url: string): DataStore {
   const dataVersion = raw.prepare('pragma data_version').pluck();
   const totalChanges = raw.prepare('select total_changes()').pluck();
   let othersVersion = -1;
+  const changeToken = (observeOthers = false) => {
+    if (observeOthers || othersVersion === -1) othersVersion = dataVersion.get() as number;
+    return `${totalChanges.get() as number}:${othersVersion}`;
+  };
   return {
     db,
     dialect: 'sqlite',
-    changeToken(observeOthers = false) {
-      if (observeOthers || othersVersion === -1) othersVersion = dataVersion.get() as number;
-      return `${totalChanges.get() as number}:${othersVersion}`;
-    },
+    changeToken,
+    // Taken as each request arrives: other connections' commits answered before it was sent are seen.
+    snapshot: () => snapshotOf(db, changeToken(true)),
     async ping() {
       try {
         raw.prepare('select 1').get();
@@ -139,6 +168,7 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
     db,
     dialect: 'postgres',
     changeToken: () => null,
+    snapshot: () => null,
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;
       try {

@@ -243,6 +243,18 @@ export interface LoadStatusCountsTable {
   n: number;
 }
 
+/** Record counters per organization (src/lib/db/versions.ts). */
+export interface OrgVersionsTable {
+  org_id: string;
+  customers: number;
+  carriers: number;
+  locations: number;
+  loads: number;
+  market_rates: number;
+  users: number;
+  api_keys: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -260,5 +272,6 @@ export interface Database {
   market_rate_snapshots: MarketRateSnapshotsTable;
   load_status_counts: LoadStatusCountsTable;
   dashboard_sessions: DashboardSessionsTable;
+  org_versions: OrgVersionsTable;
   dashboard_settings: DashboardSettingsTable;
 }

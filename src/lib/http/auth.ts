@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AccountsService, Principal } from '../../modules/accounts/accounts.service.js';
-import type { Scope } from '../../modules/accounts/scopes.js';
+import type { DataSnapshot, DataStore } from '../db/index.js';
+import type { Principal } from './principal.js';
+import type { Scope } from './scopes.js';
 import { ForbiddenError, RateLimitedError, UnauthorizedError } from './errors.js';
 import type { RateLimiter, RateLimitResult } from './rate-limit.js';
 
@@ -11,10 +12,17 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal?: Principal;
+    /** The database as this request arrived, for the answers kept in memory (null: nothing kept). */
+    dataSnapshot?: DataSnapshot | null;
   }
 }
 
 export const API_PREFIX = '/v2/tms-api';
+
+/** Resolves a presented key to its caller; `snapshot` lets it reuse a key checked under unchanged data. */
+export interface KeyChecker {
+  authenticate(presented: string | undefined, snapshot: DataSnapshot | null): Promise<Principal | null>;
+}
 
 export interface ApiRouteEntry {
   method: string;
@@ -40,7 +48,8 @@ export function principalOf(req: FastifyRequest): Principal {
  */
 export function installAuth(
   app: FastifyInstance,
-  accounts: AccountsService,
+  store: Pick<DataStore, 'snapshot'>,
+  keys: KeyChecker,
   publicApiPaths: ReadonlySet<string>,
   limiter: RateLimiter | null = null,
 ): ApiRouteEntry[] {
@@ -58,7 +67,10 @@ export function installAuth(
     const scope = req.routeOptions.config?.scope;
     if (!scope) return;
     const header = req.headers['x-api-key'];
-    const principal = await accounts.authenticate(typeof header === 'string' ? header : undefined);
+    // One snapshot per request, taken before anything is read: the key check and the read cache share it.
+    const snapshot = store.snapshot();
+    req.dataSnapshot = snapshot;
+    const principal = await keys.authenticate(typeof header === 'string' ? header : undefined, snapshot);
     if (!principal) throw new UnauthorizedError();
     if (counting) {
       const pending = counting.consume(principal.keyId, principal.perMinute, principal.perDay);

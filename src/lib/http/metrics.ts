@@ -22,6 +22,17 @@ export function createMetrics() {
     help: 'Lane analytics runs: one per write request that changes loads, one per batch request.',
     registers: [registry],
   });
+  const cacheLookups = new Counter({
+    name: 'lanebridge_cache_lookups_total',
+    help: 'Lookups in the answers kept in memory: cache "read" (GET answers) or "key" (checked API keys), result hit or miss.',
+    labelNames: ['cache', 'result'] as const,
+    registers: [registry],
+  });
+  const cacheCounters = (cache: 'read' | 'key') => {
+    const hit = cacheLookups.labels({ cache, result: 'hit' });
+    const miss = cacheLookups.labels({ cache, result: 'miss' });
+    return { hit: () => hit.inc(), miss: () => miss.inc() };
+  };
   // Label children bound once per method, route and status: prom-client otherwise hashes the labels
   // on every observation (a visible part of a cached GET).
   const bound = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
@@ -35,7 +46,7 @@ export function createMetrics() {
     b.count.inc();
     b.time.observe(seconds);
   }
-  return { registry, requests, duration, analyticsRuns, observeRequest };
+  return { registry, requests, duration, analyticsRuns, observeRequest, cacheCounters };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

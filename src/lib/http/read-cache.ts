@@ -1,51 +1,84 @@
+import type { DataSnapshot } from '../db/index.js';
+import type { OrgVersions, VersionedKind } from '../db/versions.js';
+
 /**
- * Serialised answers of `GET /<resource>/{ref}` and of the lists reused while the database is unchanged.
+ * Serialised answers of `GET /<resource>/{ref}` and of the lists, reused while nothing they depend on
+ * changed.
  *
- * Every entry belongs to the database's change token (DataStore.changeToken: on SQLite this
- * connection's row changes plus other connections' commits) taken before the answer was read. A
- * different token at the next request means something was written somewhere since; every entry is
- * then dropped at once. A write therefore shows from the very next request (read-your-writes), a
- * revoked key or a deleted record is never answered from memory, and entries of one organization are
- * keyed by its id, so they can only be answered to that organization (lists by their query string as
- * sent). Integrators polling a load or a page between their writes are answered from memory; during a
- * steady stream of writes the cache simply misses (BENCHMARKS.md gives both figures). Where no cheap
- * token exists (PostgreSQL) nothing is kept.
- *
- * Bounded by the total length of the kept bodies (8 Mi characters by default, 2,000 loads and 100
- * pages take about 4 Mi): past it the cache starts again.
+ * An entry remembers the request snapshot's token it was kept under and the organization's counters
+ * (src/lib/db/versions.ts) of the kinds of record it depends on, read before its data was. Same token:
+ * nothing was written anywhere since, a hit at once. Another token: the organization's counters are
+ * read (once per request) and the entry still holds when its kinds' counters are unchanged; so a write
+ * in one organization, or to one kind (a load), leaves other organizations' and other kinds' (the
+ * customers) kept answers in place. Every write moves its counters in its own transaction, whichever
+ * process made it, so an answer is never older than what was committed before the request arrived.
+ * Entries are keyed by organization. Bounded by the total length of the kept bodies; past it the cache
+ * starts again.
  */
 export interface ReadCache {
-  /** The token to read under (null: do not cache); entries of an older token are dropped. */
-  begin(): string | null;
-  get(key: string): string | undefined;
-  /** Keeps `body` unless the token changed since `begin` returned `token`. */
-  set(token: string | null, key: string, body: string): void;
+  /** The kept body for `key`, if it still holds under `snapshot`. */
+  lookup(snapshot: DataSnapshot, orgId: string, key: string): string | undefined | Promise<string | undefined>;
+  /** Keeps `body`, read after `versions` were taken under `snapshot`. */
+  keep(snapshot: DataSnapshot, versions: OrgVersions, orgId: string, key: string, kinds: readonly VersionedKind[], body: string): void;
+  readonly enabled: boolean;
 }
 
-export function readCache(changeToken: () => string | null, opts: { enabled?: boolean; maxChars?: number } = {}): ReadCache {
+interface Entry {
+  orgId: string;
+  token: string;
+  kinds: readonly VersionedKind[];
+  counters: number[];
+  body: string;
+}
+
+export interface CacheCounters {
+  hit(): void;
+  miss(): void;
+}
+
+const stillHolds = (entry: Entry, versions: OrgVersions) => entry.kinds.every((k, i) => versions[k] === entry.counters[i]);
+
+export function readCache(opts: { enabled?: boolean; maxChars?: number; counters?: CacheCounters } = {}): ReadCache {
   const maxChars = opts.maxChars ?? 8 * 1024 * 1024;
-  let current: string | null = null;
-  const bodies = new Map<string, string>();
+  const counters = opts.counters ?? { hit() {}, miss() {} };
+  const entries = new Map<string, Entry>();
   let chars = 0;
-  const reset = () => {
-    bodies.clear();
-    chars = 0;
+  if (opts.enabled === false) return { enabled: false, lookup: () => undefined, keep: () => {} };
+
+  const drop = (key: string, entry: Entry) => {
+    entries.delete(key);
+    chars -= entry.body.length;
   };
-  if (opts.enabled === false) return { begin: () => null, get: () => undefined, set: () => {} };
+  const answer = (entry: Entry | undefined) => {
+    if (entry) counters.hit();
+    else counters.miss();
+    return entry?.body;
+  };
+
   return {
-    begin() {
-      const token = changeToken();
-      if (token !== current) {
-        reset();
-        current = token;
-      }
-      return token;
+    enabled: true,
+    lookup(snapshot, orgId, key) {
+      const fullKey = `${orgId}\u0000${key}`;
+      const entry = entries.get(fullKey);
+      if (!entry || entry.token === snapshot.token) return answer(entry);
+      return snapshot.versions(orgId).then((versions) => {
+        if (!stillHolds(entry, versions)) {
+          if (entries.get(fullKey) === entry) drop(fullKey, entry);
+          return answer(undefined);
+        }
+        entry.token = snapshot.token;
+        return answer(entry);
+      });
     },
-    get: (key) => bodies.get(key),
-    set(token, key, body) {
-      if (token === null || token !== current) return;
-      if (chars + body.length > maxChars) reset();
-      bodies.set(key, body);
+    keep(snapshot, versions, orgId, key, kinds, body) {
+      if (chars + body.length > maxChars) {
+        entries.clear();
+        chars = 0;
+      }
+      const fullKey = `${orgId}\u0000${key}`;
+      const previous = entries.get(fullKey);
+      if (previous) drop(fullKey, previous);
+      entries.set(fullKey, { orgId, token: snapshot.token, kinds, counters: kinds.map((k) => versions[k]), body });
       chars += body.length;
     },
   };

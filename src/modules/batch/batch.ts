@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
-import type { BatchTransaction } from '../../lib/db/tx.js';
+import type { ChangeSet, ItemRunner, WritePipeline } from '../shared/write-pipeline.js';
 import { ApiError, ValidationError, type LocPart } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
@@ -9,19 +9,6 @@ import { compileBodyValidator } from '../../lib/http/validation.js';
 export const MAX_BATCH_ITEMS = 100;
 
 export type BatchOperation = 'create' | 'update' | 'upsert' | 'delete';
-
-/** What one resource lends the batch runner: the same service calls its single-record routes use. */
-export interface BatchResource<Create, Update> {
-  dataKey: string;
-  operations: readonly BatchOperation[];
-  createSchema: TSchema;
-  updateSchema: TSchema;
-  /** `tx`: the batch's own transaction when it has one (items then run in savepoints of it). */
-  create(orgId: string, data: Create, tx?: Executor): Promise<{ id: string }>;
-  update(orgId: string, ref: string, data: Update, tx?: Executor): Promise<{ id: string }>;
-  upsert(orgId: string, ref: string, data: Update, tx?: Executor): Promise<{ id: string }>;
-  delete?(orgId: string, ref: string, tx?: Executor): Promise<{ id: string }>;
-}
 
 export interface BatchItem {
   operation: BatchOperation;
@@ -93,28 +80,43 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export interface RunOptions {
   deadlineMs?: number;
   onError?: (err: unknown) => void;
-  /** One transaction around the whole batch, each item in a savepoint (SQLite: src/lib/db/tx.ts). */
-  transaction?: BatchTransaction;
 }
 
+/** What one resource lends the batch runner: the same steps its single-record writes run. */
+export interface BatchResource<Create, Update> {
+  dataKey: string;
+  operations: readonly BatchOperation[];
+  createSchema: TSchema;
+  updateSchema: TSchema;
+  pipeline: WritePipeline;
+  /** Counts as D7's analytics run, once per batch (load batches). */
+  analyticsRun: boolean;
+  create(tx: Executor, changes: ChangeSet, orgId: string, data: Create): Promise<{ id: string }>;
+  update(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
+  upsert(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
+  delete(tx: Executor, changes: ChangeSet, orgId: string, ref: string): Promise<{ id: string }>;
+}
+
+type ItemWork = (tx: Executor, changes: ChangeSet) => Promise<{ id: string }>;
+
 /**
- * Applies a batch item by item, in order. Each item goes through the same service call as the single
- * record endpoint, in its own transaction (PostgreSQL) or its own savepoint of the batch's transaction
- * (SQLite, `transaction`): an item either happens whole or leaves nothing, and one item's failure never
- * undoes another's success. When the batch's closing commit fails, no item is reported saved.
+ * Applies a batch item by item, in order, each as a unit of work of the write pipeline: an item
+ * happens whole or leaves nothing, and one item's failure never undoes another's success. When the
+ * batch's closing commit fails (SQLite), no item is reported saved.
  */
 export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   const validateCreate = compileBodyValidator(resource.createSchema);
   const validateUpdate = compileBodyValidator(resource.updateSchema);
   const { dataKey } = resource;
 
-  async function applyItem(orgId: string, item: BatchItem, index: number, tx: Executor | undefined): Promise<{ id: string; ref: string }> {
+  /** The item checked and turned into its work (422s here write nothing). */
+  function itemWork(orgId: string, item: BatchItem, index: number): { ref: string; work: ItemWork; upsert: boolean } {
     const at: LocPart[] = ['body', 'items', index];
     const op = item.operation;
     const itemRef = item.external_reference_id;
     if (op === 'delete') {
       if (!itemRef) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-      return { ...(await resource.delete!(orgId, itemRef, tx)), ref: itemRef };
+      return { ref: itemRef, work: (tx, ch) => resource.delete(tx, ch, orgId, itemRef), upsert: false };
     }
     const data = item[dataKey];
     if (data === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
@@ -131,17 +133,20 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     if (issues) throw new ValidationError(issues);
     const ref = data.external_reference_id as string | undefined;
     if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-    try {
-      if (op === 'create') return { id: (await resource.create(orgId, data as C, tx)).id, ref };
-      if (op === 'update') return { id: (await resource.update(orgId, ref, data as U, tx)).id, ref };
-      return { id: (await resource.upsert(orgId, ref, data as U, tx)).id, ref };
-    } catch (err) {
-      if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
-      throw err;
-    }
+    const nested = (w: ItemWork): ItemWork => async (tx, ch) => {
+      try {
+        return await w(tx, ch);
+      } catch (err) {
+        if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
+        throw err;
+      }
+    };
+    if (op === 'create') return { ref, work: nested((tx, ch) => resource.create(tx, ch, orgId, data as C)), upsert: false };
+    if (op === 'update') return { ref, work: nested((tx, ch) => resource.update(tx, ch, orgId, ref, data as U)), upsert: false };
+    return { ref, work: nested((tx, ch) => resource.upsert(tx, ch, orgId, ref, data as U)), upsert: true };
   }
 
-  async function applyAll(orgId: string, items: BatchItem[], opts: RunOptions, tx: Executor | undefined): Promise<BatchResultEntry[]> {
+  async function applyAll(orgId: string, items: BatchItem[], opts: RunOptions, runItem: ItemRunner): Promise<BatchResultEntry[]> {
     const results: BatchResultEntry[] = [];
     const deadline = opts.deadlineMs ? Date.now() + opts.deadlineMs : Infinity;
     let turnAt = Date.now();
@@ -164,18 +169,11 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         continue;
       }
       try {
-        const { id, ref } = await applyItem(orgId, item, index, tx);
+        const { ref, work, upsert } = itemWork(orgId, item, index);
+        const { id } = await runItem(work, { retryUniqueRace: upsert });
         Object.assign(entry, { success: true, id, external_reference_id: ref });
       } catch (err) {
-        if (err instanceof ApiError) {
-          const body = err.body() as { detail?: unknown; error?: { message?: string } };
-          entry.error = { status: err.status, detail: body.detail ?? body.error?.message ?? err.message };
-        } else if (isDatabaseUnavailable(err)) {
-          entry.error = { status: 503, detail: 'Service temporarily unavailable' };
-        } else {
-          opts.onError?.(err);
-          entry.error = { status: 500, detail: 'Internal server error' };
-        }
+        entry.error = batchItemError(err, opts.onError);
       }
       results.push(entry);
     }
@@ -183,35 +181,38 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   }
 
   return async function run(orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> {
+    let applied: BatchResultEntry[] = [];
     let results: BatchResultEntry[];
-    if (!opts.transaction) results = await applyAll(orgId, items, opts, undefined);
-    else {
-      let applied: BatchResultEntry[] = [];
-      try {
-        await opts.transaction(async (tx) => {
-          applied = await applyAll(orgId, items, opts, tx);
-        });
-        results = applied;
-      } catch (err) {
-        // The closing commit failed (or the transaction could not start): nothing of the batch was
-        // saved, so no item may be reported saved.
-        if (!isDatabaseUnavailable(err)) opts.onError?.(err);
-        const status = isDatabaseUnavailable(err) ? 503 : 500;
-        const detail = status === 503 ? 'Service temporarily unavailable' : 'Internal server error';
-        results = items.map((item, index) => {
-          const done = applied[index];
-          return {
-            index,
-            external_reference_id: done?.external_reference_id ?? item.external_reference_id ?? null,
-            operation: item.operation,
-            success: false,
-            id: null,
-            error: done && !done.success && done.error ? done.error : { status, detail },
-          };
-        });
-      }
+    try {
+      results = await resource.pipeline.batch(orgId, async (runItem) => (applied = await applyAll(orgId, items, opts, runItem)), { analyticsRun: resource.analyticsRun });
+    } catch (err) {
+      // The closing commit failed (or the transaction could not start): nothing of the batch was
+      // saved, so no item may be reported saved.
+      const failure = batchItemError(err, opts.onError);
+      results = items.map((item, index) => {
+        const done = applied[index];
+        return {
+          index,
+          external_reference_id: done?.external_reference_id ?? item.external_reference_id ?? null,
+          operation: item.operation,
+          success: false,
+          id: null,
+          error: done && !done.success && done.error ? done.error : failure,
+        };
+      });
     }
     const successCount = results.filter((r) => r.success).length;
     return { success_count: successCount, error_count: results.length - successCount, results };
   };
+}
+
+/** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
+function batchItemError(err: unknown, onError?: (err: unknown) => void): { status: number; detail: unknown } {
+  if (err instanceof ApiError) {
+    const body = err.body() as { detail?: unknown; error?: { message?: string } };
+    return { status: err.status, detail: body.detail ?? body.error?.message ?? err.message };
+  }
+  if (isDatabaseUnavailable(err)) return { status: 503, detail: 'Service temporarily unavailable' };
+  onError?.(err);
+  return { status: 500, detail: 'Internal server error' };
 }

@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
 import type { CarriersService } from './carriers.service.js';
 
-export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction }) {
+export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
   resourceRoutes(
     app,
     carriers,
@@ -23,7 +22,7 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
       readCache: opts.readCache,
-      batchTransaction: opts.batchTransaction,
+      dependsOn: ['carriers'],
     },
   );
 }

@@ -1,17 +1,18 @@
-import type { DataStore, Executor } from '../../lib/db/index.js';
+import type { Executor } from '../../lib/db/index.js';
 import type { CarrierContactsTable, CarriersTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
 import { contactsOf, listCarriers, replaceContacts } from './carriers.repo.js';
 import {
   CarrierCreate,
+  CarrierUpdate,
   type AddressInput,
   type Carrier,
   type CarrierListQuery,
-  type CarrierUpdate,
   type Contact,
   type ContactInput,
 } from './carriers.schema.js';
@@ -118,7 +119,7 @@ function sameContacts(a: CarrierContactsTable[], b: CarrierContactsTable[]): boo
   return JSON.stringify(a.map(toContact)) === JSON.stringify(b.map(toContact));
 }
 
-export function carriersService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
+export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: ServiceHooks = {}) {
   const repo = tenantRecords('carriers');
 
   async function present(tx: Executor, orgId: string, rows: CarriersTable[]): Promise<Carrier[]> {
@@ -133,13 +134,16 @@ export function carriersService(store: DataStore, clock: Clock, hooks: ServiceHo
   }
 
   const lifecycle = recordLifecycle<'carriers', CarrierCreate, CarrierUpdate, Carrier>({
-    store,
+    pipeline,
     clock,
     table: 'carriers',
     kind: 'Carrier',
+    versionKind: 'carriers',
     idPrefix: 'carrier_',
     ...hooks,
     createSchema: CarrierCreate,
+    updateSchema: CarrierUpdate,
+    batch: { dataKey: 'carrier', operations: ['create', 'update', 'upsert'] },
     async insert(tx, orgId, input) {
       const now = toIso(clock.now());
       const row: CarriersTable = {
@@ -175,8 +179,8 @@ export function carriersService(store: DataStore, clock: Clock, hooks: ServiceHo
   return {
     ...lifecycle,
     async list(orgId: string, query: CarrierListQuery) {
-      const { rows, total } = await listCarriers(store.db, orgId, query, query);
-      return { items: await present(store.db, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
+      const { rows, total } = await listCarriers(pipeline.reader, orgId, query, query);
+      return { items: await present(pipeline.reader, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
     },
   };
 }

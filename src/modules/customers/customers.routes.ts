@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpdate } from './customers.schema.js';
 import type { CustomersService } from './customers.service.js';
 
-export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction }) {
+export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
   resourceRoutes(
     app,
     customers,
@@ -23,7 +22,7 @@ export function customerRoutes(app: FastifyInstance, customers: CustomersService
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
       readCache: opts.readCache,
-      batchTransaction: opts.batchTransaction,
+      dependsOn: ['customers'],
     },
   );
 }

@@ -1,11 +1,12 @@
-import type { DataStore, Executor } from '../../lib/db/index.js';
+import type { Executor } from '../../lib/db/index.js';
 import type { CustomersTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
 import { listCustomers } from './customers.repo.js';
-import { CustomerCreate, type Customer, type CustomerListQuery, type CustomerUpdate } from './customers.schema.js';
+import { CustomerCreate, CustomerUpdate, type Customer, type CustomerListQuery } from './customers.schema.js';
 
 function toCustomer(row: CustomersTable): Customer {
   return {
@@ -33,16 +34,19 @@ function patchColumns(input: CustomerUpdate): Partial<CustomersTable> {
   return patch;
 }
 
-export function customersService(store: DataStore, clock: Clock, hooks: ServiceHooks = {}) {
+export function customersService(pipeline: WritePipeline, clock: Clock, hooks: ServiceHooks = {}) {
   const repo = tenantRecords('customers');
   const lifecycle = recordLifecycle<'customers', CustomerCreate, CustomerUpdate, Customer>({
-    store,
+    pipeline,
     clock,
     table: 'customers',
     kind: 'Customer',
+    versionKind: 'customers',
     idPrefix: 'cust_',
     ...hooks,
     createSchema: CustomerCreate,
+    updateSchema: CustomerUpdate,
+    batch: { dataKey: 'customer', operations: ['create', 'update', 'upsert'] },
     async insert(tx: Executor, orgId: string, input: CustomerCreate) {
       const now = toIso(clock.now());
       const row: CustomersTable = {
@@ -68,7 +72,7 @@ export function customersService(store: DataStore, clock: Clock, hooks: ServiceH
   return {
     ...lifecycle,
     async list(orgId: string, query: CustomerListQuery) {
-      const { rows, total } = await listCustomers(store.db, orgId, query, query);
+      const { rows, total } = await listCustomers(pipeline.reader, orgId, query, query);
       return { items: rows.map(toCustomer), pagination: pagination(query.page, query.page_size, total) };
     },
   };

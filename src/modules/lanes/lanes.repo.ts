@@ -2,17 +2,9 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { prepared, preparedInsert } from '../../lib/db/prepared.js';
 import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
-import { DELIVERED_STATUSES, isDelivery, isPickup } from '../../domain/enums.js';
+import { DELIVERED_STATUSES } from '../../domain/enums.js';
 import { cellOf } from '../../domain/grid.js';
-
-/** A lane as the stats table keys it. */
-export interface LaneKey {
-  equipment_type: string;
-  origin_cell: number;
-  destination_cell: number;
-}
-
-export const laneKeyId = (k: LaneKey) => `${k.equipment_type}|${k.origin_cell}|${k.destination_cell}`;
+import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
 
 const keyOf = (r: LaneKey): LaneKey => ({ equipment_type: r.equipment_type, origin_cell: r.origin_cell, destination_cell: r.destination_cell });
 
@@ -22,11 +14,14 @@ export interface LaneEnds {
 }
 
 // Compiled once: every load write runs these (src/lib/db/prepared.ts).
-const stopsWithPlaces = prepared<{ orgId: string; loadId: string }, { stop_type: string; location_id: string; late_arrival: string; latitude: number; longitude: number }>((db, p) =>
+const stopsWithPlaces = prepared<
+  { orgId: string; loadId: string },
+  { stop_number: number; stop_type: string; location_id: string; late_arrival: string; latitude: number; longitude: number }
+>((db, p) =>
   db
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
-    .select(['s.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
+    .select(['s.stop_number', 's.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
     .where('s.org_id', '=', p('orgId'))
     .where('s.load_id', '=', p('loadId'))
     .orderBy('s.stop_number'),
@@ -79,11 +74,9 @@ const updateHistory = prepared<LaneHistoryTable & Record<string, unknown>, unkno
     .where('load_id', '=', p('load_id')),
 );
 
-/** D7: origin is the first Pickup/Both stop by stop_number, destination the last Delivery/Both stop. */
+/** A stored load's lane ends (D7), with their places. */
 export async function laneEnds(tx: Executor, orgId: string, loadId: string): Promise<LaneEnds> {
-  const stops = await stopsWithPlaces(tx, { orgId, loadId });
-  const first = stops.find((s) => isPickup(s.stop_type));
-  const last = [...stops].reverse().find((s) => isDelivery(s.stop_type));
+  const { origin: first, destination: last } = laneEndsOf(await stopsWithPlaces(tx, { orgId, loadId }));
   return {
     origin: first ? { locationId: first.location_id, latitude: first.latitude, longitude: first.longitude } : null,
     destination: last ? { locationId: last.location_id, latitude: last.latitude, longitude: last.longitude, lateArrival: last.late_arrival } : null,
@@ -172,18 +165,10 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
 type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
 
 /**
- * History rows of one equipment type whose origin and destination lie in the given cells (the index)
+ * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
  */
-export function laneCandidates(
-  tx: Executor,
-  orgId: string,
-  equipmentType: string,
-  originCells: number[],
-  destinationCells: number[],
-  originBox: Box,
-  destinationBox: Box,
-) {
+export function laneCandidates(tx: Executor, area: LaneArea) {
   return tx
     .selectFrom('lane_history')
     .select([
@@ -196,7 +181,7 @@ export function laneCandidates(
       'delivered_at',
       'carrier_rate_total',
     ])
-    .where((eb) => onLane(eb, { orgId, equipmentType, originCells, destinationCells, originBox, destinationBox }))
+    .where((eb) => onLane(eb, area))
     .execute();
 }
 
@@ -231,6 +216,17 @@ export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_
   ]);
 }
 
+/** Every lane with history in the organization. */
+export function historyLanes(tx: Executor, orgId: string): Promise<LaneKey[]> {
+  return tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).distinct().where('org_id', '=', orgId).execute();
+}
+
+/** The organization's lane stats rebuilt from scratch for `lanes`. */
+export async function replaceLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
+  await tx.deleteFrom('lane_stats').where('org_id', '=', orgId).execute();
+  for (let i = 0; i < lanes.length; i += 500) await refreshLaneStats(tx, orgId, lanes.slice(i, i + 500), now);
+}
+
 /** Recomputes the stats of the given lanes from the history (one grouped query, one delete, one insert). */
 export async function refreshLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
   if (lanes.length === 0) return;
@@ -259,4 +255,37 @@ export async function refreshLaneStats(tx: Executor, orgId: string, lanes: LaneK
       )
       .execute();
   }
+}
+
+/** The lane a load's history row sits on, if it has one. */
+export async function laneOfLoad(tx: Executor, loadId: string): Promise<LaneKey | undefined> {
+  const [row] = await historyLaneOf(tx, { loadId });
+  return row ? keyOf(row) : undefined;
+}
+
+const snapshotEquipment = prepared<{ orgId: string }, { equipment_type: string }>((db, p) =>
+  db.selectFrom('market_rate_snapshots').select('equipment_type').distinct().where('org_id', '=', p('orgId')),
+);
+
+/** Equipment types that have any market snapshot in the organization. */
+export async function equipmentWithSnapshots(tx: Executor, orgId: string): Promise<Set<string>> {
+  return new Set((await snapshotEquipment(tx, { orgId })).map((r) => r.equipment_type));
+}
+
+/** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
+export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null) {
+  let q = tx
+    .selectFrom('market_rate_snapshots')
+    .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
+    .where((eb) => onLane(eb as never, area))
+    .orderBy('as_of', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc');
+  if (limit !== null) q = q.limit(limit);
+  return q.execute();
+}
+
+/** What a recommendation shows of each carrier. */
+export function carrierCards(tx: Executor, orgId: string, carrierIds: string[]) {
+  return tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', carrierIds).execute();
 }

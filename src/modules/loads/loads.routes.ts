@@ -1,10 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
-import type { LaneAnalytics } from '../lanes/analytics.js';
 import { RefParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
@@ -14,7 +12,7 @@ import type { LoadsService } from './loads.service.js';
 export function loadRoutes(
   app: FastifyInstance,
   loads: LoadsService,
-  opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction; analytics: LaneAnalytics; batchDeadlineMs: number },
+  opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs: number },
 ) {
   resourceRoutes(app, loads, {
     collection: 'loads',
@@ -30,13 +28,11 @@ export function loadRoutes(
     batchOperations: ['create', 'update', 'upsert', 'delete'],
     batchBodyLimit: opts.batchBodyLimit,
     readCache: opts.readCache,
-    batchTransaction: opts.batchTransaction,
+      dependsOn: ['loads', 'customers', 'carriers', 'locations', 'users', 'market_rates'],
     // An open load's recommendations weigh recency by today's date: computed afresh every time.
     cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
     batchDeadlineMs: opts.batchDeadlineMs,
-    // One analytics run per write request, exactly one per batch (D7).
-    aroundWrite: (orgId, work, { batch }) => opts.analytics.request(orgId, work, { always: batch }),
   });
 
   app.withTypeProvider<TypeBoxTypeProvider>().get('/v2/tms-api/loads/:external_reference_id/carrier-recommendations', {

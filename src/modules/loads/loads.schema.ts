@@ -1,7 +1,7 @@
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
 import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers.js';
-import { CarrierRecommendation } from '../lanes/lanes.service.js';
+import { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from '../../domain/enums.js';
 
 export const StopInput = Type.Object({

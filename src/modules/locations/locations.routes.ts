@@ -1,12 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { BatchTransaction } from '../../lib/db/tx.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
-import type { LaneAnalytics } from '../lanes/analytics.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
 import type { LocationsService } from './locations.service.js';
 
-export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchTransaction?: BatchTransaction; analytics: LaneAnalytics }) {
+export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
   resourceRoutes(
     app,
     locations,
@@ -24,9 +22,7 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
       readCache: opts.readCache,
-      batchTransaction: opts.batchTransaction,
-      // A moved location moves the lanes that start or end there; that is no load write, so not counted.
-      aroundWrite: (orgId, work) => opts.analytics.request(orgId, work, { counted: false }),
+      dependsOn: ['locations'],
     },
   );
 }

@@ -1,4 +1,3 @@
-import type { DataStore } from '../../lib/db/index.js';
 import type { LocationsTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -6,9 +5,11 @@ import { ValidationError } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision, parseCountry } from '../../geo/index.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
+import type { LanesService } from '../lanes/lanes.service.js';
 import { GEO_FIELDS, geocodeLocation, updatedGeoInput } from './locations.geocoding.js';
 import { listLocations, type LocationFilter } from './locations.repo.js';
-import { LocationCreate, type Location, type LocationListQuery, type LocationUpdate } from './locations.schema.js';
+import { LocationCreate, LocationUpdate, type Location, type LocationListQuery } from './locations.schema.js';
 
 const PLAIN_FIELDS = [
   'name',
@@ -54,16 +55,20 @@ function listFilter(query: LocationListQuery): LocationFilter {
   return filter;
 }
 
-export function locationsService(store: DataStore, clock: Clock, hooks: ServiceHooks<LocationsTable> = {}) {
+export function locationsService(pipeline: WritePipeline, clock: Clock, deps: ServiceHooks & { lanes: Pick<LanesService, 'locationMoved'> }) {
+  const { lanes, ...hooks } = deps;
   const repo = tenantRecords('locations');
   const lifecycle = recordLifecycle<'locations', LocationCreate, LocationUpdate, Location>({
-    store,
+    pipeline,
     clock,
     table: 'locations',
     kind: 'Location',
+    versionKind: 'locations',
     idPrefix: 'loc_',
     ...hooks,
     createSchema: LocationCreate,
+    updateSchema: LocationUpdate,
+    batch: { dataKey: 'location', operations: ['create', 'update', 'upsert'] },
     async insert(tx, orgId, input) {
       const geo = geocodeLocation(input);
       const now = toIso(clock.now());
@@ -95,12 +100,15 @@ export function locationsService(store: DataStore, clock: Clock, hooks: ServiceH
       return { patch };
     },
     present: async (_tx, _orgId, rows) => rows.map(toLocation),
+    // A re-geocoded location moves the lane history that starts or ends there.
+    afterSave: async (tx, orgId, row, previous) =>
+      previous && (previous.latitude !== row.latitude || previous.longitude !== row.longitude) ? lanes.locationMoved(tx, orgId, row) : [],
   });
 
   return {
     ...lifecycle,
     async list(orgId: string, query: LocationListQuery) {
-      const { rows, total } = await listLocations(store.db, orgId, listFilter(query), query);
+      const { rows, total } = await listLocations(pipeline.reader, orgId, listFilter(query), query);
       return { items: rows.map(toLocation), pagination: pagination(query.page, query.page_size, total) };
     },
   };

@@ -1,5 +1,3 @@
-import type { DataStore } from '../../lib/db/index.js';
-import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
 import type { MarketRateSnapshotsTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -7,6 +5,8 @@ import { ValidationError } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { cellOf } from '../../domain/grid.js';
 import { geocodeLocation } from '../locations/locations.geocoding.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
+import { insertSnapshot, listSnapshots, locationPoint } from './rates.repo.js';
 import type { LanePointInput, MarketRate, MarketRateCreate, MarketRateListQuery } from './rates.schema.js';
 
 interface ResolvedPoint {
@@ -40,16 +40,11 @@ function toMarketRate(row: MarketRateSnapshotsTable): MarketRate {
   };
 }
 
-export function marketRatesService(store: DataStore, clock: Clock) {
+export function marketRatesService(pipeline: WritePipeline, clock: Clock) {
   /** A lane end: a location of the organization, or geocoded exactly as a location would be (D8). */
   async function resolvePoint(orgId: string, field: 'origin' | 'destination', input: LanePointInput): Promise<ResolvedPoint> {
     if (input.location_external_reference_id !== undefined) {
-      const loc = await store.db
-        .selectFrom('locations')
-        .select(['latitude', 'longitude', 'state'])
-        .where('org_id', '=', orgId)
-        .where('external_reference_id', '=', input.location_external_reference_id)
-        .executeTakeFirst();
+      const loc = await locationPoint(pipeline.reader, orgId, input.location_external_reference_id);
       if (!loc) {
         throw ValidationError.single(
           ['body', field, 'location_external_reference_id'],
@@ -100,21 +95,15 @@ export function marketRatesService(store: DataStore, clock: Clock) {
         as_of: input.as_of ?? now,
         created_at: now,
       };
-      await store.db.insertInto('market_rate_snapshots').values(row).execute();
+      await pipeline.write(orgId, async (tx, changes) => {
+        await insertSnapshot(tx, row);
+        changes.record({ kind: 'market_rates', op: 'created', id: row.id, external_reference_id: null });
+      });
       return toMarketRate(row);
     },
 
     async list(orgId: string, query: MarketRateListQuery) {
-      let q = store.db.selectFrom('market_rate_snapshots').where('org_id', '=', orgId);
-      if (query.equipment_type) q = q.where('equipment_type', '=', query.equipment_type);
-      // Snapshots are never updated (there is no updated_at column): updated_since filters on created_at.
-      // Passed on to sinceFilters it was a 500 (found by the hostile-input test).
-      if (query.updated_since) q = q.where('created_at', '>=', query.updated_since);
-      const since = { created_since: query.created_since };
-      const { rows, total } = await fetchPage<'market_rate_snapshots', MarketRateSnapshotsTable>(sinceFilters(q, since), query, {
-        as_of: 'as_of',
-        created_at: 'created_at',
-      });
+      const { rows, total } = await listSnapshots(pipeline.reader, orgId, query);
       return { items: rows.map(toMarketRate), pagination: pagination(query.page, query.page_size, total) };
     },
   };

@@ -1,11 +1,10 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
 import type { Scope } from '../accounts/scopes.js';
-import { batchRequestSchema, batchRunner, BatchResultSchema, type BatchItem, type BatchOperation } from '../batch/batch.js';
-import type { Executor } from '../../lib/db/index.js';
-import type { BatchTransaction } from '../../lib/db/tx.js';
+import { batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from '../batch/batch.js';
+import type { VersionedKind } from '../../lib/db/versions.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
 
@@ -13,14 +12,10 @@ import { RefOrIdParams, RefParams } from './route-schemas.js';
 export interface ResourceService<Create, Update, Rec, ListQuery> {
   list(orgId: string, query: ListQuery): Promise<{ items: Rec[]; pagination: unknown }>;
   get(orgId: string, ref: string): Promise<Rec>;
-  create(orgId: string, input: Create): Promise<Rec & { id: string }>;
-  update(orgId: string, ref: string, input: Update): Promise<Rec & { id: string }>;
-  upsert(orgId: string, ref: string, input: Update): Promise<{ record: { id: string } }>;
-  /** The writes of batch items, answering the service id only. */
-  createId(orgId: string, input: Create, outer?: Executor): Promise<{ id: string }>;
-  updateId(orgId: string, ref: string, input: Update, outer?: Executor): Promise<{ id: string }>;
-  upsertId(orgId: string, ref: string, input: Update, outer?: Executor): Promise<{ id: string }>;
-  delete(orgId: string, refOrId: string, outer?: Executor): Promise<void | { id: string }>;
+  create(orgId: string, input: Create): Promise<Rec>;
+  update(orgId: string, ref: string, input: Update): Promise<Rec>;
+  delete(orgId: string, refOrId: string): Promise<{ id: string }>;
+  batch(orgId: string, items: BatchItem[], opts: RunOptions): Promise<BatchResult>;
 }
 
 export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q extends TObject> {
@@ -40,15 +35,10 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
   batchBodyLimit: number;
   /** Batch deadline: items not started by then are reported failed (503) rather than the request hanging. */
   batchDeadlineMs?: number;
-  /**
-   * Wraps the work of each write request (single or batch): the lane analytics run for loads, once
-   * per request. `batch` requests run it whatever their items did.
-   */
-  aroundWrite?: <R>(orgId: string, work: () => Promise<R>, opts: { batch: boolean }) => Promise<R>;
-  /** One transaction around each batch, items in savepoints (SQLite; src/lib/db/tx.ts). */
-  batchTransaction?: BatchTransaction;
-  /** Serialised GET answers kept while the database is unchanged (src/lib/http/read-cache.ts). */
+  /** Serialised GET answers kept while what they depend on is unchanged (src/lib/http/read-cache.ts). */
   readCache?: ReadCache;
+  /** The kinds of record an answer of this resource is built from (a load shows its customer's name). */
+  dependsOn: readonly VersionedKind[];
   /** Whether a record's answer may be kept (loads: not an open load, whose recommendations age with time). */
   cacheable?: (record: unknown) => boolean;
 }
@@ -66,36 +56,24 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   const base = `/v2/tms-api/${o.collection}`;
   const tags = [o.tag];
   const record = Type.Ref(o.recordSchema);
-  const scoped = <R>(orgId: string, work: () => Promise<R>, batch = false) => (o.aroundWrite ? o.aroundWrite(orgId, work, { batch }) : work());
   const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
   const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
-  const runBatch = batchRunner<Static<C>, Static<U>>({
-    dataKey: o.noun,
-    operations: o.batchOperations,
-    createSchema: o.createSchema,
-    updateSchema: o.updateSchema,
-    create: (orgId, data, tx) => service.createId(orgId, data, tx),
-    update: (orgId, ref, data, tx) => service.updateId(orgId, ref, data, tx),
-    upsert: (orgId, ref, data, tx) => service.upsertId(orgId, ref, data, tx),
-    delete: async (orgId, ref, tx) => {
-      const deleted = await service.delete(orgId, ref, tx);
-      return { id: deleted?.id ?? ref };
-    },
-  });
 
   /**
-   * A read answered from the read cache when the database is unchanged since it was kept, else read,
-   * serialised by the route's own response serialiser (the same bytes as an answer not kept) and kept.
+   * A read answered from the read cache when what it depends on is unchanged, else read, serialised by
+   * the route's own response serialiser (the same bytes as an answer not kept) and kept.
    */
-  const cachedRead = async <T>(reply: FastifyReply, key: string, read: () => Promise<T>, keep: (value: T) => boolean) => {
+  const cachedRead = async <T>(req: FastifyRequest, reply: FastifyReply, orgId: string, key: string, read: () => Promise<T>, keep: (value: T) => boolean) => {
     const cache = o.readCache;
-    const token = cache ? cache.begin() : null;
-    let body = token === null ? undefined : cache!.get(key);
+    const snapshot = req.dataSnapshot;
+    if (!cache?.enabled || !snapshot) return read();
+    let body = await cache.lookup(snapshot, orgId, key);
     if (body === undefined) {
+      const versions = await snapshot.versions(orgId);
       const value = await read();
-      if (token === null || !keep(value)) return value;
+      if (!keep(value)) return value;
       body = reply.serialize(value) as string;
-      cache!.set(token, key, body);
+      cache.keep(snapshot, versions, orgId, key, o.dependsOn, body);
     }
     return reply.type('application/json; charset=utf-8').send(body);
   };
@@ -105,7 +83,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      return cachedRead(reply, `${orgId}\u0001${req.url}`, () => service.list(orgId, req.query as Static<Q>), () => true);
+      return cachedRead(req, reply, orgId, `${o.collection}\u0001${req.url}`, () => service.list(orgId, req.query as Static<Q>), () => true);
     },
   });
   r.post(base, {
@@ -113,7 +91,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      const created = await scoped(orgId, () => service.create(orgId, req.body as Static<C>));
+      const created = await service.create(orgId, req.body as Static<C>);
       return reply.code(201).send(created);
     },
   });
@@ -122,7 +100,8 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      return cachedRead(reply, `${orgId}\u0000${req.params.external_reference_id}`, () => service.get(orgId, req.params.external_reference_id), (rec) => !o.cacheable || o.cacheable(rec));
+      const ref = req.params.external_reference_id;
+      return cachedRead(req, reply, orgId, `${o.collection}\u0000${ref}`, () => service.get(orgId, ref), (rec) => !o.cacheable || o.cacheable(rec));
     },
   });
   r.put(`${base}/:external_reference_id`, {
@@ -130,7 +109,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      return scoped(orgId, () => service.update(orgId, req.params.external_reference_id, req.body as Static<U>));
+      return service.update(orgId, req.params.external_reference_id, req.body as Static<U>);
     },
   });
   r.delete(`${base}/:external_reference_id`, {
@@ -138,7 +117,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      await scoped(orgId, () => service.delete(orgId, req.params.external_reference_id));
+      await service.delete(orgId, req.params.external_reference_id);
       return reply.code(204).send(null);
     },
   });
@@ -155,16 +134,10 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      return scoped(
-        orgId,
-        () =>
-          runBatch(orgId, req.body.items as BatchItem[], {
-            ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
-            ...(o.batchTransaction ? { transaction: o.batchTransaction } : {}),
-            onError: (err) => req.log.error({ err }, 'batch item failed'),
-          }),
-        true,
-      );
+      return service.batch(orgId, req.body.items as BatchItem[], {
+        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
+        onError: (err) => req.log.error({ err }, 'batch item failed'),
+      });
     },
   });
 }

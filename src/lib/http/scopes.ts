@@ -1,0 +1,18 @@
+/** The scopes of specification section 5. GET needs read:<resource>; writes and batches need write:<resource>. */
+export const SCOPES = [
+  'read:locations',
+  'write:locations',
+  'read:loads',
+  'write:loads',
+  'read:carriers',
+  'write:carriers',
+  'read:customers',
+  'write:customers',
+  'write:rates',
+] as const;
+
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}

@@ -1,0 +1,146 @@
+import type { Executor } from '../../lib/db/index.js';
+import type { LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { ValidationError } from '../../lib/http/errors.js';
+import {
+  cleanTeamMember,
+  deliveredAt,
+  distanceRule,
+  estimateMiles,
+  estimatedDistance,
+  normalizeRates,
+  planStops,
+  ruleIssue,
+  sameRates,
+  sameStops,
+  type RateRequest,
+  type StopPlan,
+  type StopRequest,
+  type TeamMemberRequest,
+} from '../../domain/load.js';
+import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
+import type { LoadCreate, LoadUpdate } from './loads.schema.js';
+
+const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager'] as const;
+
+/** The rules of writing a load (D4): references resolved through the repo, the rest by the domain core. */
+export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
+  async function requireRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string): Promise<string> {
+    const [row] = await findByRefs(tx, table, orgId, [ref]);
+    if (!row) throw new ValidationError([ruleIssue(['body', field], `no ${table.slice(0, -1)} with external_reference_id '${ref}' in your organization: create it first`)]);
+    return row.id;
+  }
+  const customerId = (tx: Executor, orgId: string, ref: string) => requireRef(tx, 'customers', orgId, ref, 'customer_external_reference_id');
+  const carrierId = (tx: Executor, orgId: string, ref: string | null) => (ref === null ? null : requireRef(tx, 'carriers', orgId, ref, 'carrier_external_reference_id'));
+
+  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[]): Promise<StopPlan> {
+    const places = await findByRefs(tx, 'locations', orgId, stops.map((s) => s.location_external_reference_id));
+    const plan = planStops(stops, new Map(places.map((l) => [l.external_reference_id, l])), opts.circuityFactor);
+    if (plan.issues.length > 0) throw new ValidationError(plan.issues);
+    return plan;
+  }
+
+  const stopRows = (orgId: string, loadId: string, plan: StopPlan): LoadStopsTable[] => plan.stops.map((s) => ({ id: newId('stop'), org_id: orgId, load_id: loadId, ...s }));
+  const rateRows = (orgId: string, loadId: string, rates: RateRequest[]): LoadRatesTable[] =>
+    normalizeRates(rates).map((r) => ({ id: newId('rate'), org_id: orgId, load_id: loadId, ...r }));
+
+  function teamMember(input: TeamMemberRequest | null, field: string): string | null {
+    const { rep, issue } = cleanTeamMember(input, field);
+    if (issue) throw new ValidationError([issue]);
+    return rep === null ? null : JSON.stringify(rep);
+  }
+
+  async function insert(tx: Executor, orgId: string, input: LoadCreate): Promise<LoadsTable> {
+    const now = toIso(clock.now());
+    const id = newId('load');
+    const customer = await customerId(tx, orgId, input.customer_external_reference_id);
+    const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null);
+    const plan = await stopPlan(tx, orgId, input.stops);
+    const status = input.status ?? 'ACTIVE';
+    const sent = input.total_distance ?? null;
+    const distance = sent !== null ? { total_distance: sent, total_distance_source: 'caller' as const } : estimatedDistance(plan.estimatedMiles);
+    const row: LoadsTable = {
+      id,
+      org_id: orgId,
+      external_reference_id: input.external_reference_id,
+      status,
+      equipment_type: input.equipment_type,
+      transport_mode: input.transport_mode,
+      description: input.description ?? null,
+      customer_id: customer,
+      carrier_id: carrier,
+      weight: input.weight ?? null,
+      weight_uom: input.weight_uom ?? null,
+      ...distance,
+      max_buy_rate: input.max_buy_rate ?? null,
+      max_buy_rate_source: input.max_buy_rate !== undefined && input.max_buy_rate !== null ? 'caller' : null,
+      sales_rep: teamMember(input.sales_rep ?? null, 'sales_rep'),
+      dispatcher_rep: teamMember(input.dispatcher_rep ?? null, 'dispatcher_rep'),
+      assigned_dispatcher: input.assigned_dispatcher ?? null,
+      actual_dispatcher: input.actual_dispatcher ?? null,
+      operation_user: input.operation_user ?? null,
+      account_manager: input.account_manager ?? null,
+      pickup_at: plan.pickupAt,
+      status_updated_at: now,
+      delivered_at: deliveredAt(null, status, now),
+      created_at: now,
+      updated_at: now,
+    };
+    await insertLoad(tx, row);
+    await countStatusChange(tx, orgId, null, status);
+    await replaceStops(tx, orgId, id, stopRows(orgId, id, plan));
+    await replaceRates(tx, orgId, id, rateRows(orgId, id, input.financial_rates ?? []));
+    return row;
+  }
+
+  /** The plain columns an update sets (no reads, no writes elsewhere). */
+  function plainPatch(row: LoadsTable, input: LoadUpdate, now: string): Partial<LoadsTable> {
+    const patch: Partial<LoadsTable> = {};
+    for (const f of ['equipment_type', 'transport_mode', 'description', 'weight', 'weight_uom', ...FREE_TEXT] as const) {
+      if (input[f] !== undefined) (patch as Record<string, unknown>)[f] = input[f];
+    }
+    if (input.sales_rep !== undefined) patch.sales_rep = teamMember(input.sales_rep, 'sales_rep');
+    if (input.dispatcher_rep !== undefined) patch.dispatcher_rep = teamMember(input.dispatcher_rep, 'dispatcher_rep');
+    if (input.max_buy_rate !== undefined) {
+      patch.max_buy_rate = input.max_buy_rate;
+      patch.max_buy_rate_source = input.max_buy_rate === null ? null : 'caller';
+    }
+    if (input.status !== undefined && input.status !== row.status) {
+      patch.status = input.status;
+      patch.status_updated_at = now;
+      patch.delivered_at = deliveredAt(row, input.status, now);
+    }
+    return patch;
+  }
+
+  async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate) {
+    const patch = plainPatch(row, input, toIso(clock.now()));
+    let touched = false;
+    if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id);
+    if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id);
+    if (patch.status !== undefined) await countStatusChange(tx, orgId, row.status, patch.status);
+    let plan: StopPlan | undefined;
+    if (input.stops !== undefined) {
+      plan = await stopPlan(tx, orgId, input.stops);
+      if (!sameStops(await stopsOf(tx, orgId, [row.id]), plan.stops)) {
+        await replaceStops(tx, orgId, row.id, stopRows(orgId, row.id, plan));
+        touched = true;
+      }
+      patch.pickup_at = plan.pickupAt;
+    }
+    const rule = distanceRule(input.total_distance, row.total_distance_source as 'caller' | 'estimated' | null, plan !== undefined);
+    if (rule === 'caller') Object.assign(patch, { total_distance: input.total_distance, total_distance_source: 'caller' });
+    if (rule === 'estimate') Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await stopPoints(tx, orgId, row.id), opts.circuityFactor)));
+    if (input.financial_rates !== undefined) {
+      const next = rateRows(orgId, row.id, input.financial_rates);
+      if (!sameRates(await ratesOf(tx, orgId, [row.id]), next)) {
+        await replaceRates(tx, orgId, row.id, next);
+        touched = true;
+      }
+    }
+    return { patch, touched };
+  }
+
+  return { insert, updateColumns };
+}
