@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readVersions } from '../src/lib/db/versions.js';
+import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+
+// The one write path (src/modules/shared/write-pipeline.ts): whoever calls a service, the change
+// commits with its counters, and the lanes it moved get their stats refreshed after commit.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startApp();
+});
+afterAll(async () => t.close());
+
+async function analyticsRuns(): Promise<number> {
+  const { values } = await t.metrics.registry.getSingleMetric('lanebridge_analytics_runs_total')!.get();
+  return values.reduce((n, v) => n + v.value, 0);
+}
+
+async function tenantWithPlaces(): Promise<Tenant> {
+  const a = await newTenant(t);
+  for (const [url, body] of [
+    ['/v2/tms-api/customers', { external_reference_id: 'CUST', name: 'Acme' }],
+    ['/v2/tms-api/carriers', { external_reference_id: 'CAR', name: 'Swift' }],
+    ['/v2/tms-api/locations', { external_reference_id: 'DAL', name: 'Dallas', postal_code: '75201', state: 'TX' }],
+    ['/v2/tms-api/locations', { external_reference_id: 'HOU', name: 'Houston', postal_code: '77002', state: 'TX' }],
+  ] as const) {
+    const res = await a.post(url, body);
+    expect(res.statusCode, res.body).toBe(201);
+  }
+  return a;
+}
+
+const deliveredLoad = (ref: string) => ({
+  external_reference_id: ref,
+  equipment_type: 'DRY_VAN' as const,
+  transport_mode: 'FTL' as const,
+  status: 'DELIVERED' as const,
+  customer_external_reference_id: 'CUST',
+  carrier_external_reference_id: 'CAR',
+  stops: [
+    { stop_type: 'Pickup' as const, location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00.000Z', late_arrival: '2026-03-02T10:00:00.000Z' },
+    { stop_type: 'Delivery' as const, location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00.000Z', late_arrival: '2026-03-03T12:00:00.000Z' },
+  ],
+});
+
+describe('the write pipeline', () => {
+  it('a service call outside HTTP (dashboard, CLI) refreshes lane stats and counts one analytics run', async () => {
+    const a = await tenantWithPlaces();
+    const runs = await analyticsRuns();
+    await t.services.loads.create(a.orgId, deliveredLoad('L-1'));
+    expect(await analyticsRuns()).toBe(runs + 1);
+    const stats = await t.store.db.selectFrom('lane_stats').select(['equipment_type', 'load_count', 'carrier_count']).where('org_id', '=', a.orgId).execute();
+    expect(stats).toEqual([{ equipment_type: 'DRY_VAN', load_count: 1, carrier_count: 1 }]);
+    await t.services.loads.delete(a.orgId, 'L-1');
+    expect(await t.store.db.selectFrom('lane_stats').select('load_count').where('org_id', '=', a.orgId).execute()).toEqual([]);
+  });
+
+  it('moves the counter of the kind written, in the same transaction; an unchanged write moves nothing', async () => {
+    const a = await tenantWithPlaces();
+    const before = await readVersions(t.store.db, a.orgId);
+    expect(before).toMatchObject({ customers: 1, carriers: 1, locations: 2, loads: 0 });
+    expect((await a.put('/v2/tms-api/customers/CUST', { name: 'Acme' })).statusCode).toBe(200);
+    expect(await readVersions(t.store.db, a.orgId)).toEqual(before);
+    expect((await a.put('/v2/tms-api/customers/CUST', { name: 'Acme Foods' })).statusCode).toBe(200);
+    expect(await readVersions(t.store.db, a.orgId)).toEqual({ ...before, customers: 2 });
+    expect((await a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'DAL' }, destination: { location_external_reference_id: 'HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 })).statusCode).toBe(201);
+    expect((await readVersions(t.store.db, a.orgId)).market_rates).toBe(1);
+  });
+
+  it('a batch moves the counters of its saved items only; a refused item writes nothing', async () => {
+    const a = await tenantWithPlaces();
+    const before = await readVersions(t.store.db, a.orgId);
+    const runs = await analyticsRuns();
+    const res = await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        { operation: 'create', load: { ...deliveredLoad('B-1'), customer_external_reference_id: 'NOPE' } },
+        { operation: 'update', external_reference_id: 'B-404', load: { description: 'x' } },
+      ],
+    });
+    expect(json(res)).toMatchObject({ success_count: 0, error_count: 2 });
+    expect(await readVersions(t.store.db, a.orgId)).toEqual(before);
+    // Exactly one analytics run per batch request, whatever its items did (D7).
+    expect(await analyticsRuns()).toBe(runs + 1);
+    const ok = await a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'create', load: deliveredLoad('B-1') }, { operation: 'create', load: deliveredLoad('B-2') }] });
+    expect(json(ok)).toMatchObject({ success_count: 2 });
+    const after = await readVersions(t.store.db, a.orgId);
+    // SQLite seals the batch's one transaction once; PostgreSQL each item's own transaction.
+    expect(after.loads).toBe(t.store.dialect === 'sqlite' ? 1 : 2);
+    expect(after.customers).toBe(before.customers);
+  });
+});
