@@ -114,7 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   });
 
   const metrics = createMetrics();
-  const accounts = accountsService(store, clock);
+  const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
   const pipeline = writePipeline({ store, afterCommit: analytics.afterCommit });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });

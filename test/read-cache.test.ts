@@ -230,3 +230,40 @@ describe('read cache: the store', () => {
     expect(off.lookup(s1, 'org', 'k')).toBeUndefined();
   });
 });
+
+describe.skipIf(isPostgres())('key check kept in memory (SQLite)', () => {
+  it('reuses a checked key across writes to records, and reads it again after any key write of its organization', async () => {
+    const a = await seeded();
+    await a.get('/v2/tms-api/customers/CUST-1');
+    let hits = await lookups(t, 'hit', 'key');
+    await a.get('/v2/tms-api/customers/CUST-1');
+    expect(await lookups(t, 'hit', 'key')).toBe(hits + 1);
+    // A load written in between: the key is still answered from memory.
+    expect((await a.put('/v2/tms-api/loads/L-1', { description: 'changed' })).statusCode).toBe(200);
+    hits = await lookups(t, 'hit', 'key');
+    expect((await a.get('/v2/tms-api/customers/CUST-1')).statusCode).toBe(200);
+    expect(await lookups(t, 'hit', 'key')).toBe(hits + 1);
+    // Another key of the organization created: this one is read again (a miss), then kept again.
+    await t.services.accounts.createKey(a.orgId, { name: 'second', externalSystem: 'vitest', scopes: ['read:loads'] });
+    const misses = await lookups(t, 'miss', 'key');
+    expect((await a.get('/v2/tms-api/customers/CUST-1')).statusCode).toBe(200);
+    expect(await lookups(t, 'miss', 'key')).toBe(misses + 1);
+  });
+
+  it('a key revoked through another process fails from the next request', async () => {
+    const a = await seeded();
+    expect((await a.get('/v2/tms-api/customers/CUST-1')).statusCode).toBe(200);
+    expect((await a.get('/v2/tms-api/customers/CUST-1')).statusCode).toBe(200);
+    const store = openDataStore(t.config.databaseUrl, { poolSize: 1 });
+    const other = await buildApp({ config: t.config, store, logger: false, warmGeocoder: false });
+    try {
+      await other.services.accounts.revokeKey(a.orgId, a.keyId);
+    } finally {
+      await other.app.close();
+      await store.close();
+    }
+    const res = await a.get('/v2/tms-api/customers/CUST-1');
+    expect(res.statusCode).toBe(401);
+    expect(json(res)).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+  });
+});

@@ -250,7 +250,7 @@ describe('constant-time comparison (see docs/reliability.md for the review)', ()
     expect(await verifyPassword('right', stored)).toBe(true);
     expect(await verifyPassword('wrong', stored)).toBe(false);
     // The code paths the review covers still use them.
-    const service = readFileSync('src/modules/accounts/accounts.service.ts', 'utf8');
+    const service = readFileSync('src/modules/accounts/key-check.ts', 'utf8');
     expect(service).toMatch(/constantTimeEqualHex\(row\.key_hash, hash\)/);
     expect(readFileSync('src/modules/accounts/secrets.ts', 'utf8')).toMatch(/timingSafeEqual\(actual, expected\)/);
   });

@@ -21,16 +21,6 @@ export interface DataStore {
   migrate(): Promise<void>;
   close(): Promise<void>;
   /**
-   * A token that differs whenever the database's content may have changed since it was taken, so an
-   * answer computed under one token can be reused while the token is unchanged. SQLite: this
-   * connection's row changes (0.2 µs to read) and other connections' commits (`data_version`, 2.3 µs),
-   * the latter read again only when `observeOthers` is set: once at each request's arrival (the key
-   * check), which is what read-your-writes needs (a write answered elsewhere before the request was
-   * sent is committed before it arrives). null where no such check is cheap (PostgreSQL, shared by
-   * several instances): callers then read the database every time.
-   */
-  changeToken(observeOthers?: boolean): string | null;
-  /**
    * What the database looked like as a request arrived, for the answers kept in memory (the checked
    * key, kept reads): null where no cheap change token exists (PostgreSQL).
    */
@@ -115,17 +105,13 @@ function openSqlite(url: string): DataStore {
   statisticsTimer.unref();
   const dataVersion = raw.prepare('pragma data_version').pluck();
   const totalChanges = raw.prepare('select total_changes()').pluck();
-  let othersVersion = -1;
-  const changeToken = (observeOthers = false) => {
-    if (observeOthers || othersVersion === -1) othersVersion = dataVersion.get() as number;
-    return `${totalChanges.get() as number}:${othersVersion}`;
-  };
+  // This connection's row changes and other connections' commits: differs after any write anywhere.
+  const changeToken = () => `${totalChanges.get() as number}:${dataVersion.get() as number}`;
   return {
     db,
     dialect: 'sqlite',
-    changeToken,
     // Taken as each request arrives: other connections' commits answered before it was sent are seen.
-    snapshot: () => snapshotOf(db, changeToken(true)),
+    snapshot: () => snapshotOf(db, changeToken()),
     async ping() {
       try {
         raw.prepare('select 1').get();
@@ -167,7 +153,6 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
   return {
     db,
     dialect: 'postgres',
-    changeToken: () => null,
     snapshot: () => null,
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;

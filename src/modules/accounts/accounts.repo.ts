@@ -19,6 +19,10 @@ export function accountsRepo(db: Executor) {
     insertIntegration: (orgId: string, connectedAt: string, tx: Executor = db) =>
       tx.insertInto('tms_integrations').values({ org_id: orgId, connected_at: connectedAt }).execute(),
 
+    /** The marker of the dashboard's first run (its unique name makes a second one fail). */
+    markFirstRun: (orgId: string, at: string, tx: Executor = db) =>
+      tx.insertInto('dashboard_settings').values({ name: 'first_run', value: orgId, created_at: at }).execute(),
+
     insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
     listUsers: (orgId: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),

@@ -1,0 +1,88 @@
+import type { DataSnapshot } from '../../lib/db/index.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import type { Principal } from '../../lib/http/principal.js';
+import { isScope } from '../../lib/http/scopes.js';
+import type { AccountsRepo } from './accounts.repo.js';
+import { KEY_PATTERN, constantTimeEqualHex, hashApiKey } from './secrets.js';
+
+// Writing last_used_at on every request would turn every read into a write; once a minute is enough.
+const TOUCH_INTERVAL_MS = 60_000;
+const MAX_KEPT = 10_000;
+
+interface KeptKey {
+  principal: Principal;
+  /** The snapshot token it was last found valid under. */
+  token: string;
+  /** The organization's api_keys counter read before the key row was; null on first sight (org unknown then). */
+  keysVersion: number | null;
+}
+
+export interface KeyCacheCounters {
+  hit(): void;
+  miss(): void;
+}
+
+/**
+ * The per-request key check (D9): a key is looked up by its hash, and a revoked key fails from the next
+ * request on, on every instance. A key checked before is reused while the request's snapshot shows
+ * nothing written since, or its organization's api_keys counter unchanged (every key write moves it
+ * in its own transaction); otherwise it is read again.
+ */
+export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCounters = { hit() {}, miss() {} }) {
+  const lastTouched = new Map<string, number>();
+  const kept = new Map<string, KeptKey>();
+
+  async function stillValid(entry: KeptKey, snapshot: DataSnapshot): Promise<boolean> {
+    if (entry.token === snapshot.token) return true;
+    if (entry.keysVersion === null || (await snapshot.versions(entry.principal.orgId)).api_keys !== entry.keysVersion) return false;
+    entry.token = snapshot.token;
+    return true;
+  }
+
+  async function read(hash: string, snapshot: DataSnapshot | null, previous: KeptKey | undefined): Promise<Principal | null> {
+    // The counter is read before the row, so a revocation committed in between is seen next time.
+    const keysVersion = snapshot && previous ? (await snapshot.versions(previous.principal.orgId)).api_keys : null;
+    const row = await repo.findKeyByHash(hash);
+    if (!row || row.revoked_at || !constantTimeEqualHex(row.key_hash, hash)) {
+      kept.delete(hash);
+      return null;
+    }
+    const principal: Principal = {
+      orgId: row.org_id,
+      keyId: row.id,
+      scopes: new Set(row.scopes.split(',').filter(isScope)),
+      perMinute: row.per_minute,
+      perDay: row.per_day,
+    };
+    if (snapshot) {
+      if (kept.size >= MAX_KEPT) kept.clear();
+      kept.set(hash, { principal, token: snapshot.token, keysVersion: previous?.principal.orgId === row.org_id ? keysVersion : null });
+    }
+    return principal;
+  }
+
+  function touch(principal: Principal) {
+    const now = clock.now().getTime();
+    if (now - (lastTouched.get(principal.keyId) ?? 0) <= TOUCH_INTERVAL_MS) return;
+    lastTouched.set(principal.keyId, now);
+    repo.touchKey(principal.keyId, toIso(clock.now())).catch(() => lastTouched.delete(principal.keyId));
+  }
+
+  return {
+    async authenticate(presented: string | undefined, snapshot: DataSnapshot | null = null): Promise<Principal | null> {
+      if (!presented || !KEY_PATTERN.test(presented)) return null;
+      const hash = hashApiKey(presented);
+      const entry = snapshot ? kept.get(hash) : undefined;
+      let principal: Principal | null;
+      if (entry && snapshot && (await stillValid(entry, snapshot))) {
+        counters.hit();
+        principal = entry.principal;
+      } else {
+        if (snapshot) counters.miss();
+        principal = await read(hash, snapshot, entry);
+      }
+      if (principal) touch(principal);
+      return principal;
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import type { DataStore } from '../../lib/db/index.js';
+import { isUniqueViolation } from '../../lib/db/errors.js';
+import { inTransaction } from '../../lib/db/tx.js';
+import { bumpVersions } from '../../lib/db/versions.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { ConflictError, NotFoundByIdError, ValidationError } from '../../lib/http/errors.js';
+import type { AccountsRepo } from './accounts.repo.js';
+import { userRow } from './users.js';
+
+/** Organizations and their TMS API integration (spec section 5: keys need it connected). */
+export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock) {
+  async function requireOrganization(orgId: string) {
+    const org = await repo.findOrganization(orgId);
+    if (!org) throw new NotFoundByIdError('Organization', orgId);
+    return org;
+  }
+
+  async function ensureIntegration(orgId: string) {
+    if (await repo.findIntegration(orgId)) return;
+    try {
+      await repo.insertIntegration(orgId, toIso(clock.now()));
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+  }
+
+  return {
+    require: requireOrganization,
+    ensureIntegration,
+
+    async createOrganization(name: string) {
+      const trimmed = name.trim();
+      if (!trimmed) throw ValidationError.single(['name'], 'Organization name must not be empty');
+      const row = { id: newId('org'), name: trimmed, created_at: toIso(clock.now()) };
+      await repo.insertOrganization(row);
+      return { id: row.id, name: row.name };
+    },
+
+    countOrganizations: () => repo.countOrganizations(),
+    getOrganization: (orgId: string) => repo.findOrganization(orgId),
+    getIntegration: (orgId: string) => repo.findIntegration(orgId),
+    isIntegrationConnected: async (orgId: string) => (await repo.findIntegration(orgId)) !== undefined,
+
+    async connectIntegration(orgId: string) {
+      await requireOrganization(orgId);
+      await ensureIntegration(orgId);
+      return repo.findIntegration(orgId);
+    },
+
+    /**
+     * The dashboard's first run: the first organization and its first user, together. A marker row
+     * (unique name) makes two concurrent first runs end with one organization, on either engine.
+     */
+    async setUpFirstOrganization(input: { organizationName: string; name: string; email: string; password: string }) {
+      const orgName = input.organizationName.trim();
+      if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
+      const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
+      const user = await userRow(org.id, input, clock);
+      const alreadySetUp = () => new ConflictError('This Lanebridge already has an organization: sign in instead');
+      try {
+        await inTransaction(store, async (tx) => {
+          if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
+          await repo.markFirstRun(org.id, org.created_at, tx);
+          await repo.insertOrganization(org, tx);
+          await repo.insertUser(user, tx);
+          await bumpVersions(tx, org.id, new Set(['users']));
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw alreadySetUp();
+        throw err;
+      }
+      return { organization: { id: org.id, name: org.name }, user: { id: user.id, org_id: org.id, name: user.name, email: user.email } };
+    },
+  };
+}

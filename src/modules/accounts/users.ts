@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import type { DataStore } from '../../lib/db/index.js';
+import { isUniqueViolation } from '../../lib/db/errors.js';
+import { inTransaction } from '../../lib/db/tx.js';
+import type { UsersTable } from '../../lib/db/types.js';
+import { bumpVersions } from '../../lib/db/versions.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import type { AccountsRepo } from './accounts.repo.js';
+import { hashPassword, verifyPassword } from './secrets.js';
+
+/** A user who may sign in to the dashboard. */
+export interface SignedInUser {
+  id: string;
+  org_id: string;
+  name: string;
+  email: string;
+}
+
+export interface UserInput {
+  email: string;
+  name: string;
+  password?: string;
+}
+
+const USERS = new Set(['users'] as const);
+
+/** A checked user row (email shape, a name), its password hashed. */
+export async function userRow(orgId: string, input: UserInput, clock: Clock): Promise<UsersTable> {
+  const email = input.email.trim();
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw ValidationError.single(['email'], `'${input.email}' is not an email address`);
+  if (!input.name.trim()) throw ValidationError.single(['name'], 'User name must not be empty');
+  return {
+    id: newId('user'),
+    org_id: orgId,
+    email,
+    email_lower: email.toLowerCase(),
+    name: input.name.trim(),
+    password_hash: input.password ? await hashPassword(input.password) : null,
+    created_at: toIso(clock.now()),
+  };
+}
+
+/** Users of an organization; a write moves its `users` counter (loads match their reps to users). */
+export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown> }) {
+  // Compared against when the email is unknown, so an unknown email costs as much time as a wrong password.
+  let decoyHash: Promise<string> | null = null;
+
+  return {
+    async createUser(orgId: string, input: UserInput) {
+      await org.require(orgId);
+      const row = await userRow(orgId, input, clock);
+      try {
+        await inTransaction(store, async (tx) => {
+          await repo.insertUser(row, tx);
+          await bumpVersions(tx, orgId, USERS);
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new ConflictError(`User with email '${row.email}' already exists`);
+        throw err;
+      }
+      return { id: row.id, email: row.email, name: row.name };
+    },
+
+    /** The user with this email and password, or null; the same work is done whatever is wrong. */
+    async verifyCredentials(email: string, password: string): Promise<SignedInUser | null> {
+      const user = await repo.findUserByEmail(email);
+      const stored = user?.password_hash ?? (await (decoyHash ??= hashPassword(randomBytes(16).toString('hex'))));
+      const matches = await verifyPassword(password, stored);
+      if (!matches || !user?.password_hash) return null;
+      return { id: user.id, org_id: user.org_id, name: user.name, email: user.email };
+    },
+
+    findUser: (orgId: string, userId: string) => repo.findUser(orgId, userId),
+    listUsers: (orgId: string) => repo.listUsers(orgId),
+  };
+}
