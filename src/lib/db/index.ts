@@ -6,9 +6,10 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
-import { migrationProvider } from './migrations.js';
+import type { Dialect } from './dialect.js';
+import { migrationProvider } from './migrations/index.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 export type Db = Kysely<Database>;
 /** A repository method takes either the root handle or an open transaction. */
 export type Executor = Kysely<Database> | Transaction<Database>;

@@ -1,0 +1,28 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import type { Dialect } from '../dialect.js';
+import { migration0001 } from './0001_foundation.js';
+import { migration0002 } from './0002_locations.js';
+import { migration0003 } from './0003_loads.js';
+import { migration0004 } from './0004_lanes_and_market_rates.js';
+import { migration0006 } from './0006_load_counts_and_list_indexes.js';
+import { migration0007 } from './0007_dashboard.js';
+import { migration0008 } from './0008_lane_history_covering_index.js';
+import { migration0009 } from './0009_org_versions.js';
+
+/** Every migration, by the name the migrator records. A new one is a new file added last here. */
+function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001_foundation': migration0001(dialect),
+    '0002_locations': migration0002(dialect),
+    '0003_loads': migration0003(dialect),
+    '0004_lanes_and_market_rates': migration0004(dialect),
+    '0006_load_counts_and_list_indexes': migration0006(dialect),
+    '0007_dashboard': migration0007(dialect),
+    '0008_lane_history_covering_index': migration0008(dialect),
+    '0009_org_versions': migration0009(dialect),
+  };
+}
+
+export function migrationProvider(dialect: Dialect): MigrationProvider {
+  return { getMigrations: async () => migrations(dialect) };
+}
