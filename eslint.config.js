@@ -16,4 +16,44 @@ export default tseslint.config(
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
+  // Layers (docs/architecture.md): data flows route → service → (domain, repo) → database.
+  {
+    files: ['src/lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/modules/**', '**/dashboard/**', '**/app.js'], message: 'lib/ holds no domain knowledge: it must not import modules, the dashboard or the app.' }] }],
+    },
+  },
+  {
+    files: ['src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['fastify', 'kysely', 'pg', 'better-sqlite3', 'ioredis'].map((name) => ({ name, message: 'The domain core does no I/O.' })),
+          patterns: [{ group: ['**/lib/db/**', '**/lib/http/**', '**/modules/**', '**/dashboard/**', '@fastify/*'], message: 'The domain core does no I/O and knows no HTTP.' }],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/modules/**/*.service.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'fastify', message: 'Services never see requests or replies.' }], patterns: [{ group: ['@fastify/*', '**/*.routes.js'], message: 'Services never import HTTP code.' }] },
+      ],
+    },
+  },
+  {
+    files: ['src/modules/**/*.repo.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/*.service.js', '**/*.routes.js'], message: 'Repos hold SQL only: they never call services or routes.' }] }],
+    },
+  },
+  {
+    files: ['src/dashboard/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repo.js'], message: 'Dashboard pages call services, never repos.' }] }],
+    },
+  },
 );

@@ -32,6 +32,7 @@ import { loadRoutes } from './modules/loads/loads.routes.js';
 import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
+import { insightsService } from './modules/insights/insights.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 
@@ -126,6 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline, lanes }),
     marketRates: marketRatesService(pipeline, clock),
   };
+  const insights = insightsService(pipeline.reader, services.loads);
 
   const rateLimiter = createRateLimiter({
     enabled: config.rateLimits,
@@ -154,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services,
+      services: { ...services, insights },
       store,
       clock,
       options: { cookieSecure: config.dashboardCookieSecure, cookieSecret: config.dashboardCookieSecret, ...deps.dashboard },

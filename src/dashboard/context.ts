@@ -8,6 +8,7 @@ import type { CarriersService } from '../modules/carriers/carriers.service.js';
 import type { CustomersService } from '../modules/customers/customers.service.js';
 import type { LoadsService } from '../modules/loads/loads.service.js';
 import type { LocationsService } from '../modules/locations/locations.service.js';
+import type { InsightsService } from '../modules/insights/insights.service.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
 import type { SignInThrottle } from './throttle.js';
@@ -27,6 +28,7 @@ export interface DashboardServices {
   carriers: CarriersService;
   locations: LocationsService;
   loads: LoadsService;
+  insights: InsightsService;
 }
 
 export type CookieSecureMode = 'auto' | 'on' | 'off';

@@ -13,7 +13,6 @@ import {
   sendPage,
   type DashboardContext,
 } from '../context.js';
-import { overviewCounts } from '../dashboard.repo.js';
 import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
@@ -86,7 +85,7 @@ ${message ?? ''}
 }
 
 async function overviewPage(ctx: DashboardContext, s: DashboardSession): Promise<SafeHtml> {
-  const [counts, integration] = await Promise.all([overviewCounts(ctx.store.db, s.orgId), ctx.services.accounts.getIntegration(s.orgId)]);
+  const [counts, integration] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId)]);
   const stat = (value: number, label: string, path: string, extra?: string) =>
     html`<div class="card"><a href="${path}"><span class="stat">${count(value)}</span>${label}</a>${extra ? html`<div class="muted">${extra}</div>` : ''}</div>`;
   return page({

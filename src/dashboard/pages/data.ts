@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { LocationsTable } from '../../lib/db/types.js';
 import type { Carrier } from '../../modules/carriers/carriers.schema.js';
-import { LOAD_STATUSES, OPEN_STATUSES, isDelivery, isPickup } from '../../domain/enums.js';
+import { LOAD_STATUSES, OPEN_STATUSES, isPickup } from '../../domain/enums.js';
+import { laneEnds } from '../../domain/lane.js';
 import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
-import { laneEndLocations, locationsByIds, searchLoads, topLanes } from '../dashboard.repo.js';
 import { cellBoxLabel, count, hours, inZone, label, miles, money, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
 import { page, pager } from '../layout.js';
@@ -42,9 +42,7 @@ function statusBadge(status: string): SafeHtml {
 const loadPath = (ref: string) => `/loads/${segment(ref)}`;
 
 function endsOf(load: Load): { origin: string; destination: string } {
-  const sorted = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
-  const origin = sorted.find((st) => isPickup(st.stop_type));
-  const destination = [...sorted].reverse().find((st) => isDelivery(st.stop_type));
+  const { origin, destination } = laneEnds(load.stops);
   return { origin: origin?.location_name ?? '—', destination: destination?.location_name ?? '—' };
 }
 
@@ -64,8 +62,7 @@ async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: stri
   const status = statusParam === OPEN.toUpperCase() ? OPEN : (LOAD_STATUSES as readonly string[]).includes(statusParam) ? statusParam : '';
   const statuses = status === OPEN ? [...OPEN_STATUSES] : status ? [status] : undefined;
   const pageNo = pageNumber(req);
-  const { rows, total } = await searchLoads(ctx.store.db, orgId, { statuses, text }, { page: pageNo, page_size: PAGE_SIZE, sort: '-created_at' });
-  const loads = await ctx.services.loads.present(ctx.store.db, orgId, rows);
+  const { loads, total } = await ctx.services.insights.searchLoads(orgId, { statuses, text }, { page: pageNo, page_size: PAGE_SIZE, sort: '-created_at' });
   const statusSelect = html`<div><label for="status">Status</label><select id="status" name="status">
     <option value=""${status === '' ? html` selected` : ''}>All statuses</option>
     <option value="${OPEN}"${status === OPEN ? html` selected` : ''}>Open (Active, Spot, Tendered, Tender rejected)</option>
@@ -94,7 +91,7 @@ ${pager('/loads', pagination(pageNo, PAGE_SIZE, total), { q: text || undefined, 
 
 async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Promise<{ title: string; body: SafeHtml }> {
   const load = await ctx.services.loads.get(orgId, ref);
-  const locations = new Map((await locationsByIds(ctx.store.db, orgId, load.stops.map((st) => st.location_id))).map((l) => [l.id, l]));
+  const locations = new Map((await ctx.services.insights.locationsByIds(orgId, load.stops.map((st) => st.location_id))).map((l) => [l.id, l]));
   const open = OPEN_STATUSES.has(load.status);
   const recs = load.carrier_recommendations ?? [];
   const stops = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
@@ -268,8 +265,7 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     const s = requireSession(req, reply);
     if (!s) return reply;
     const pageNo = pageNumber(req);
-    const { rows, total } = await topLanes(ctx.store.db, s.orgId, pageNo, PAGE_SIZE);
-    const ends = await laneEndLocations(ctx.store.db, s.orgId, rows);
+    const { rows, total, ends } = await ctx.services.insights.topLanes(s.orgId, pageNo, PAGE_SIZE);
     const area = (cell: number, loc: LocationsTable | undefined) =>
       html`${loc ? html`near ${[loc.city ?? loc.name, loc.state].filter(Boolean).join(', ')}<br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
     const body = html`<h1>Lanes</h1>

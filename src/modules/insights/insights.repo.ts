@@ -1,8 +1,8 @@
-import { containsInsensitive, type Executor } from '../lib/db/index.js';
-import { fetchPage } from '../lib/db/paging.js';
-import type { LaneStatsTable, LoadsTable, LocationsTable } from '../lib/db/types.js';
-import type { PageRequest } from '../lib/http/pagination.js';
-import { OPEN_STATUSES } from '../domain/enums.js';
+import { containsInsensitive, type Executor } from '../../lib/db/index.js';
+import { fetchPage } from '../../lib/db/paging.js';
+import type { LaneStatsTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
+import type { PageRequest } from '../../lib/http/pagination.js';
+import { OPEN_STATUSES } from '../../domain/enums.js';
 
 /** Reads only the dashboard needs; every statement filters by the signed-in user's organization. */
 
