@@ -50,10 +50,8 @@ async function withStore<T>(config: Config, work: (store: DataStore) => Promise<
 }
 
 async function serve(config: Config) {
-  // V8 lets the heap grow to several times its live size between full collections when memory is
-  // plentiful: under a steady read load on PostgreSQL the process reached 470 MB resident with ~90 MB
-  // live. Growing by at most 2× keeps it near 220 MB, at no measurable cost in throughput
-  // (BENCHMARKS.md); NODE_OPTIONS can still override it.
+  // The heap grows at most 2× its live size between collections (V8 lets it grow far more when memory
+  // is plentiful; figures in BENCHMARKS.md); NODE_OPTIONS can still override it.
   if (!process.execArgv.concat(process.env.NODE_OPTIONS ?? '').some((a) => a.includes('heap-growing-percent'))) {
     setFlagsFromString('--heap-growing-percent=100');
   }

@@ -76,24 +76,18 @@ function openSqlite(url: string): DataStore {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
-  // 16 MiB of page cache: the OS caches the whole file too (a page from it costs a few µs), and the
-  // server stays within its 300 MB (with 32 MiB it reached 305 MB in the benchmark's write rounds).
+  // 16 MiB of page cache: the OS caches the file too, and the server stays within 300 MB (BENCHMARKS.md).
   raw.pragma('cache_size = -16384');
   const statements = cachingStatements(raw);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
-  // Every table leads its indexes with org_id; without statistics SQLite takes `org_id = ?` for a
-  // selective condition and walks a whole organization (seen at 1,000,000 loads: minutes for a batch).
-  // `optimize` analyses, on a sample, the tables whose statistics are missing or stale: at start (after
-  // migrations, which add indexes) and hourly as the data grows.
+  // Without statistics SQLite takes `org_id = ?` (every index leads with it) for selective and walks an
+  // organization; `optimize` refreshes stale statistics at start and hourly.
   const refreshPlannerStatistics = () => {
     try {
       raw.pragma('analysis_limit = 1000');
       raw.pragma('optimize = 0x10002');
-      // better-sqlite3's SQLite is built with STAT4: once sqlite_stat4 holds samples of an index, every
-      // statement whose WHERE binds a parameter against that index is re-planned at each run (12 µs
-      // instead of 3 µs for the stops of one load, measured on the bench database). The per-index
-      // averages of sqlite_stat1 are what the plans here need, so the samples are dropped and the
-      // statistics reloaded.
+      // STAT4 samples make every statement binding a value against a sampled index re-plan at each run
+      // (BENCHMARKS.md, findings); the per-index averages of sqlite_stat1 are all the plans need.
       const hasStat4 = raw.prepare("select 1 from sqlite_schema where name = 'sqlite_stat4'").get();
       if (hasStat4 && raw.prepare('select 1 from sqlite_stat4 limit 1').get()) {
         raw.exec('delete from sqlite_stat4; analyze sqlite_schema');
@@ -176,16 +170,11 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
 }
 
 /**
- * Kysely prepares every statement anew; better-sqlite3's prepare() compiles the SQL each time. The
- * same few hundred statement texts recur, so compiled statements are kept and reused (bounded, LRU).
- * Safe because better-sqlite3 runs a statement to completion synchronously before the next use.
- *
- * Rows of reading statements are fetched as arrays and turned into objects by a constructor generated
- * from the statement's columns: better-sqlite3 builds each row object property by property, which
- * measured twice the cost (50 rows of 26 columns: 522 µs as objects, 267 µs as arrays plus the
- * constructor). The objects are the same: the same keys in the same order, a later duplicate name
- * winning as it does in better-sqlite3. `forget()` drops every compiled statement (after migrations,
- * when a `select *` may have gained columns).
+ * Compiled statements kept and reused (LRU): Kysely prepares every statement anew and the same few
+ * hundred texts recur; safe because better-sqlite3 runs a statement to completion before its next use.
+ * Reading statements fetch arrays turned into objects by a constructor generated from the columns
+ * (half the cost of better-sqlite3's row objects; the same keys in the same order). `forget()` drops
+ * them all (after migrations, when a `select *` may have gained columns).
  */
 export function cachingStatements(raw: SqliteDatabase.Database, max = 500): SqliteDatabase.Database & { forget(): void } {
   const cache = new Map<string, SqliteDatabase.Statement>();
@@ -237,10 +226,7 @@ export function cachingStatements(raw: SqliteDatabase.Database, max = 500): Sqli
 
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
 
-/**
- * Runs data statements as named prepared statements (parsed and planned once per connection instead
- * of per query; measured +40% on point lookups here). Names derive from the SQL text.
- */
+/** Data statements as named prepared statements, parsed and planned once per connection; named by their text. */
 function namedStatements(pool: pg.Pool): pg.Pool {
   const wrapClient = (client: pg.PoolClient): pg.PoolClient =>
     new Proxy(client, {

@@ -5,10 +5,9 @@ import type { Database } from './types.js';
 const SENTINEL = '\u0001lb-param:';
 
 /**
- * A query built and compiled once, then run with new parameter values: hot paths (the key lookup on
- * every request, a load and its parts) skip Kysely's per-call building and compiling, which measured
- * about a third of a point read. `param(name)` stands for a value given at each call; the SQL text is
- * fixed, so the statement caches of both engines hit every time.
+ * A query built and compiled once, then run with new parameter values (Kysely's building and compiling
+ * is about a third of a point read). `param(name)` stands for a value given at each call; the SQL text
+ * is fixed, so the statement caches of both engines hit every time.
  */
 export function prepared<P extends Record<string, unknown>, R>(
   build: (db: Kysely<Database>, param: <K extends keyof P & string>(name: K) => P[K]) => Compilable<R>,
