@@ -1,3 +1,5 @@
+import type { FinancialRateValues, PlannedStop } from '../../domain/load.js';
+
 // Row shapes as stored. Timestamps are ISO 8601 UTC text (same on both engines, sortable as strings);
 // booleans are 0/1 integers (better-sqlite3 cannot bind JS booleans).
 
@@ -141,27 +143,16 @@ export interface LoadsTable {
   updated_at: string;
 }
 
-export interface LoadStopsTable {
+export interface LoadStopsTable extends PlannedStop {
   id: string;
   org_id: string;
   load_id: string;
-  stop_number: number;
-  stop_type: string;
-  location_id: string;
-  early_arrival: string;
-  late_arrival: string;
 }
 
-export interface LoadRatesTable {
+export interface LoadRatesTable extends FinancialRateValues {
   id: string;
   org_id: string;
   load_id: string;
-  position: number;
-  rate_entity: string;
-  amount: number;
-  currency: string;
-  rate_type: string;
-  description: string | null;
 }
 
 /** One row per load that is lane history (D7): a carrier and a delivered (or later) status. */

@@ -1,10 +1,11 @@
 import type { Executor } from '../../lib/db/index.js';
 import type { CarrierContactsTable, CarriersTable } from '../../lib/db/types.js';
-import { type Clock, toIso } from '../../lib/clock.js';
+import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import { sentFields } from '../shared/records.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import { contactsOf, listCarriers, replaceContacts } from './carriers.repo.js';
 import {
@@ -70,12 +71,7 @@ function toCarrier(row: CarriersTable, contacts: CarrierContactsTable[]): Carrie
 }
 
 function scalarColumns(input: CarrierUpdate): Partial<CarriersTable> {
-  const patch: Partial<CarriersTable> = {};
-  if (input.name !== undefined) patch.name = input.name;
-  if (input.mc_number !== undefined) patch.mc_number = input.mc_number;
-  if (input.dot_number !== undefined) patch.dot_number = input.dot_number;
-  if (input.phone_number !== undefined) patch.phone_number = input.phone_number;
-  if (input.email !== undefined) patch.email = input.email;
+  const patch: Partial<CarriersTable> = sentFields(input, ['name', 'mc_number', 'dot_number', 'phone_number', 'email']);
   if (input.address !== undefined) Object.assign(patch, addressColumns(input.address));
   return patch;
 }
@@ -137,27 +133,20 @@ export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: Se
     pipeline,
     clock,
     table: 'carriers',
-    kind: 'Carrier',
-    versionKind: 'carriers',
-    idPrefix: 'carrier_',
     ...hooks,
     createSchema: CarrierCreate,
     updateSchema: CarrierUpdate,
-    batch: { dataKey: 'carrier', operations: ['create', 'update', 'upsert'] },
-    async insert(tx, orgId, input) {
-      const now = toIso(clock.now());
+    batchOperations: ['create', 'update', 'upsert'],
+    async insert(tx, input, base) {
+      const orgId = base.org_id;
       const row: CarriersTable = {
-        id: newId('carrier'),
-        org_id: orgId,
-        external_reference_id: input.external_reference_id,
+        ...base,
         name: input.name,
         mc_number: input.mc_number ?? null,
         dot_number: input.dot_number ?? null,
         phone_number: input.phone_number ?? null,
         email: input.email ?? null,
         ...addressColumns(input.address ?? null),
-        created_at: now,
-        updated_at: now,
       };
       await repo.insert(tx, row);
       await replaceContacts(tx, orgId, row.id, contactRows(orgId, row.id, input.contacts ?? [], new Set()));

@@ -1,9 +1,8 @@
-import type { Executor } from '../../lib/db/index.js';
 import type { CustomersTable } from '../../lib/db/types.js';
-import { type Clock, toIso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import type { Clock } from '../../lib/clock.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import { sentFields } from '../shared/records.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import { listCustomers } from './customers.repo.js';
 import { CustomerCreate, CustomerUpdate, type Customer, type CustomerListQuery } from './customers.schema.js';
@@ -24,13 +23,8 @@ function toCustomer(row: CustomersTable): Customer {
 }
 
 function patchColumns(input: CustomerUpdate): Partial<CustomersTable> {
-  const patch: Partial<CustomersTable> = {};
-  if (input.name !== undefined) patch.name = input.name;
-  if (input.reference_number !== undefined) patch.reference_number = input.reference_number;
-  if (input.domain !== undefined) patch.domain = input.domain;
-  if (input.phone !== undefined) patch.phone = input.phone;
+  const patch: Partial<CustomersTable> = sentFields(input, ['name', 'reference_number', 'domain', 'phone', 'customer_type']);
   if (input.is_active !== undefined) patch.is_active = input.is_active ? 1 : 0;
-  if (input.customer_type !== undefined) patch.customer_type = input.customer_type;
   return patch;
 }
 
@@ -40,27 +34,19 @@ export function customersService(pipeline: WritePipeline, clock: Clock, hooks: S
     pipeline,
     clock,
     table: 'customers',
-    kind: 'Customer',
-    versionKind: 'customers',
-    idPrefix: 'cust_',
     ...hooks,
     createSchema: CustomerCreate,
     updateSchema: CustomerUpdate,
-    batch: { dataKey: 'customer', operations: ['create', 'update', 'upsert'] },
-    async insert(tx: Executor, orgId: string, input: CustomerCreate) {
-      const now = toIso(clock.now());
+    batchOperations: ['create', 'update', 'upsert'],
+    async insert(tx, input, base) {
       const row: CustomersTable = {
-        id: newId('cust'),
-        org_id: orgId,
-        external_reference_id: input.external_reference_id,
+        ...base,
         name: input.name,
         reference_number: input.reference_number ?? null,
         domain: input.domain ?? null,
         phone: input.phone ?? null,
         is_active: input.is_active === false ? 0 : 1,
         customer_type: input.customer_type ?? null,
-        created_at: now,
-        updated_at: now,
       };
       await repo.insert(tx, row);
       return row;

@@ -41,12 +41,9 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     pipeline,
     clock,
     table: 'loads',
-    kind: 'Load',
-    versionKind: 'loads',
-    idPrefix: 'load_',
     createSchema: LoadCreate,
     updateSchema: LoadUpdate,
-    batch: { dataKey: 'load', operations: ['create', 'update', 'upsert', 'delete'] },
+    batchOperations: ['create', 'update', 'upsert', 'delete'],
     // One analytics run per load write request, exactly one per batch (D7).
     analyticsRun: true,
     insert: writes.insert,

@@ -19,7 +19,9 @@ import {
   type StopRequest,
   type TeamMemberRequest,
 } from '../../domain/load.js';
+import { sentFields } from '../shared/records.js';
 import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
+import type { NewRecordBase } from '../shared/record-store.js';
 import type { LoadCreate, LoadUpdate } from './loads.schema.js';
 
 const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager'] as const;
@@ -51,9 +53,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     return rep === null ? null : JSON.stringify(rep);
   }
 
-  async function insert(tx: Executor, orgId: string, input: LoadCreate): Promise<LoadsTable> {
-    const now = toIso(clock.now());
-    const id = newId('load');
+  async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase): Promise<LoadsTable> {
+    const { id, org_id: orgId, created_at: now } = base;
     const customer = await customerId(tx, orgId, input.customer_external_reference_id);
     const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null);
     const plan = await stopPlan(tx, orgId, input.stops);
@@ -61,9 +62,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     const sent = input.total_distance ?? null;
     const distance = sent !== null ? { total_distance: sent, total_distance_source: 'caller' as const } : estimatedDistance(plan.estimatedMiles);
     const row: LoadsTable = {
-      id,
-      org_id: orgId,
-      external_reference_id: input.external_reference_id,
+      ...base,
       status,
       equipment_type: input.equipment_type,
       transport_mode: input.transport_mode,
@@ -84,8 +83,6 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       pickup_at: plan.pickupAt,
       status_updated_at: now,
       delivered_at: deliveredAt(null, status, now),
-      created_at: now,
-      updated_at: now,
     };
     await insertLoad(tx, row);
     await countStatusChange(tx, orgId, null, status);
@@ -96,10 +93,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
 
   /** The plain columns an update sets (no reads, no writes elsewhere). */
   function plainPatch(row: LoadsTable, input: LoadUpdate, now: string): Partial<LoadsTable> {
-    const patch: Partial<LoadsTable> = {};
-    for (const f of ['equipment_type', 'transport_mode', 'description', 'weight', 'weight_uom', ...FREE_TEXT] as const) {
-      if (input[f] !== undefined) (patch as Record<string, unknown>)[f] = input[f];
-    }
+    const patch: Partial<LoadsTable> = sentFields(input, ['equipment_type', 'transport_mode', 'description', 'weight', 'weight_uom', ...FREE_TEXT]);
     if (input.sales_rep !== undefined) patch.sales_rep = teamMember(input.sales_rep, 'sales_rep');
     if (input.dispatcher_rep !== undefined) patch.dispatcher_rep = teamMember(input.dispatcher_rep, 'dispatcher_rep');
     if (input.max_buy_rate !== undefined) {

@@ -1,10 +1,10 @@
 import type { LocationsTable } from '../../lib/db/types.js';
-import { type Clock, toIso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import type { Clock } from '../../lib/clock.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision, parseCountry } from '../../geo/index.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
+import { sentFields } from '../shared/records.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { LanesService } from '../lanes/lanes.service.js';
 import { GEO_FIELDS, geocodeLocation, updatedGeoInput } from './locations.geocoding.js';
@@ -30,14 +30,7 @@ function toLocation(row: LocationsTable): Location {
   return rest;
 }
 
-function plainColumns(input: LocationUpdate): Partial<LocationsTable> {
-  const patch: Partial<LocationsTable> = {};
-  for (const field of PLAIN_FIELDS) {
-    const value = input[field];
-    if (value !== undefined) (patch as Record<string, unknown>)[field] = value;
-  }
-  return patch;
-}
+const plainColumns = (input: LocationUpdate): Partial<LocationsTable> => sentFields(input, PLAIN_FIELDS);
 
 /** The list filters in stored form; a filter value that cannot match anything is a 422 that says why. */
 function listFilter(query: LocationListQuery): LocationFilter {
@@ -62,20 +55,14 @@ export function locationsService(pipeline: WritePipeline, clock: Clock, deps: Se
     pipeline,
     clock,
     table: 'locations',
-    kind: 'Location',
-    versionKind: 'locations',
-    idPrefix: 'loc_',
     ...hooks,
     createSchema: LocationCreate,
     updateSchema: LocationUpdate,
-    batch: { dataKey: 'location', operations: ['create', 'update', 'upsert'] },
-    async insert(tx, orgId, input) {
+    batchOperations: ['create', 'update', 'upsert'],
+    async insert(tx, input, base) {
       const geo = geocodeLocation(input);
-      const now = toIso(clock.now());
       const row: LocationsTable = {
-        id: newId('loc'),
-        org_id: orgId,
-        external_reference_id: input.external_reference_id,
+        ...base,
         name: input.name,
         address_line1: input.address_line1 ?? null,
         address_line2: input.address_line2 ?? null,
@@ -88,8 +75,6 @@ export function locationsService(pipeline: WritePipeline, clock: Clock, deps: Se
         weekend_close_hours: input.weekend_close_hours ?? null,
         internal_notes: input.internal_notes ?? null,
         ...geo,
-        created_at: now,
-        updated_at: now,
       };
       await repo.insert(tx, row);
       return row;

@@ -7,6 +7,7 @@ import type { VersionedKind } from '../../lib/db/versions.js';
 import { ConflictError, NotFoundError, ValidationError, type ResourceKind } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 import { type Clock, toIso } from '../../lib/clock.js';
+import { newId, type IdKind } from '../../lib/ids.js';
 import type { LaneKey } from '../../domain/lane.js';
 import { batchRunner, type BatchOperation } from '../batch/batch.js';
 import { assertSameReference, changedFields } from './records.js';
@@ -16,6 +17,23 @@ import type { ChangeSet, WritePipeline } from './write-pipeline.js';
 export type RecordTable = 'customers' | 'carriers' | 'locations' | 'loads';
 
 type RowOf<T extends RecordTable> = Database[T];
+
+/** Each record table's name in messages, the prefix of its service ids, and its batch data object's key. */
+const RECORD_KINDS = {
+  customers: { kind: 'Customer', id: 'cust', dataKey: 'customer' },
+  carriers: { kind: 'Carrier', id: 'carrier', dataKey: 'carrier' },
+  locations: { kind: 'Location', id: 'loc', dataKey: 'location' },
+  loads: { kind: 'Load', id: 'load', dataKey: 'load' },
+} as const satisfies Record<RecordTable, { kind: ResourceKind; id: IdKind; dataKey: string }>;
+
+/** The columns every new record row starts with. */
+export interface NewRecordBase {
+  id: string;
+  org_id: string;
+  external_reference_id: string;
+  created_at: string;
+  updated_at: string;
+}
 
 /**
  * Point reads and writes every tenant record table shares. Every statement filters by org_id: a
@@ -45,21 +63,17 @@ export interface ServiceHooks {
 
 export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, Out> {
   pipeline: WritePipeline;
+  /** The table; its records' counter (src/lib/db/versions.ts) has the same name. */
   table: T;
-  kind: ResourceKind;
-  /** The counter a change of this kind moves (src/lib/db/versions.ts). */
-  versionKind: VersionedKind;
-  /** Prefix of the service ids of this kind, so DELETE can take an id as well as a reference. */
-  idPrefix: string;
   createSchema: TSchema;
   updateSchema: TSchema;
-  /** The batch endpoint: the data object's key and the operations it takes. */
-  batch: { dataKey: string; operations: readonly BatchOperation[] };
+  /** The operations the batch endpoint takes. */
+  batchOperations: readonly BatchOperation[];
   /** Counts as D7's analytics run (load writes). */
   analyticsRun?: boolean;
   clock: Clock;
-  /** Builds and inserts a new row (rules of create). */
-  insert(tx: Executor, orgId: string, input: Create): Promise<RowOf<T>>;
+  /** Builds and inserts a new row (rules of create) from `base`. */
+  insert(tx: Executor, input: Create, base: NewRecordBase): Promise<RowOf<T>>;
   /**
    * The column values an update sets (unchanged ones are dropped later), after writing anything the
    * row carries in other tables; `touched` says such a write happened, so updated_at moves.
@@ -85,16 +99,19 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   o: RecordLifecycleOptions<T, Create, Update, Out>,
 ) {
   const repo = tenantRecords(o.table);
+  const { kind, id: idKind, dataKey } = RECORD_KINDS[o.table];
+  const idPrefix = `${idKind}_`;
   const validateCreate = compileBodyValidator(o.createSchema);
   const changeOf = (op: 'created' | 'updated' | 'deleted', row: { id: string; external_reference_id: string }) => ({
-    kind: o.versionKind,
+    kind: o.table as VersionedKind,
     op,
     id: row.id,
     external_reference_id: row.external_reference_id,
   });
 
   async function insert(tx: Executor, changes: ChangeSet, orgId: string, input: Create): Promise<RowOf<T>> {
-    const row = await o.insert(tx, orgId, input);
+    const now = toIso(o.clock.now());
+    const row = await o.insert(tx, input, { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now });
     changes.record(changeOf('created', row), (await o.afterSave?.(tx, orgId, row, null)) ?? []);
     return row;
   }
@@ -113,7 +130,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
   async function existing(tx: Executor, orgId: string, ref: string): Promise<RowOf<T>> {
     const row = await repo.findByRef(tx, orgId, ref);
-    if (!row) throw new NotFoundError(o.kind, ref);
+    if (!row) throw new NotFoundError(kind, ref);
     return row;
   }
 
@@ -123,7 +140,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       try {
         return await insert(tx, changes, orgId, input);
       } catch (err) {
-        if (isUniqueViolation(err)) throw ConflictError.duplicate(o.kind, input.external_reference_id);
+        if (isUniqueViolation(err)) throw ConflictError.duplicate(kind, input.external_reference_id);
         throw err;
       }
     },
@@ -146,15 +163,15 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     },
     /** `refOrId` is the external reference id or the service id (published clients delete by id). */
     async delete(tx: Executor, changes: ChangeSet, orgId: string, refOrId: string): Promise<{ id: string }> {
-      const row = (await repo.findByRef(tx, orgId, refOrId)) ?? (refOrId.startsWith(o.idPrefix) ? await repo.findById(tx, orgId, refOrId) : undefined);
-      if (!row) throw new NotFoundError(o.kind, refOrId);
+      const row = (await repo.findByRef(tx, orgId, refOrId)) ?? (refOrId.startsWith(idPrefix) ? await repo.findById(tx, orgId, refOrId) : undefined);
+      if (!row) throw new NotFoundError(kind, refOrId);
       await o.beforeDelete?.(tx, orgId, row);
       const lanes = (await o.lanesOfDeleted?.(tx, orgId, row)) ?? [];
       try {
         await repo.delete(tx, orgId, row.id);
       } catch (err) {
         // A reference created concurrently, after beforeDelete looked: the database still refuses.
-        if (isForeignKeyViolation(err)) throw new ConflictError(`${o.kind} '${refOrId}' is still referenced by other records`);
+        if (isForeignKeyViolation(err)) throw new ConflictError(`${kind} '${refOrId}' is still referenced by other records`);
         throw err;
       }
       changes.record(changeOf('deleted', row), lanes);
@@ -182,7 +199,8 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       o.pipeline.write(orgId, (tx, changes) => steps.delete(tx, changes, orgId, refOrId), { analyticsRun }),
     /** The batch endpoint: the same steps, items answering the service id only (D6). */
     batch: batchRunner<Create, Update>({
-      ...o.batch,
+      dataKey,
+      operations: o.batchOperations,
       createSchema: o.createSchema,
       updateSchema: o.updateSchema,
       pipeline: o.pipeline,

@@ -22,3 +22,10 @@ export function changedFields<T extends object>(row: T, patch: Partial<T>): Part
   }
   return any ? changed : null;
 }
+
+/** The fields of `input` that were sent (not undefined), as column values: a partial update's patch. */
+export function sentFields<I extends object, K extends keyof I & string>(input: I, fields: readonly K[]): { [F in K]?: Exclude<I[F], undefined> } {
+  const patch: Record<string, unknown> = {};
+  for (const f of fields) if (input[f] !== undefined) patch[f] = input[f];
+  return patch as { [F in K]?: Exclude<I[F], undefined> };
+}
