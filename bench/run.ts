@@ -8,10 +8,14 @@
  * bench/results/run-<time>.json.
  *
  * --quick: 100,000 loads, 5 s runs, 1 round (under 10 minutes from a fresh clone).
+ * --compare DIR: DIR is another checkout of this repository, built (`npm run build`). Its servers run
+ *   beside this tree's on a copy of the same seeded database, every scenario right after this tree's,
+ *   and the report adds after/before ratios: a before/after comparison in one run.
  * default: 1,000,000 loads, 10 s runs, 3 rounds.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import SqliteDatabase from 'better-sqlite3';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +36,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     rounds: { type: 'string' },
     only: { type: 'string' },
+    compare: { type: 'string' },
   },
 });
 const quick = args.quick;
@@ -89,7 +94,7 @@ function rssMb(pid: number): number {
 interface Scenario {
   name: string;
   /** api: the server as deployed; cold: the same with READ_CACHE=off (every read from the database). */
-  target: 'api' | 'cold' | 'baseline';
+  target: 'api' | 'cold' | 'baseline' | 'before-api' | 'before-cold';
   connections: number;
   requests: autocannon.Request[];
   method?: string;
@@ -170,10 +175,45 @@ async function databaseSizeMb(engine: string, url: string): Promise<number> {
   return Math.round(Number(r.rows[0].s) / 1e6);
 }
 
-function start(cmd: string, argv: string[], env: Record<string, string>): ChildProcess {
+function start(cmd: string, argv: string[], env: Record<string, string>, cwd = root): ChildProcess {
   const [c, a] = pinned(cmd, argv);
-  const child = spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(c, a, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   return child;
+}
+
+// Tables that migrations of this tree add, by migration: a compared older tree's migrator must not
+// find migrations it does not know, so its copy of the database goes without them.
+const NEWER_MIGRATIONS: Record<string, string[]> = { '0009_org_versions': ['org_versions'] };
+
+/** A copy of the seeded database for the compared tree's servers (writes on one side never touch the other). */
+async function copyForCompare(engine: string, url: string, compareDir: string): Promise<string> {
+  const known = execFileSync('grep', ['-rhoE', "'[0-9]{4}_[a-z0-9_]+'", join(compareDir, 'src/lib/db')], { encoding: 'utf8' });
+  const unknown = Object.keys(NEWER_MIGRATIONS).filter((m) => !known.includes(m));
+  const prune = [...unknown.flatMap((m) => NEWER_MIGRATIONS[m]!.map((t) => `drop table if exists ${t}`)), ...unknown.map((m) => `delete from kysely_migration where name = '${m}'`)];
+  if (engine === 'sqlite') {
+    const copy = url.replace(/\.db$/, '-before.db');
+    execFileSync(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(process.argv[1]);d.pragma('wal_checkpoint(TRUNCATE)');d.close();`, url], { cwd: root });
+    copyFileSync(url, copy);
+    const db = new SqliteDatabase(copy);
+    for (const q of prune) db.exec(q);
+    db.close();
+    return copy;
+  }
+  const u = new URL(url);
+  const name = `${u.pathname.slice(1)}_before`;
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: admin.toString() });
+  await c.connect();
+  await c.query(`drop database if exists ${name} with (force)`);
+  await c.query(`create database ${name} template ${u.pathname.slice(1)}`);
+  await c.end();
+  u.pathname = `/${name}`;
+  const d = new pg.Client({ connectionString: u.toString() });
+  await d.connect();
+  for (const q of prune) await d.query(q);
+  await d.end();
+  return u.toString();
 }
 
 async function stop(child: ChildProcess) {
@@ -207,6 +247,8 @@ async function benchEngine(engine: string) {
     });
     seed = JSON.parse(readFileSync(seedFile, 'utf8'));
   }
+  const compareDir = args.compare;
+  const beforeUrl = compareDir ? await copyForCompare(engine, databaseUrl, compareDir) : null;
   const apiPort = 18_480;
   const basePort = 18_481;
   const headers = { 'x-api-key': seed.key as string, 'content-type': 'application/json' };
@@ -217,6 +259,13 @@ async function benchEngine(engine: string) {
   // when it has to go to the database (a steady stream of writes leaves the cache nothing to answer).
   const cold = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(coldPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10', READ_CACHE: 'off' });
   await waitFor(`http://127.0.0.1:${coldPort}/readyz`);
+  const serverEnv = { LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10' };
+  const beforeApiPort = 18_483;
+  const beforeColdPort = 18_484;
+  const beforeApi = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeApiPort) }, compareDir) : null;
+  if (beforeApi) await waitFor(`http://127.0.0.1:${beforeApiPort}/readyz`);
+  const beforeCold = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeColdPort), READ_CACHE: 'off' }, compareDir) : null;
+  if (beforeCold) await waitFor(`http://127.0.0.1:${beforeColdPort}/readyz`);
   const historyRefs: string[] = seed.sampleHistoryLoads;
   const openRefs: string[] = seed.sampleOpenLoads;
   const sampleBody = await (await fetch(`http://127.0.0.1:${apiPort}/v2/tms-api/loads/${historyRefs[0]}`, { headers })).text();
@@ -329,12 +378,15 @@ async function benchEngine(engine: string) {
         },
       ],
     },
-  ].filter((s) => !args.only || s.name.includes(args.only) || s.target === 'baseline') as Scenario[];
+  ]
+    .filter((s) => !args.only || s.name.includes(args.only) || s.target === 'baseline')
+    // With --compare, each scenario runs against the compared tree right after this tree's.
+    .flatMap((s) => (compareDir && s.target !== 'baseline' ? [s, { ...s, name: `before: ${s.name}`, target: `before-${s.target}` }] : [s])) as Scenario[];
   for (const s of scenarios) for (const r of s.requests) r.headers = headers;
 
   const results: Result[] = [];
-  const urlOf = (s: Scenario) => `http://127.0.0.1:${{ api: apiPort, cold: coldPort, baseline: basePort }[s.target]}`;
-  const pidOf = (s: Scenario) => serverPid({ api, cold, baseline: base }[s.target]);
+  const urlOf = (s: Scenario) => `http://127.0.0.1:${{ api: apiPort, cold: coldPort, baseline: basePort, 'before-api': beforeApiPort, 'before-cold': beforeColdPort }[s.target]}`;
+  const pidOf = (s: Scenario) => serverPid({ api, cold, baseline: base, 'before-api': beforeApi!, 'before-cold': beforeCold! }[s.target]);
   for (const s of scenarios) await drive(urlOf(s), s, WARMUP, pidOf(s));
   for (let round = 1; round <= ROUNDS; round++) {
     // A long-running Node process serves a fixed body more slowly as it ages (seen here: 39k req/s in the
@@ -354,6 +406,8 @@ async function benchEngine(engine: string) {
   await stop(api);
   await stop(cold);
   await stop(base);
+  if (beforeApi) await stop(beforeApi);
+  if (beforeCold) await stop(beforeCold);
   const dbSize = await databaseSizeMb(engine, databaseUrl);
   const summary = scenarios.map((s) => {
     const rs = results.filter((r) => r.scenario === s.name);
@@ -407,6 +461,14 @@ async function main() {
     process.stdout.write(`| scenario | req/s | vs baseline | p50 ms | p95 ms | p99 ms | errors | max RSS MB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
     for (const s of run.summary) {
       process.stdout.write(`| ${s.scenario} | ${s.requests_per_sec} | ${((s.requests_per_sec / run.baseline) * 100).toFixed(1)}% | ${s.p50_ms} | ${s.p95_ms} | ${s.p99_ms} | ${s.errors} | ${s.max_rss_mb} |\n`);
+    }
+    const befores = run.summary.filter((s) => s.scenario.startsWith('before: '));
+    if (befores.length > 0) {
+      process.stdout.write(`\nbefore/after (${args.compare}), medians: after ÷ before\n| scenario | req/s after | before | ratio | p50 ms after | before | p95 ms after | before |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+      for (const b of befores) {
+        const a = run.summary.find((s) => s.scenario === b.scenario.slice('before: '.length))!;
+        process.stdout.write(`| ${a.scenario} | ${a.requests_per_sec} | ${b.requests_per_sec} | ${(a.requests_per_sec / b.requests_per_sec).toFixed(2)} | ${a.p50_ms} | ${b.p50_ms} | ${a.p95_ms} | ${b.p95_ms} |\n`);
+      }
     }
     process.stdout.write('\n| target | met | measured |\n|---|---|---|\n');
     for (const [name, met, measured] of run.targets) process.stdout.write(`| ${name} | ${met ? 'yes' : 'NO'} | ${measured} |\n`);
