@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -7,7 +7,7 @@ import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
-import { installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/batch/batch.js';
@@ -100,18 +100,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     return503OnClosing: false,
     forceCloseConnections: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
-    // Errors raised before routing (a path that is not valid percent-encoding) get the same shape.
-    frameworkErrors: (error, req, reply) => {
-      reply.header('x-request-id', req.id);
-      // A path parameter past the router's limit is a too-long reference (every path parameter is an
-      // external_reference_id): the same 422 as one of 256 to 512 characters, not a bare 400.
-      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-        const issue = { type: 'string_too_long', loc: ['path', 'external_reference_id'], msg: 'String should have at most 255 characters' };
-        return (reply as FastifyReply).code(422).type('application/json; charset=utf-8').send({ detail: [issue] });
-      }
-      const detail = error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request';
-      return (reply as FastifyReply).code(400).type('application/json; charset=utf-8').send({ detail });
-    },
+    // Errors raised before routing get the same shapes.
+    frameworkErrors: frameworkErrorHandler,
   });
 
   const metrics = createMetrics();

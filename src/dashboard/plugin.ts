@@ -88,7 +88,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
       const form = parseForm(body as string);
       // PostgreSQL cannot store NUL; refusing it here keeps both engines alike (as the API does).
       const values = Object.entries(form).flatMap(([k, v]) => [k, ...[v].flat()]);
-      if (values.some((v) => v.includes('\u0000'))) return done(new DetailError(400, 'Form fields must not contain NUL characters'), undefined);
+      if (values.some((v) => v.includes('\u0000'))) return done(new DetailError('bad_request', 'Form fields must not contain NUL characters'), undefined);
       done(null, form);
     });
 

@@ -12,8 +12,45 @@ export interface ValidationIssue {
   msg: string;
 }
 
+/** The body schemas of the OpenAPI document, one per shape of the specification (D1). */
+export type ErrorBodySchema = 'ApiKeyError' | 'RateLimitError' | 'Detail' | 'ValidationErrorBody' | 'InternalError';
+
+/** Which API routes can answer an error: every one, those addressing a record, those with a body, writes. */
+export type ErrorScope = 'every' | 'record' | 'body' | 'write' | 'routing';
+
+interface ErrorKind {
+  status: number;
+  body: ErrorBodySchema;
+  scope: ErrorScope;
+  /** What the OpenAPI document says of it. */
+  description: string;
+}
+
+/** Every error the service answers: its status, body shape and where it can happen (D1). */
+export const ERRORS = {
+  malformed_json: { status: 400, body: 'Detail', scope: 'body', description: 'The body is not valid JSON.' },
+  bad_request: { status: 400, body: 'Detail', scope: 'routing', description: 'The request cannot be read (a path that is not valid percent-encoding, a Content-Length that does not match the body).' },
+  unauthorized: { status: 401, body: 'ApiKeyError', scope: 'every', description: 'Missing, malformed, unknown or revoked API key.' },
+  forbidden: { status: 403, body: 'ApiKeyError', scope: 'every', description: 'The key lacks the scope this operation needs; the message names it.' },
+  not_found: { status: 404, body: 'Detail', scope: 'record', description: 'No record with this external_reference_id in your organization.' },
+  route_not_found: { status: 404, body: 'Detail', scope: 'routing', description: 'No such path.' },
+  method_not_allowed: { status: 405, body: 'Detail', scope: 'routing', description: 'The path exists with other methods (listed in Allow).' },
+  conflict: { status: 409, body: 'Detail', scope: 'write', description: 'Duplicate external_reference_id, or the record is still referenced.' },
+  payload_too_large: { status: 413, body: 'Detail', scope: 'body', description: 'The body is larger than the limit (1 MiB; batch endpoints 10 MiB).' },
+  unsupported_media_type: { status: 415, body: 'Detail', scope: 'body', description: "The body is not sent with 'Content-Type: application/json'." },
+  validation: { status: 422, body: 'ValidationErrorBody', scope: 'every', description: 'Validation error in the body, query or path.' },
+  rate_limited: { status: 429, body: 'RateLimitError', scope: 'every', description: 'Per-minute or per-day limit of the key spent; see Retry-After.' },
+  internal: { status: 500, body: 'InternalError', scope: 'every', description: 'Unexpected failure; quote request_id when reporting it.' },
+  unavailable: { status: 503, body: 'Detail', scope: 'every', description: 'The database is unreachable; retry after the Retry-After seconds.' },
+} as const satisfies Record<string, ErrorKind>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
 export abstract class ApiError extends Error {
-  abstract readonly status: number;
+  abstract readonly code: ErrorCode;
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
   abstract body(): Record<string, unknown>;
   headers(): Record<string, string> {
     return {};
@@ -22,7 +59,7 @@ export abstract class ApiError extends Error {
 
 export class DetailError extends ApiError {
   constructor(
-    readonly status: number,
+    readonly code: ErrorCode,
     readonly detail: string,
   ) {
     super(detail);
@@ -36,19 +73,19 @@ export type ResourceKind = 'Customer' | 'Carrier' | 'Location' | 'Load' | 'Marke
 
 export class NotFoundError extends DetailError {
   constructor(kind: ResourceKind, externalReferenceId: string) {
-    super(404, `${kind} with external_reference_id '${externalReferenceId}' not found`);
+    super('not_found', `${kind} with external_reference_id '${externalReferenceId}' not found`);
   }
 }
 
 export class NotFoundByIdError extends DetailError {
   constructor(kind: ResourceKind, id: string) {
-    super(404, `${kind} with id '${id}' not found`);
+    super('not_found', `${kind} with id '${id}' not found`);
   }
 }
 
 export class ConflictError extends DetailError {
   constructor(detail: string) {
-    super(409, detail);
+    super('conflict', detail);
   }
   static duplicate(kind: ResourceKind, externalReferenceId: string): ConflictError {
     return new ConflictError(`${kind} with external_reference_id '${externalReferenceId}' already exists`);
@@ -56,7 +93,7 @@ export class ConflictError extends DetailError {
 }
 
 export class ValidationError extends ApiError {
-  readonly status = 422;
+  readonly code = 'validation';
   constructor(readonly issues: ValidationIssue[]) {
     super(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
   }
@@ -75,7 +112,7 @@ export class ValidationError extends ApiError {
 }
 
 export class UnauthorizedError extends ApiError {
-  readonly status = 401;
+  readonly code = 'unauthorized';
   constructor() {
     super('Invalid or missing API key');
   }
@@ -85,7 +122,7 @@ export class UnauthorizedError extends ApiError {
 }
 
 export class ForbiddenError extends ApiError {
-  readonly status = 403;
+  readonly code = 'forbidden';
   constructor(readonly scope: string) {
     super(`API key does not have the required scope: ${scope}`);
   }
@@ -95,7 +132,7 @@ export class ForbiddenError extends ApiError {
 }
 
 export class RateLimitedError extends ApiError {
-  readonly status = 429;
+  readonly code = 'rate_limited';
   constructor(readonly retryAfterSeconds: number) {
     super(`Rate limit exceeded. Please retry after ${retryAfterSeconds} seconds.`);
   }
@@ -109,7 +146,7 @@ export class RateLimitedError extends ApiError {
 
 export class ServiceUnavailableError extends DetailError {
   constructor(readonly retryAfterSeconds = 5) {
-    super(503, 'Service temporarily unavailable');
+    super('unavailable', 'Service temporarily unavailable');
   }
   override headers() {
     return { 'Retry-After': String(this.retryAfterSeconds) };
@@ -118,14 +155,14 @@ export class ServiceUnavailableError extends DetailError {
 
 export class MalformedJsonError extends DetailError {
   constructor(reason: string) {
-    super(400, `Malformed JSON body: ${reason}`);
+    super('malformed_json', `Malformed JSON body: ${reason}`);
   }
 }
 
 export class UnsupportedMediaTypeError extends DetailError {
   constructor(received: string | undefined) {
     super(
-      415,
+      'unsupported_media_type',
       received
         ? `Unsupported Content-Type '${received}': send the body as JSON with 'Content-Type: application/json'`
         : `Missing Content-Type: send the body as JSON with 'Content-Type: application/json'`,
@@ -135,6 +172,56 @@ export class UnsupportedMediaTypeError extends DetailError {
 
 export class PayloadTooLargeError extends DetailError {
   constructor(limitBytes: number) {
-    super(413, `Request body is larger than the limit of ${limitBytes} bytes`);
+    super('payload_too_large', `Request body is larger than the limit of ${limitBytes} bytes`);
   }
+}
+
+export class RouteNotFoundError extends DetailError {
+  constructor() {
+    super('route_not_found', 'Not Found');
+  }
+}
+
+export class MethodNotAllowedError extends DetailError {
+  constructor(readonly allowed: string[]) {
+    super('method_not_allowed', 'Method Not Allowed');
+  }
+  override headers() {
+    return { Allow: this.allowed.join(', ') };
+  }
+}
+
+/** A failure nobody planned for: its body never carries more than the request id (no stack trace). */
+export class InternalError extends ApiError {
+  readonly code = 'internal';
+  constructor(readonly requestId: string) {
+    super('Internal server error');
+  }
+  body() {
+    return { detail: 'Internal server error', request_id: this.requestId };
+  }
+}
+
+/** A client error Fastify raised that the table does not name: its own status, the detail shape. */
+export class OtherClientError extends DetailError {
+  constructor(
+    private readonly ownStatus: number,
+    detail: string,
+  ) {
+    super('bad_request', detail);
+  }
+  override get status() {
+    return this.ownStatus;
+  }
+}
+
+export interface RenderedError {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+/** The one rendering of an error: status, headers and body from the error table. */
+export function renderError(err: ApiError): RenderedError {
+  return { status: err.status, headers: err.headers(), body: err.body() };
 }

@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { API_PREFIX } from './auth.js';
 import { CANONICAL_TIMESTAMP, CI_ENUM } from './validation.js';
+import { ERRORS, type ErrorScope } from './errors.js';
 
 const ValidationIssueSchema = Type.Object(
   {
@@ -51,25 +52,22 @@ export const ErrorSchemas = {
 
 const ref = (id: string, description: string) => ({ description, $ref: `${id}#` });
 
-/** Every documented failure of an API route, added to its response schema once at registration. */
-function errorResponses(route: RouteOptions): Record<string, unknown> {
+/** Every failure an API route can answer, from the error table (src/lib/http/errors.ts), added to its responses. */
+export function errorResponses(route: Pick<RouteOptions, 'method' | 'url'>): Record<string, unknown> {
   const methods = [route.method].flat().map(String);
   const hasBody = methods.some((m) => m === 'POST' || m === 'PUT');
-  const hasRef = route.url.includes(':external_reference_id');
-  const out: Record<string, unknown> = {
-    401: ref('ApiKeyError', 'Missing, malformed, unknown or revoked API key.'),
-    403: ref('ApiKeyError', 'The key lacks the scope this operation needs; the message names it.'),
-    422: ref('ValidationErrorBody', 'Validation error in the body, query or path.'),
-    429: ref('RateLimitError', 'Per-minute or per-day limit of the key spent; see Retry-After.'),
-    500: ref('InternalError', 'Unexpected failure; quote request_id when reporting it.'),
-    503: ref('Detail', 'The database is unreachable; retry after the Retry-After seconds.'),
+  const applies: Record<ErrorScope, boolean> = {
+    every: true,
+    record: route.url.includes(':external_reference_id'),
+    body: hasBody,
+    write: hasBody || methods.includes('DELETE'),
+    routing: false,
   };
-  if (hasRef) out[404] = ref('Detail', 'No record with this external_reference_id in your organization.');
-  if (hasBody || methods.includes('DELETE')) out[409] = ref('Detail', 'Duplicate external_reference_id, or the record is still referenced.');
-  if (hasBody) {
-    out[400] = ref('Detail', 'The body is not valid JSON.');
-    out[413] = ref('Detail', 'The body is larger than the limit (1 MiB; batch endpoints 10 MiB).');
-    out[415] = ref('Detail', "The body is not sent with 'Content-Type: application/json'.");
+  const out: Record<string, { description: string; $ref: string }> = {};
+  for (const e of Object.values(ERRORS)) {
+    if (!applies[e.scope]) continue;
+    const seen = out[e.status];
+    out[e.status] = seen ? { ...seen, description: `${seen.description} ${e.description}` } : ref(e.body, e.description);
   }
   return out;
 }

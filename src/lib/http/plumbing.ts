@@ -3,7 +3,12 @@ import { isDatabaseUnavailable } from '../db/errors.js';
 import {
   ApiError,
   DetailError,
+  InternalError,
   MalformedJsonError,
+  MethodNotAllowedError,
+  OtherClientError,
+  RouteNotFoundError,
+  renderError,
   PayloadTooLargeError,
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
@@ -16,8 +21,47 @@ import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
 
 function send(reply: FastifyReply, err: ApiError) {
-  for (const [k, v] of Object.entries(err.headers())) reply.header(k, v);
-  return reply.code(err.status).type('application/json; charset=utf-8').send(err.body());
+  const { status, headers, body } = renderError(err);
+  for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+/** What any failure of a request is answered as (the table's entry), logged when it is the service's fault. */
+export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: number): ApiError {
+  if (error instanceof ApiError) return error;
+  const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
+  if (fe.validation) return new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body'));
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedMediaTypeError(req.headers['content-type']);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PayloadTooLargeError(req.routeOptions.bodyLimit ?? bodyLimitBytes);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new MalformedJsonError('the body is empty');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new MalformedJsonError(fe.message);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new DetailError('bad_request', 'Request body length does not match its Content-Length header');
+    default:
+      break;
+  }
+  if (isDatabaseUnavailable(error)) {
+    req.log.warn({ err: error }, 'database unavailable');
+    return new ServiceUnavailableError();
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return new OtherClientError(fe.statusCode, fe.message);
+  req.log.error({ err: error }, 'unhandled error');
+  return new InternalError(req.id);
+}
+
+/** Errors Fastify raises before routing: a path past the router's limit, or not valid percent-encoding. */
+export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', req.id);
+  // Every path parameter is an external_reference_id: one past the router's limit is the same 422 as one of 256 to 512 characters.
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return send(reply, ValidationError.single(['path', 'external_reference_id'], 'String should have at most 255 characters', 'string_too_long'));
+  }
+  return send(reply, new DetailError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request'));
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -113,39 +157,7 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     return err as unknown as Error;
   });
 
-  app.setErrorHandler((error: FastifyError | ApiError, req: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof ApiError) return send(reply, error);
-    const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
-    if (fe.validation) {
-      return send(reply, new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')));
-    }
-    switch (fe.code) {
-      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return send(reply, new UnsupportedMediaTypeError(req.headers['content-type']));
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return send(reply, new PayloadTooLargeError(req.routeOptions.bodyLimit ?? opts.bodyLimitBytes));
-      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return send(reply, new MalformedJsonError('the body is empty'));
-      case 'FST_ERR_CTP_INVALID_JSON_BODY':
-        return send(reply, new MalformedJsonError(fe.message));
-      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-        return send(reply, new DetailError(400, 'Request body length does not match its Content-Length header'));
-      default:
-        break;
-    }
-    if (isDatabaseUnavailable(error)) {
-      req.log.warn({ err: error }, 'database unavailable');
-      return send(reply, new ServiceUnavailableError());
-    }
-    if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-      return send(reply, new DetailError(fe.statusCode, fe.message));
-    }
-    req.log.error({ err: error }, 'unhandled error');
-    return reply
-      .code(500)
-      .type('application/json; charset=utf-8')
-      .send({ detail: 'Internal server error', request_id: req.id });
-  });
+  app.setErrorHandler((error: FastifyError | ApiError, req: FastifyRequest, reply: FastifyReply) => send(reply, asApiError(error, req, opts.bodyLimitBytes)));
 
   // 405 when the path exists with other methods, 404 otherwise.
   const knownRoutes: { pattern: RegExp; method: string }[] = [];
@@ -155,11 +167,7 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
   app.setNotFoundHandler((req, reply) => {
     const path = (req.raw.url ?? '/').split('?')[0] ?? '/';
     const allowed = [...new Set(knownRoutes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.sort().join(', '));
-      return reply.code(405).send({ detail: 'Method Not Allowed' });
-    }
-    return reply.code(404).send({ detail: 'Not Found' });
+    return send(reply, allowed.length > 0 ? new MethodNotAllowedError(allowed.sort()) : new RouteNotFoundError());
   });
 
   app.addHook('onResponse', (req, reply, done) => {

@@ -2,7 +2,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { ChangeSet, ItemRunner, WritePipeline } from '../shared/write-pipeline.js';
-import { ApiError, ValidationError, type LocPart } from '../../lib/http/errors.js';
+import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 
@@ -208,11 +208,13 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
 
 /** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
 function batchItemError(err: unknown, onError?: (err: unknown) => void): { status: number; detail: unknown } {
-  if (err instanceof ApiError) {
-    const body = err.body() as { detail?: unknown; error?: { message?: string } };
-    return { status: err.status, detail: body.detail ?? body.error?.message ?? err.message };
+  let known: ApiError;
+  if (err instanceof ApiError) known = err;
+  else if (isDatabaseUnavailable(err)) known = new ServiceUnavailableError();
+  else {
+    onError?.(err);
+    known = new InternalError('');
   }
-  if (isDatabaseUnavailable(err)) return { status: 503, detail: 'Service temporarily unavailable' };
-  onError?.(err);
-  return { status: 500, detail: 'Internal server error' };
+  const { status, body } = renderError(known);
+  return { status, detail: body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message };
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { DataStore } from '../../lib/db/index.js';
+import { ServiceUnavailableError, renderError } from '../../lib/http/errors.js';
 import type { Metrics } from '../../lib/http/metrics.js';
 import type { RateLimiter, RateLimitStatus } from '../../lib/http/rate-limit.js';
 
@@ -22,10 +23,11 @@ export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metric
     const [database, limits] = await Promise.all([deps.store.ping(2000), deps.rateLimiter.probe()]);
     const checks = rateLimitChecks(limits);
     if (database) return { status: 'ready', checks: { database: 'ok', ...checks } };
+    const { status, headers, body } = renderError(new ServiceUnavailableError());
     return reply
-      .code(503)
-      .header('retry-after', '5')
-      .send({ status: 'not_ready', detail: 'Service temporarily unavailable', checks: { database: 'unreachable', ...checks } });
+      .code(status)
+      .headers(headers)
+      .send({ status: 'not_ready', ...body, checks: { database: 'unreachable', ...checks } });
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {

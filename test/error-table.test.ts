@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConflictError,
+  DetailError,
+  ERRORS,
+  ForbiddenError,
+  InternalError,
+  MalformedJsonError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  RouteNotFoundError,
+  ServiceUnavailableError,
+  UnauthorizedError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  renderError,
+  type ApiError,
+  type ErrorCode,
+} from '../src/lib/http/errors.js';
+import { errorResponses } from '../src/lib/http/openapi.js';
+
+// One error table (src/lib/http/errors.ts): every error the service raises renders from it, and the
+// OpenAPI document's error responses are generated from it.
+
+const one: Record<ErrorCode, ApiError> = {
+  malformed_json: new MalformedJsonError('Unexpected end of JSON input'),
+  bad_request: new DetailError('bad_request', 'Malformed URL: the path is not valid percent-encoding'),
+  unauthorized: new UnauthorizedError(),
+  forbidden: new ForbiddenError('write:loads'),
+  not_found: new NotFoundError('Load', 'LOAD-001'),
+  route_not_found: new RouteNotFoundError(),
+  method_not_allowed: new MethodNotAllowedError(['GET', 'POST']),
+  conflict: ConflictError.duplicate('Customer', 'CUST-ACME-001'),
+  payload_too_large: new PayloadTooLargeError(1_048_576),
+  unsupported_media_type: new UnsupportedMediaTypeError('text/plain'),
+  validation: ValidationError.single(['body', 'name'], 'Field required', 'missing'),
+  rate_limited: new RateLimitedError(30),
+  internal: new InternalError('req_1'),
+  unavailable: new ServiceUnavailableError(),
+};
+
+describe('the error table', () => {
+  it('renders every code with its status, the D1 body and its headers', () => {
+    const rendered = Object.fromEntries(Object.entries(one).map(([code, err]) => [code, renderError(err)]));
+    expect(rendered).toEqual({
+      malformed_json: { status: 400, headers: {}, body: { detail: 'Malformed JSON body: Unexpected end of JSON input' } },
+      bad_request: { status: 400, headers: {}, body: { detail: 'Malformed URL: the path is not valid percent-encoding' } },
+      unauthorized: { status: 401, headers: {}, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } } },
+      forbidden: { status: 403, headers: {}, body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:loads' } } },
+      not_found: { status: 404, headers: {}, body: { detail: "Load with external_reference_id 'LOAD-001' not found" } },
+      route_not_found: { status: 404, headers: {}, body: { detail: 'Not Found' } },
+      method_not_allowed: { status: 405, headers: { Allow: 'GET, POST' }, body: { detail: 'Method Not Allowed' } },
+      conflict: { status: 409, headers: {}, body: { detail: "Customer with external_reference_id 'CUST-ACME-001' already exists" } },
+      payload_too_large: { status: 413, headers: {}, body: { detail: 'Request body is larger than the limit of 1048576 bytes' } },
+      unsupported_media_type: {
+        status: 415,
+        headers: {},
+        body: { detail: "Unsupported Content-Type 'text/plain': send the body as JSON with 'Content-Type: application/json'" },
+      },
+      validation: { status: 422, headers: {}, body: { detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] } },
+      rate_limited: {
+        status: 429,
+        headers: { 'Retry-After': '30' },
+        body: { error: { code: 'RATE_LIMITED', message: 'Rate limit exceeded. Please retry after 30 seconds.', retry_after: 30 } },
+      },
+      internal: { status: 500, headers: {}, body: { detail: 'Internal server error', request_id: 'req_1' } },
+      unavailable: { status: 503, headers: { 'Retry-After': '5' }, body: { detail: 'Service temporarily unavailable' } },
+    });
+    for (const [code, err] of Object.entries(one)) expect(err.status, code).toBe(ERRORS[code as ErrorCode].status);
+  });
+
+  it('gives the OpenAPI error responses of a route from the table', () => {
+    const write = errorResponses({ method: 'PUT', url: '/v2/tms-api/loads/:external_reference_id' }) as Record<string, { $ref: string }>;
+    const read = errorResponses({ method: 'GET', url: '/v2/tms-api/loads' }) as Record<string, { $ref: string }>;
+    expect(Object.keys(write).sort()).toEqual(['400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(read).sort()).toEqual(['401', '403', '422', '429', '500', '503']);
+    for (const e of Object.values(ERRORS).filter((e) => e.scope !== 'routing')) expect(write[e.status]!.$ref).toBe(`${e.body}#`);
+  });
+});
