@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { ERRORS } from '../../src/lib/http/errors.js';
+import { json, newTenant, startApp, type TestApp } from '../helpers.js';
 import { createTenant } from './support.js';
 import { INJECTIONS, UNICODE, enc, mutateBody, mutateQuery, pathRefArb, validArb, validQueryArb, type Hints, type JsonSchema } from './schema-arb.js';
 
@@ -215,7 +216,9 @@ function requestArb(ops: Operation[], w: Worker): fc.Arbitrary<Req> {
 // ---------------------------------------------------------------------------------------------
 // What every answer must look like (D1)
 
-const DOCUMENTED = new Set([200, 201, 204, 400, 401, 404, 405, 409, 413, 415, 422]);
+// Every status the error table has, but 5xx (never for input), 403 and 429 (the sweep's keys have every
+// scope and no effective limit): one set for the fixed corpus and the generated requests alike.
+const DOCUMENTED = new Set([200, 201, 204, ...Object.values(ERRORS).map((e) => e.status).filter((s) => s < 500 && s !== 403 && s !== 429)]);
 const LEAKS = /\bat [\w.<>$]+ \(|node_modules|SQLITE_|sqlite_|syntax error|pg_catalog|relation "|duplicate key|violates|ECONNREFUSED|TypeError|RangeError|ReferenceError/;
 
 function assertAnswer(req: Req, res: { statusCode: number; body: string; headers: Record<string, unknown> }) {
@@ -309,4 +312,92 @@ describe('hostile input generated from the OpenAPI document', () => {
     // Every route of the table was exercised.
     for (const op of ops) expect(stats.perRoute[`${op.method} ${op.url}`] ?? 0, `${op.method} ${op.url} never requested`).toBeGreaterThan(50);
   }, 240_000);
+});
+
+// ---------------------------------------------------------------------------------------------
+// A fixed corpus of hostile bodies, raw texts and queries on every route, checked by the same rules
+
+const CORPUS_HUGE = 'x'.repeat(300_000);
+const CORPUS_INJECTIONS = ["' OR 1=1 --", '"; DROP TABLE customers; --', '%', '_', '\\', '\u0000', '💥🚚', '../../etc/passwd', '<script>alert(1)</script>', '${jndi:ldap://x}'];
+const CORPUS_BODIES: unknown[] = [
+  null, 42, 'text', [], [{}], true,
+  { external_reference_id: 1, name: 2 },
+  { external_reference_id: CORPUS_HUGE, name: CORPUS_HUGE },
+  { external_reference_id: '', name: '' },
+  { external_reference_id: 'ok', name: { nested: true } },
+  { external_reference_id: 'ok', name: 'n', is_active: 'maybe', contacts: 'none', address: [1] },
+  { external_reference_id: 'ok', name: 'n', contacts: [{ id: 5 }, null, 'x'] },
+  { external_reference_id: 'ok', name: 'n', contacts: Array.from({ length: 500 }, () => ({})) },
+  { items: 'x' }, { items: [null, 1, 'x'] }, { items: [{ operation: 'explode' }] },
+  { items: [{ operation: 'create', customer: 'x', carrier: 7 }] },
+  { items: [{ operation: 'create', external_reference_id: CORPUS_HUGE }] },
+  { __proto__: { admin: true }, constructor: { prototype: { polluted: true } } },
+  ...CORPUS_INJECTIONS.map((s) => ({ external_reference_id: s, name: s, phone: s })),
+];
+const CORPUS_RAW = ['{', '{"a":', '[1,2', 'null null', '\u0000', '{"a":1}garbage', '{"__proto__": {"polluted": 1}}'];
+const CORPUS_QUERIES = [
+  'page=-1', 'page=1e9', 'page=abc', 'page_size=0', 'page_size=101', 'page_size=1.5', 'page=99999999999999999999',
+  'sort=', 'sort=--name', 'sort=name;drop', 'sort=id', 'is_active=perhaps', 'updated_since=tomorrow', 'created_since=2024-13-45',
+  ...CORPUS_INJECTIONS.map((s) => `name_contains=${encodeURIComponent(s)}&dot_number=${encodeURIComponent(s)}&mc_number=${encodeURIComponent(s)}&customer_type=${encodeURIComponent(s)}`),
+  `name_contains=${'y'.repeat(5000)}`,
+];
+
+describe('hostile input: a fixed corpus on every route', () => {
+  it('answers only documented statuses with D1 bodies, and changes nothing it refuses', async () => {
+    // The sweep sends far more than the default 100 requests a minute with one key.
+    const a = await newTenant(t, undefined, { perMinute: 1_000_000, perDay: 1_000_000 });
+    await a.post('/v2/tms-api/customers', { external_reference_id: 'KEEP', name: 'Keep me' });
+    await a.post('/v2/tms-api/carriers', { external_reference_id: 'KEEP', name: 'Keep me', contacts: [{ first_name: 'A' }] });
+    const before = { customer: json(await a.get('/v2/tms-api/customers/KEEP')), carrier: json(await a.get('/v2/tms-api/carriers/KEEP')) };
+    let count = 0;
+    const send = async (req: Omit<Req, 'headers' | 'route' | 'authMutated'>, route: string) => {
+      const full: Req = { ...req, route, authMutated: false, headers: { ...a.headers, ...(req.payload !== undefined ? { 'content-type': 'application/json' } : {}) } };
+      const res = await t.app.inject({ method: full.method as never, url: full.url, headers: full.headers, ...(full.payload !== undefined ? { payload: full.payload } : {}) });
+      assertAnswer(full, res);
+      count++;
+      return res;
+    };
+    for (const route of t.routeTable) {
+      const name = `${route.method} ${route.url}`;
+      const urls = route.url.includes(':external_reference_id')
+        ? ['KEEP', ...CORPUS_INJECTIONS.map(encodeURIComponent), 'x'.repeat(300), '%ZZ'].map((r) => route.url.replace(':external_reference_id', r))
+        : [route.url];
+      for (const url of urls) {
+        if (route.method === 'GET') for (const q of CORPUS_QUERIES) await send({ method: 'GET', url: `${url}?${q}`, mutation: `query ${q.slice(0, 60)}` }, name);
+        else if (route.method === 'DELETE') {
+          // KEEP stays; the injection strings may have been created by the POST sweep, so 204 is legitimate.
+          if (!url.endsWith('/KEEP')) expect([204, 400, 404, 422]).toContain((await send({ method: 'DELETE', url, mutation: 'delete' }, name)).statusCode);
+        } else {
+          for (const body of CORPUS_BODIES) await send({ method: route.method, url, payload: JSON.stringify(body), mutation: `body ${JSON.stringify(body)?.slice(0, 60)}` }, name);
+          for (const raw of CORPUS_RAW) await send({ method: route.method, url, payload: raw, mutation: `raw ${raw}` }, name);
+        }
+      }
+    }
+    expect(count).toBeGreaterThan(1000);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).admin).toBeUndefined();
+    // Every body sent to KEEP was refused or carried no known field: the records are exactly as they were.
+    expect(json(await a.get('/v2/tms-api/customers/KEEP'))).toEqual(before.customer);
+    expect(json(await a.get('/v2/tms-api/carriers/KEEP'))).toEqual(before.carrier);
+  }, 120_000);
+
+  it('stores and returns injection strings verbatim, and searches them literally', async () => {
+    const b = await newTenant(t);
+    for (const [i, s] of CORPUS_INJECTIONS.entries()) {
+      const res = await b.post('/v2/tms-api/customers', { external_reference_id: `INJ-${i}`, name: `name ${s}` });
+      if (s.includes('\u0000')) {
+        // Refused on both engines alike (PostgreSQL cannot store NUL in text).
+        expect(res.statusCode).toBe(422);
+        expect(json(res).detail).toEqual([{ type: 'value_error', loc: ['body', 'name'], msg: 'Value error, text must not contain NUL (\\u0000) characters' }]);
+        continue;
+      }
+      expect(res.statusCode, s).toBe(201);
+      expect(json(res).name).toBe(`name ${s}`);
+    }
+    const names = async (needle: string) => json(await b.get(`/v2/tms-api/customers?name_contains=${encodeURIComponent(needle)}`)).items.map((c: any) => c.name);
+    expect(await names('%')).toEqual(['name %']);
+    expect(await names('_')).toEqual(['name _']);
+    expect(await names("' OR 1=1")).toHaveLength(1);
+    expect(json(await b.get('/v2/tms-api/customers?page_size=100')).pagination.total).toBe(CORPUS_INJECTIONS.length - 1);
+  });
 });
