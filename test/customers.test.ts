@@ -124,7 +124,7 @@ describe('customers: update and delete', () => {
   it('changes only the fields sent, and null clears an optional field', async () => {
     const a = await newTenant(t);
     const created = json(await a.post(base, { external_reference_id: 'C1', name: 'Acme', phone: '1', domain: 'acme.test', customer_type: 'shipper' }));
-    await new Promise((r) => setTimeout(r, 5));
+    t.clock.advance(5);
     const res = await a.put(`${base}/C1`, { phone: '2', domain: null, is_active: false });
     expect(res.statusCode).toBe(200);
     const body = json(res);
@@ -137,7 +137,7 @@ describe('customers: update and delete', () => {
   it('leaves updated_at alone when nothing changes', async () => {
     const a = await newTenant(t);
     const created = json(await a.post(base, { external_reference_id: 'C1', name: 'Acme' }));
-    await new Promise((r) => setTimeout(r, 5));
+    t.clock.advance(5);
     const body = json(await a.put(`${base}/C1`, { name: 'Acme' }));
     expect(body.updated_at).toBe(created.updated_at);
   });
@@ -198,7 +198,7 @@ describe('customers: list', () => {
         is_active: i % 2 === 0,
         customer_type: i < 2 ? 'shipper' : 'consignee',
       });
-      await new Promise((r) => setTimeout(r, 3));
+      t.clock.advance(3);
     }
     return a;
   }
@@ -262,9 +262,9 @@ describe('customers: list', () => {
 
   it('supports updated_since and created_since for delta sync', async () => {
     const a = await seed();
-    await new Promise((r) => setTimeout(r, 10));
-    const mark = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 10));
+    t.clock.advance(10);
+    const mark = t.clock.now().toISOString();
+    t.clock.advance(10);
     await a.put(`${base}/C1`, { name: 'alpha Steel Renamed' });
     await a.post(base, { external_reference_id: 'C9', name: 'New' });
     const updated = json(await a.get(`${base}?updated_since=${encodeURIComponent(mark)}`));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps, type Lanebridge } from '../src/app.js';
+import type { Clock } from '../src/lib/clock.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDataStore, type DataStore } from '../src/lib/db/index.js';
 import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
@@ -11,7 +12,28 @@ import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
 export interface TestApp extends Lanebridge {
   store: DataStore;
   config: Config;
+  /** The app's clock when the test did not pass its own. */
+  clock: TestClock;
   close(): Promise<void>;
+}
+
+export interface TestClock extends Clock {
+  /** Moves time on (instead of sleeping). */
+  advance(ms: number): void;
+}
+
+/**
+ * The default clock of test apps: it moves only when told, plus 1 ms at each reading, so that
+ * consecutive writes get ordered timestamps without a real wait.
+ */
+export function testClock(start = Date.now()): TestClock {
+  let at = start;
+  return {
+    now: () => new Date(at++),
+    advance(ms: number) {
+      at += ms;
+    },
+  };
 }
 
 export const isPostgres = () => inject('databaseUrl') !== null;
@@ -32,11 +54,13 @@ export async function startApp(overrides: Partial<Config> = {}, opts: Partial<Om
   const config = { ...loadConfig({}), databaseUrl, ...overrides };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
-  const built = await buildApp({ logger: false, ...opts, config, store });
+  const clock = testClock();
+  const built = await buildApp({ logger: false, clock, ...opts, config, store });
   return {
     ...built,
     store,
     config,
+    clock,
     async close() {
       await built.app.close();
       await store.close();

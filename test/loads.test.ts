@@ -249,12 +249,12 @@ describe('loads: update', () => {
   it('status: every value accepted, every transition allowed, the last change recorded; delivered_at follows', async () => {
     const a = await seeded();
     const created = json(await a.post(base, load('L')));
-    await new Promise((r) => setTimeout(r, 5));
+    t.clock.advance(5);
     const delivered = json(await a.put(`${base}/L`, { status: 'delivered' }));
     expect(delivered.status).toBe('DELIVERED');
     expect(delivered.status_updated_at > created.status_updated_at).toBe(true);
     expect(delivered.delivered_at).toBe(delivered.status_updated_at);
-    await new Promise((r) => setTimeout(r, 5));
+    t.clock.advance(5);
     const completed = json(await a.put(`${base}/L`, { status: 'COMPLETED' }));
     expect(completed.delivered_at).toBe(delivered.delivered_at);
     const same = json(await a.put(`${base}/L`, { status: 'COMPLETED', description: 'x' }));
