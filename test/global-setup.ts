@@ -9,11 +9,13 @@ declare module 'vitest' {
 }
 
 /**
- * With LANEBRIDGE_TEST_DATABASE_URL=postgres://… the whole suite runs on PostgreSQL: a fresh database is
- * created for the run and migrated once. Without it every test file gets its own SQLite file.
+ * The `postgres` project runs the whole suite on PostgreSQL: a fresh database is created beside the one
+ * named (LANEBRIDGE_TEST_DATABASE_URL, default the local `test`) and migrated once. The `sqlite` project
+ * gives every test file its own SQLite file.
  */
 export default async function setup(project: TestProject) {
-  const adminUrl = process.env.LANEBRIDGE_TEST_DATABASE_URL;
+  // The project's own setting (vitest.config.ts): empty for `sqlite`, the admin URL for `postgres`.
+  const adminUrl = project.config.env?.LANEBRIDGE_TEST_DATABASE_URL;
   if (!adminUrl) {
     project.provide('databaseUrl', null);
     return;

@@ -20,7 +20,7 @@ import { SCOPES } from '../src/modules/accounts/scopes.js';
 
 const run = promisify(execFile);
 const BIN = join(process.cwd(), 'bin/lanebridge');
-const ADMIN_URL = process.env.LANEBRIDGE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ADMIN_URL = process.env.LANEBRIDGE_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.LANEBRIDGE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = `lanebridge_mi_${process.pid}_${Date.now().toString(36)}`;
 const PREFIX = `lanebridge-test-mi:${process.pid}:${Date.now()}:`;
