@@ -8,7 +8,6 @@
  * their own that is dropped afterwards.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -17,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataStore, type DataStore } from '../src/lib/db/index.js';
 import { accountsService, type AccountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
+import { freePort } from './fixtures.js';
 
 const run = promisify(execFile);
 const BIN = join(process.cwd(), 'bin/lanebridge');
@@ -36,17 +36,6 @@ let databaseUrl: string;
 let instances: Instance[] = [];
 let store: DataStore | null = null;
 let accounts: AccountsService;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

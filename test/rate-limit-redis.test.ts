@@ -5,7 +5,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +14,7 @@ import { buildApp } from '../src/app.js';
 import type { Clock } from '../src/lib/clock.js';
 import { openDataStore } from '../src/lib/db/index.js';
 import { createRateLimiter } from '../src/lib/http/rate-limit.js';
+import { cleanRedis, freePort } from './fixtures.js';
 import { json, newTenant, startApp, type TestApp } from './helpers.js';
 
 const run = promisify(execFile);
@@ -24,18 +24,6 @@ const CUSTOMERS = '/v2/tms-api/customers';
 const NOW = '2030-03-10T08:00:15.000Z';
 const fixedClock: Clock = { now: () => new Date(NOW) };
 const minuteIndex = Math.floor(Date.parse(NOW) / 60_000);
-
-/** A port nothing listens on (the OS picks it, then it is released). */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -58,21 +46,7 @@ function logCapture() {
   };
 }
 
-async function cleanRedis() {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
-afterAll(cleanRedis);
+afterAll(() => cleanRedis(REDIS_URL, PREFIX));
 
 describe('shared counters under concurrency', () => {
   it('never lets more than the limit through when many requests hit several limiters at once', async () => {

@@ -3,9 +3,9 @@
  * the process) and in shared mode (counters in the Redis at 127.0.0.1:6379, under a key prefix unique to
  * this run). A fake clock pins "now", so window edges, Reset and Retry-After are exact.
  */
-import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/lib/clock.js';
+import { cleanRedis } from './fixtures.js';
 import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 export const TEST_REDIS_URL = process.env.LANEBRIDGE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -40,21 +40,8 @@ function rateLimitedBody(seconds: number) {
   };
 }
 
-afterAll(async () => {
-  // The run's counters in Redis go with it.
-  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-});
+// The run's counters in Redis go with it.
+afterAll(() => cleanRedis(TEST_REDIS_URL, PREFIX));
 
 describe.each([
   { mode: 'embedded', redisUrl: undefined },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openDataStore, type DataSnapshot } from '../src/lib/db/index.js';
 import { readCache } from '../src/lib/http/read-cache.js';
+import { dallasToHouston, seedFreight } from './fixtures.js';
 import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 // GET answers kept while what they depend on is unchanged (src/lib/http/read-cache.ts): every write,
@@ -20,26 +21,9 @@ afterAll(async () => {
 
 async function seeded(app: TestApp = t): Promise<Tenant> {
   const a = await newTenant(app);
-  const ok = async (url: string, body: unknown) => {
-    const res = await a.post(url, body);
-    expect(res.statusCode, res.body).toBe(201);
-  };
-  await ok('/v2/tms-api/customers', { external_reference_id: 'CUST-1', name: 'Acme Foods' });
-  await ok('/v2/tms-api/carriers', { external_reference_id: 'CAR-1', name: 'Swift Transport' });
-  await ok('/v2/tms-api/locations', { external_reference_id: 'DAL', name: 'Dallas DC', postal_code: '75201', state: 'TX' });
-  await ok('/v2/tms-api/locations', { external_reference_id: 'HOU', name: 'Houston Port', postal_code: '77002', state: 'TX' });
-  await ok('/v2/tms-api/loads', {
-    external_reference_id: 'L-1',
-    equipment_type: 'DRY_VAN',
-    transport_mode: 'FTL',
-    status: 'DELIVERED',
-    customer_external_reference_id: 'CUST-1',
-    carrier_external_reference_id: 'CAR-1',
-    stops: [
-      { stop_type: 'Pickup', location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },
-      { stop_type: 'Delivery', location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00Z', late_arrival: '2026-03-03T12:00:00Z' },
-    ],
-  });
+  await seedFreight(a);
+  const res = await a.post('/v2/tms-api/loads', dallasToHouston('L-1', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }));
+  expect(res.statusCode, res.body).toBe(201);
   return a;
 }
 

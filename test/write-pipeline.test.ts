@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVersions } from '../src/lib/db/versions.js';
+import { dallasToHouston, seedFreight } from './fixtures.js';
 import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 // The one write path (src/modules/shared/write-pipeline.ts): whoever calls a service, the change
@@ -18,36 +19,17 @@ async function analyticsRuns(): Promise<number> {
 
 async function tenantWithPlaces(): Promise<Tenant> {
   const a = await newTenant(t);
-  for (const [url, body] of [
-    ['/v2/tms-api/customers', { external_reference_id: 'CUST', name: 'Acme' }],
-    ['/v2/tms-api/carriers', { external_reference_id: 'CAR', name: 'Swift' }],
-    ['/v2/tms-api/locations', { external_reference_id: 'DAL', name: 'Dallas', postal_code: '75201', state: 'TX' }],
-    ['/v2/tms-api/locations', { external_reference_id: 'HOU', name: 'Houston', postal_code: '77002', state: 'TX' }],
-  ] as const) {
-    const res = await a.post(url, body);
-    expect(res.statusCode, res.body).toBe(201);
-  }
+  await seedFreight(a);
   return a;
 }
 
-const deliveredLoad = (ref: string) => ({
-  external_reference_id: ref,
-  equipment_type: 'DRY_VAN' as const,
-  transport_mode: 'FTL' as const,
-  status: 'DELIVERED' as const,
-  customer_external_reference_id: 'CUST',
-  carrier_external_reference_id: 'CAR',
-  stops: [
-    { stop_type: 'Pickup' as const, location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00.000Z', late_arrival: '2026-03-02T10:00:00.000Z' },
-    { stop_type: 'Delivery' as const, location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00.000Z', late_arrival: '2026-03-03T12:00:00.000Z' },
-  ],
-});
+const deliveredLoad = (ref: string) => dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' });
 
 describe('the write pipeline', () => {
   it('a service call outside HTTP (dashboard, CLI) refreshes lane stats and counts one analytics run', async () => {
     const a = await tenantWithPlaces();
     const runs = await analyticsRuns();
-    await t.services.loads.create(a.orgId, deliveredLoad('L-1'));
+    await t.services.loads.create(a.orgId, deliveredLoad('L-1') as never);
     expect(await analyticsRuns()).toBe(runs + 1);
     const stats = await t.store.db.selectFrom('lane_stats').select(['equipment_type', 'load_count', 'carrier_count']).where('org_id', '=', a.orgId).execute();
     expect(stats).toEqual([{ equipment_type: 'DRY_VAN', load_count: 1, carrier_count: 1 }]);
@@ -59,9 +41,9 @@ describe('the write pipeline', () => {
     const a = await tenantWithPlaces();
     const before = await readVersions(t.store.db, a.orgId);
     expect(before).toMatchObject({ customers: 1, carriers: 1, locations: 2, loads: 0 });
-    expect((await a.put('/v2/tms-api/customers/CUST', { name: 'Acme' })).statusCode).toBe(200);
+    expect((await a.put('/v2/tms-api/customers/CUST-1', { name: 'Acme Foods' })).statusCode).toBe(200);
     expect(await readVersions(t.store.db, a.orgId)).toEqual(before);
-    expect((await a.put('/v2/tms-api/customers/CUST', { name: 'Acme Foods' })).statusCode).toBe(200);
+    expect((await a.put('/v2/tms-api/customers/CUST-1', { name: 'Acme Frozen' })).statusCode).toBe(200);
     expect(await readVersions(t.store.db, a.orgId)).toEqual({ ...before, customers: 2 });
     expect((await a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'DAL' }, destination: { location_external_reference_id: 'HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 })).statusCode).toBe(201);
     expect((await readVersions(t.store.db, a.orgId)).market_rates).toBe(1);

@@ -8,7 +8,7 @@ import { buildApp, type AppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDataStore } from '../../src/lib/db/index.js';
 import type { Clock } from '../../src/lib/clock.js';
-import type { TestApp } from '../helpers.js';
+import { testClock, type TestApp } from '../helpers.js';
 
 export interface DashboardAppOptions {
   /**
@@ -52,11 +52,13 @@ export async function startDashboardApp(o: DashboardAppOptions = {}): Promise<Te
   const config = { ...loadConfig({}), databaseUrl };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
-  const built = await buildApp({ config, store, logger: false, ...(o.clock ? { clock: o.clock } : {}), ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
+  const clock = testClock();
+  const built = await buildApp({ config, store, logger: false, clock: o.clock ?? clock, ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
   return {
     ...built,
     store,
     config,
+    clock,
     async close() {
       await built.app.close();
       await store.close();

@@ -16,7 +16,7 @@ import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
 import { constantTimeEqualHex, hashApiKey, hashPassword, verifyPassword } from '../../src/modules/accounts/secrets.js';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { Visitor, csrfOf } from '../dashboard/support.js';
-import type { TestApp } from '../helpers.js';
+import { testClock, type TestApp } from '../helpers.js';
 import { BIN, HUGE_LIMITS, freshPgDatabase, httpRequest, killAllServers, pgAdminUrl, startReadyServer, tempDir } from './support.js';
 
 const run = promisify(execFile);
@@ -73,11 +73,13 @@ async function appWithLogs(databaseUrl: string): Promise<TestApp & { logs(): str
   const config = { ...loadConfig({}), databaseUrl, logLevel: 'trace' };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
-  const built = await buildApp({ config, store, logger: { level: 'trace', stream: logs.stream } });
+  const clock = testClock();
+  const built = await buildApp({ config, store, clock, logger: { level: 'trace', stream: logs.stream } });
   return {
     ...built,
     store,
     config,
+    clock,
     logs: logs.text,
     async close() {
       await built.app.close();
