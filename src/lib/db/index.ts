@@ -3,16 +3,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 
 export type { Dialect };
-export type Db = Kysely<Database>;
-/** A repository method takes either the root handle or an open transaction. */
-export type Executor = Kysely<Database> | Transaction<Database>;
+import type { Db } from './executor.js';
+export type { Db, Executor } from './executor.js';
 
 export interface DataStore {
   db: Db;

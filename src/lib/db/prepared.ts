@@ -1,5 +1,5 @@
 import { createQueryId, type CompiledQuery, type Compilable, type Kysely } from 'kysely';
-import type { Executor } from './index.js';
+import type { Executor } from './executor.js';
 import type { Database } from './types.js';
 
 const SENTINEL = '\u0001lb-param:';

@@ -1,4 +1,4 @@
-import type { Executor } from './index.js';
+import type { Executor } from './executor.js';
 import { prepared } from './prepared.js';
 
 /**
