@@ -177,6 +177,28 @@ describe.skipIf(isPostgres())('read cache: hits, and what a write evicts (SQLite
     expect(await lookups(t, 'hit')).toBe(hits);
   });
 
+  it('keeps no answer read while something was written (its counters could be newer than its data)', async () => {
+    const a = await seeded();
+    const original = t.store.snapshot.bind(t.store);
+    // Every request sees a write happen while it reads.
+    t.store.snapshot = () => {
+      const s = original();
+      return s && { ...s, unchanged: () => false };
+    };
+    try {
+      await a.get('/v2/tms-api/customers/CUST-1');
+      const hits = await lookups(t, 'hit');
+      await a.get('/v2/tms-api/customers/CUST-1');
+      expect(await lookups(t, 'hit')).toBe(hits);
+    } finally {
+      t.store.snapshot = original;
+    }
+    await a.get('/v2/tms-api/customers/CUST-1');
+    const hits = await lookups(t, 'hit');
+    await a.get('/v2/tms-api/customers/CUST-1');
+    expect(await lookups(t, 'hit')).toBe(hits + 1);
+  });
+
   it('a customer and a load with the same reference have their own kept answers', async () => {
     const a = await seeded();
     expect((await a.post('/v2/tms-api/customers', { external_reference_id: 'L-1', name: 'Named like a load' })).statusCode).toBe(201);
@@ -189,7 +211,7 @@ describe.skipIf(isPostgres())('read cache: hits, and what a write evicts (SQLite
 
 describe('read cache: the store', () => {
   const versions = (loads: number, customers = 0) => ({ customers, carriers: 0, locations: 0, loads, market_rates: 0, users: 0, api_keys: 0 });
-  const snapshot = (token: string, v: ReturnType<typeof versions>): DataSnapshot => ({ token, versions: async () => v });
+  const snapshot = (token: string, v: ReturnType<typeof versions>): DataSnapshot => ({ token, versions: async () => v, unchanged: () => true });
 
   it('holds an entry while its kinds\u2019 counters are unchanged, under any token, and stays within its bound', async () => {
     const cache = readCache({ maxChars: 9 });

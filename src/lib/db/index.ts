@@ -33,12 +33,15 @@ export interface DataSnapshot {
   readonly token: string;
   /** The organization's record counters (src/lib/db/versions.ts), read once per snapshot. */
   versions(orgId: string): Promise<OrgVersions>;
+  /** Nothing was written anywhere since the snapshot was taken (what was read since is as of it). */
+  unchanged(): boolean;
 }
 
-function snapshotOf(db: Db, token: string): DataSnapshot {
+function snapshotOf(db: Db, token: string, currentToken: () => string): DataSnapshot {
   const read = new Map<string, Promise<OrgVersions>>();
   return {
     token,
+    unchanged: () => currentToken() === token,
     versions(orgId) {
       let v = read.get(orgId);
       if (!v) read.set(orgId, (v = readVersions(db, orgId)));
@@ -105,7 +108,7 @@ function openSqlite(url: string): DataStore {
     db,
     dialect: 'sqlite',
     // Taken as each request arrives: other connections' commits answered before it was sent are seen.
-    snapshot: () => snapshotOf(db, changeToken()),
+    snapshot: () => snapshotOf(db, changeToken(), changeToken),
     async ping() {
       try {
         raw.prepare('select 1').get();

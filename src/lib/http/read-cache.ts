@@ -6,7 +6,8 @@ import type { OrgVersions, VersionedKind } from '../db/versions.js';
  * changed.
  *
  * An entry remembers the request snapshot's token it was kept under and the organization's counters
- * (src/lib/db/versions.ts) of the kinds of record it depends on, read before its data was. Same token:
+ * (src/lib/db/versions.ts) of the kinds of record it depends on, as of its data (an answer is kept only
+ * when nothing was written between the request's arrival and reading those counters). Same token:
  * nothing was written anywhere since, a hit at once. Another token: the organization's counters are
  * read (once per request) and the entry still holds when its kinds' counters are unchanged; so a write
  * in one organization, or to one kind (a load), leaves other organizations' and other kinds' (the
@@ -18,7 +19,7 @@ import type { OrgVersions, VersionedKind } from '../db/versions.js';
 export interface ReadCache {
   /** The kept body for `key`, if it still holds under `snapshot`. */
   lookup(snapshot: DataSnapshot, orgId: string, key: string): string | undefined | Promise<string | undefined>;
-  /** Keeps `body`, read after `versions` were taken under `snapshot`. */
+  /** Keeps `body`, read under `snapshot` with the organization's counters `versions` of that moment. */
   keep(snapshot: DataSnapshot, versions: OrgVersions, orgId: string, key: string, kinds: readonly VersionedKind[], body: string): void;
   readonly enabled: boolean;
 }

@@ -69,11 +69,13 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     if (!cache?.enabled || !snapshot) return read();
     let body = await cache.lookup(snapshot, orgId, key);
     if (body === undefined) {
-      const versions = await snapshot.versions(orgId);
       const value = await read();
       if (!keep(value)) return value;
       body = reply.serialize(value) as string;
-      cache.keep(snapshot, versions, orgId, key, o.dependsOn, body);
+      // Kept only when nothing was written since the request arrived: then the counters read now are
+      // those the answer was read under (an answer not kept, such as an open load, costs no read of them).
+      const versions = await snapshot.versions(orgId);
+      if (snapshot.unchanged()) cache.keep(snapshot, versions, orgId, key, o.dependsOn, body);
     }
     return reply.type('application/json; charset=utf-8').send(body);
   };
