@@ -25,6 +25,27 @@ export interface DataStore {
    * key, kept reads): null where no cheap change token exists (PostgreSQL).
    */
   snapshot(): DataSnapshot | null;
+  /** Every statement sent to the database (PostgreSQL: every round trip), for tests that count them. */
+  statements: StatementLog;
+}
+
+export interface StatementLog {
+  /** Calls `fn` with the text of each statement from now on; returns the function that stops it. */
+  watch(fn: (sql: string) => void): () => void;
+}
+
+function statementLog(): StatementLog & { emit(sql: string): void; active(): boolean } {
+  const watchers = new Set<(sql: string) => void>();
+  return {
+    watch(fn) {
+      watchers.add(fn);
+      return () => watchers.delete(fn);
+    },
+    active: () => watchers.size > 0,
+    emit(sql) {
+      for (const w of watchers) w(sql);
+    },
+  };
 }
 
 /** A request's view of the database for its caches (src/lib/http/read-cache.ts, the key check). */
@@ -80,7 +101,8 @@ function openSqlite(url: string): DataStore {
   raw.pragma('busy_timeout = 5000');
   // 16 MiB of page cache: the OS caches the file too, and the server stays within 300 MB (BENCHMARKS.md).
   raw.pragma('cache_size = -16384');
-  const statements = cachingStatements(raw);
+  const log = statementLog();
+  const statements = cachingStatements(raw, 500, log);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
   // Without statistics SQLite takes `org_id = ?` (every index leads with it) for selective and walks an
   // organization; `optimize` refreshes stale statistics at start and hourly.
@@ -107,6 +129,7 @@ function openSqlite(url: string): DataStore {
   return {
     db,
     dialect: 'sqlite',
+    statements: log,
     // Taken as each request arrives: other connections' commits answered before it was sent are seen.
     snapshot: () => snapshotOf(db, changeToken(), changeToken),
     async ping() {
@@ -146,10 +169,12 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: namedStatements(pool) }) });
+  const log = statementLog();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: namedStatements(pool, log) }) });
   return {
     db,
     dialect: 'postgres',
+    statements: log,
     snapshot: () => null,
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;
@@ -178,7 +203,11 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
  * (half the cost of better-sqlite3's row objects; the same keys in the same order). `forget()` drops
  * them all (after migrations, when a `select *` may have gained columns).
  */
-export function cachingStatements(raw: SqliteDatabase.Database, max = 500): SqliteDatabase.Database & { forget(): void } {
+export function cachingStatements(
+  raw: SqliteDatabase.Database,
+  max = 500,
+  log?: ReturnType<typeof statementLog>,
+): SqliteDatabase.Database & { forget(): void } {
   const cache = new Map<string, SqliteDatabase.Statement>();
   const fast = (stmt: SqliteDatabase.Statement): SqliteDatabase.Statement => {
     if (!stmt.reader) return stmt;
@@ -212,6 +241,8 @@ export function cachingStatements(raw: SqliteDatabase.Database, max = 500): Sqli
         return typeof v === 'function' ? v.bind(target) : v;
       }
       return (source: string) => {
+        // Kysely prepares every statement it runs (a cached one comes back from here).
+        if (log?.active()) log.emit(source);
         let stmt = cache.get(source);
         if (stmt) {
           cache.delete(source);
@@ -227,9 +258,10 @@ export function cachingStatements(raw: SqliteDatabase.Database, max = 500): Sqli
 }
 
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
+const MAX_NAMED_PARAMETERS = 32;
 
 /** Data statements as named prepared statements, parsed and planned once per connection; named by their text. */
-function namedStatements(pool: pg.Pool): pg.Pool {
+function namedStatements(pool: pg.Pool, log: ReturnType<typeof statementLog>): pg.Pool {
   const wrapClient = (client: pg.PoolClient): pg.PoolClient =>
     new Proxy(client, {
       get(target, prop, receiver) {
@@ -238,7 +270,10 @@ function namedStatements(pool: pg.Pool): pg.Pool {
           return typeof v === 'function' ? v.bind(target) : v;
         }
         return (text: unknown, values?: unknown[]) => {
-          if (typeof text === 'string' && PREPARABLE.test(text)) {
+          if (log.active()) log.emit(typeof text === 'string' ? text : String((text as { text?: string })?.text));
+          // A statement with many parameters is a batch's (an IN list as long as the batch): its text
+          // varies with the batch's size and it runs once per batch, so it is not kept on the connection.
+          if (typeof text === 'string' && PREPARABLE.test(text) && (values?.length ?? 0) <= MAX_NAMED_PARAMETERS) {
             const name = `lb_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
             return target.query({ name, text, values: values ?? [] });
           }
