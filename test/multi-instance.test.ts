@@ -209,6 +209,38 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     }
   });
 
+  // The load routes check the key inside their one data statement on PostgreSQL (a key found valid on
+  // an instance is not read on its own again): a revocation must still fail them from the next request on.
+  it('refuses a revoked key on both instances on the load routes that check the key in their statement, whatever the route would have answered', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const k = await newKey();
+    const routes = ['/v2/tms-api/loads', '/v2/tms-api/loads/NOPE', '/v2/tms-api/loads/NOPE/carrier-recommendations', '/v2/tms-api/loads?status=BOGUS'];
+    const before = [200, 404, 404, 422];
+    for (const instance of [a, b]) {
+      // Twice: the second request is served with the key kept in memory.
+      for (let i = 0; i < 2; i++) expect(await Promise.all(routes.map(async (r) => (await get(instance, r, k.key)).status))).toEqual(before);
+    }
+    await accounts.revokeKey(k.orgId, k.keyId);
+    for (const instance of [a, b]) {
+      for (const route of routes) {
+        const res = await get(instance, route, k.key);
+        expect([route, res.status]).toEqual([route, 401]);
+        expect(await res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+      }
+    }
+  });
+
+  it('applies new limits of a key on both instances on the load routes (from the request after the change is seen)', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const k = await newKey(30);
+    for (const instance of [a, b]) expect((await get(instance, '/v2/tms-api/loads', k.key)).headers.get('x-ratelimit-limit')).toBe('30');
+    await accounts.updateKeyLimits(k.orgId, k.keyId, { perMinute: 55, perDay: 10_000 });
+    for (const instance of [a, b]) {
+      await (await get(instance, '/v2/tms-api/loads', k.key)).arrayBuffer();
+      expect((await get(instance, '/v2/tms-api/loads', k.key)).headers.get('x-ratelimit-limit')).toBe('55');
+    }
+  });
+
   it('refuses a rotated key on both instances and accepts its successor on both', async () => {
     const [a, b] = instances as [Instance, Instance];
     const k = await newKey(42);

@@ -8,15 +8,30 @@ import type { Database } from './types.js';
  * without reading the table), then only those rows are read: OFFSET costs index entries, not rows.
  * `knownTotal`, when the caller has it (kept counters), saves the count.
  */
+/** The page's ids in order (sort column, then id, the same direction), with its limit and offset. */
+export function pageIds<TB extends keyof Database>(query: SelectQueryBuilder<Database, TB, object>, page: PageRequest, sortColumns: Record<string, string>) {
+  const { field, direction } = parseSort(page.sort);
+  const column = sortColumns[field];
+  if (!column) throw new Error(`sort field ${field} is not whitelisted`);
+  const offset = (page.page - 1) * page.page_size;
+  const ids = query
+    .clearSelect()
+    .select(['id', 'org_id'] as never)
+    // Column names come from the whitelist above, never from the request.
+    .orderBy(column as never, direction)
+    .orderBy('id' as never, direction)
+    .limit(page.page_size)
+    .offset(offset) as unknown as SelectQueryBuilder<Database, TB, { id: string; org_id: string }>;
+  return { ids, column, direction, offset };
+}
+
 export async function fetchPage<TB extends keyof Database, Row extends { id: string }>(
   query: SelectQueryBuilder<Database, TB, object>,
   page: PageRequest,
   sortColumns: Record<string, string>,
   knownTotal?: () => Promise<number | null>,
 ): Promise<{ rows: Row[]; total: number }> {
-  const { field, direction } = parseSort(page.sort);
-  const column = sortColumns[field];
-  if (!column) throw new Error(`sort field ${field} is not whitelisted`);
+  const { ids: idsQuery, offset } = pageIds(query, page, sortColumns);
   let total = knownTotal ? await knownTotal() : null;
   if (total === null) {
     const countRow = await query
@@ -25,17 +40,8 @@ export async function fetchPage<TB extends keyof Database, Row extends { id: str
       .executeTakeFirst();
     total = Number((countRow as { n?: number | string | bigint } | undefined)?.n ?? 0);
   }
-  const offset = (page.page - 1) * page.page_size;
   if (offset >= total) return { rows: [], total };
-  const ids = (await query
-    .clearSelect()
-    .select(['id', 'org_id'] as never)
-    // Column names come from the whitelist above, never from the request.
-    .orderBy(column as never, direction)
-    .orderBy('id' as never, direction)
-    .limit(page.page_size)
-    .offset(offset)
-    .execute()) as unknown as { id: string; org_id: string }[];
+  const ids = await idsQuery.execute();
   if (ids.length === 0) return { rows: [], total };
   // By primary key alone: with org_id in the WHERE, SQLite can pick the org_id index and walk every row
   // of the organization instead of 50 key lookups. The ids come from the organization-scoped query

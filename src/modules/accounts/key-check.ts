@@ -1,6 +1,7 @@
 import type { DataSnapshot } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
-import type { Principal } from '../../lib/http/principal.js';
+import type { KeyGuard, KeyState, Principal } from '../../lib/http/principal.js';
+import { UnauthorizedError } from '../../lib/http/errors.js';
 import { isScope } from '../../lib/http/scopes.js';
 import type { AccountsRepo } from './accounts.repo.js';
 import { KEY_PATTERN, constantTimeEqualHex, hashApiKey } from './secrets.js';
@@ -68,7 +69,67 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
     repo.touchKey(principal.keyId, toIso(clock.now())).catch(() => lastTouched.delete(principal.keyId));
   }
 
+  /**
+   * Keys found valid on this instance, for routes that fold the key check into their data statement
+   * (PostgreSQL, where no cheap change token exists): the principal comes from memory and the route's
+   * one statement says whether the key is still unrevoked, so a revocation committed before the
+   * request's statement fails it on every instance, at no extra round trip.
+   */
+  const folded = new Map<string, Principal>();
+
+  function guardFor(hash: string, principal: Principal): KeyGuard {
+    let settled = false;
+    return {
+      keyId: principal.keyId,
+      get settled() {
+        return settled;
+      },
+      async confirm() {
+        settled = true;
+        if ((await readForFolding(hash)) === null) throw new UnauthorizedError();
+      },
+      settle(found: KeyState | null | undefined) {
+        if (found === undefined) return;
+        settled = true;
+        if (found === null) {
+          folded.delete(hash);
+          kept.delete(hash);
+          throw new UnauthorizedError();
+        }
+        // New limits (changed on any instance) apply from the next request on.
+        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay) {
+          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day });
+        }
+      },
+    };
+  }
+
+  async function readForFolding(hash: string): Promise<Principal | null> {
+    const principal = await read(hash, null, undefined);
+    if (principal) {
+      if (folded.size >= MAX_KEPT) folded.clear();
+      folded.set(hash, principal);
+    } else folded.delete(hash);
+    return principal;
+  }
+
   return {
+    /**
+     * For a route that checks the key in its own data statement: a key already found valid here comes
+     * back with a guard for that statement (no read now); any other is read now (and the guard is null).
+     * `confirm` reads it now after all (before answering an error the route's statement will not run for).
+     */
+    async authenticateFolded(presented: string | undefined): Promise<{ principal: Principal; guard: KeyGuard | null } | null> {
+      if (!presented || !KEY_PATTERN.test(presented)) return null;
+      const hash = hashApiKey(presented);
+      const known = folded.get(hash);
+      counters[known ? 'hit' : 'miss']();
+      const principal = known ?? (await readForFolding(hash));
+      if (!principal) return null;
+      touch(principal);
+      return { principal, guard: known ? guardFor(hash, known) : null };
+    },
+
     async authenticate(presented: string | undefined, snapshot: DataSnapshot | null = null): Promise<Principal | null> {
       if (!presented || !KEY_PATTERN.test(presented)) return null;
       const hash = hashApiKey(presented);

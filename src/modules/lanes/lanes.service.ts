@@ -6,7 +6,6 @@ import { latestOnLane, maxBuyRate, type LaneKey } from '../../domain/lane.js';
 import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import {
-  carrierCards,
   equipmentWithSnapshots,
   laneCandidates,
   laneEnds,
@@ -15,7 +14,10 @@ import {
   snapshotsOnLane,
   syncLaneHistory,
   type LaneArea,
+  type LaneStop,
 } from './lanes.repo.js';
+
+export type { LaneStop };
 
 export interface LaneLoad {
   id: string;
@@ -40,13 +42,14 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     rules,
 
     /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
-    async recommend(tx: Executor, orgId: string, load: LaneLoad): Promise<CarrierRecommendation[]> {
-      const ends = await laneEnds(tx, orgId, load.id);
+    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
+      const ends = await laneEnds(tx, orgId, load.id, stops);
       if (!ends.origin || !ends.destination) return [];
       const origin = { latitude: ends.origin.latitude, longitude: ends.origin.longitude };
       const destination = { latitude: ends.destination.latitude, longitude: ends.destination.longitude };
       const candidates = await laneCandidates(tx, areaOf(orgId, load.equipment_type, origin, destination));
       const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
+      const cards = new Map(candidates.map((c) => [c.carrier_id, c]));
       const history = candidates.map((c) => ({
         carrierId: c.carrier_id,
         origin: { latitude: c.origin_latitude, longitude: c.origin_longitude },
@@ -56,16 +59,15 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       }));
       const ranked = rankCarriers({ origin, destination, assignedCarrierId: load.carrier_id }, history, clock.now(), rules, (id) => refs.get(id) ?? '');
       if (ranked.length === 0) return [];
-      const byId = new Map((await carrierCards(tx, orgId, ranked.map((r) => r.carrierId))).map((c) => [c.id, c]));
       return ranked.flatMap((r) => {
-        const c = byId.get(r.carrierId);
-        if (!c) return [];
+        const c = cards.get(r.carrierId);
+        if (!c || c.carrier_name === null) return [];
         return [
           {
-            carrier_id: c.id,
-            carrier_external_reference_id: c.external_reference_id,
-            carrier_name: c.name,
-            dot_number: c.dot_number,
+            carrier_id: c.carrier_id,
+            carrier_external_reference_id: c.carrier_external_reference_id,
+            carrier_name: c.carrier_name,
+            dot_number: c.carrier_dot_number,
             lane_load_count: r.laneLoadCount,
             last_delivered_at: r.lastDeliveredAt,
             score: r.score,

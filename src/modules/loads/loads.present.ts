@@ -5,6 +5,7 @@ import { teamMemberMatcher, type TeamMemberRecord } from '../../domain/load.js';
 import type { LanesService } from '../lanes/lanes.service.js';
 import { namesByIds, ratesOf, stopsOf, usersMatching, type StopWithLocation } from './loads.repo.js';
 import type { FinancialRate, Load, TeamMember } from './loads.schema.js';
+import type { LoadDocument } from './loads.documents.js';
 
 const toRate = (row: LoadRatesTable): FinancialRate => ({
   id: row.id,
@@ -33,16 +34,9 @@ function groupByLoad<T extends { load_id: string }>(items: T[]): Map<string, T[]
 }
 
 /** Reps as stored, with D4's service_user_id matched against the organization's users. */
-async function teamMembers(tx: Executor, orgId: string, rows: LoadsTable[]): Promise<(json: string | null) => TeamMember | null> {
-  const reps = rows.flatMap((r) => [r.sales_rep, r.dispatcher_rep]).filter((x): x is string => x !== null).map((x) => JSON.parse(x) as TeamMemberRecord);
-  if (reps.length === 0) return () => null;
-  const users = await usersMatching(
-    tx,
-    orgId,
-    [...new Set(reps.flatMap((r) => (r.email ? [r.email.toLowerCase()] : [])))],
-    [...new Set(reps.flatMap((r) => (r.name ? [r.name.toLowerCase()] : [])))],
-  );
-  const match = teamMemberMatcher(users);
+function teamMembers(users: readonly { id: string; email_lower: string; name: string }[]): (json: string | null) => TeamMember | null {
+  // The same user may come back once per load (documents): once each for the matcher.
+  const match = teamMemberMatcher([...new Map(users.map((u) => [u.id, u])).values()]);
   return (json) => {
     if (json === null) return null;
     const rep = JSON.parse(json) as TeamMemberRecord;
@@ -50,39 +44,84 @@ async function teamMembers(tx: Executor, orgId: string, rows: LoadsTable[]): Pro
   };
 }
 
+/** The organization's users the loads' reps may name. */
+function repUsers(tx: Executor, orgId: string, rows: LoadsTable[]) {
+  const reps = rows.flatMap((r) => [r.sales_rep, r.dispatcher_rep]).filter((x): x is string => x !== null).map((x) => JSON.parse(x) as TeamMemberRecord);
+  if (reps.length === 0) return Promise.resolve([]);
+  return usersMatching(
+    tx,
+    orgId,
+    [...new Set(reps.flatMap((r) => (r.email ? [r.email.toLowerCase()] : [])))],
+    [...new Set(reps.flatMap((r) => (r.name ? [r.name.toLowerCase()] : [])))],
+  );
+}
+
+type Named = { external_reference_id: string; name: string };
+
+/** What a load's answer shows beside its own columns. */
+interface LoadParts {
+  stopsByLoad: Map<string, StopWithLocation[]>;
+  ratesByLoad: Map<string, LoadRatesTable[]>;
+  customerById: Map<string, Named>;
+  carrierById: Map<string, Named>;
+  member: (json: string | null) => TeamMember | null;
+  /** D8: whether the load's max_buy_rate comes from a market snapshot that may exist. */
+  marketPriced: (row: LoadsTable) => boolean;
+}
+
 /** The response records of stored loads: their stops, rates, customer and carrier, reps and D8 max_buy_rate. */
 export function loadPresenter(lanes: LanesService) {
   /** D8: without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane. */
-  async function marketRates(tx: Executor, orgId: string, rows: LoadsTable[], stopsByLoad: Map<string, StopWithLocation[]>) {
-    const priced = rows.some((r) => r.max_buy_rate_source !== 'caller') ? await lanes.equipmentWithSnapshots(tx, orgId) : new Set<string>();
-    const wanted = rows.filter((r) => r.max_buy_rate_source !== 'caller' && priced.has(r.equipment_type));
+  async function marketRates(tx: Executor, orgId: string, rows: LoadsTable[], parts: LoadParts) {
+    const wanted = rows.filter(parts.marketPriced);
     const rates = await Promise.all(
       wanted.map((r) => {
-        const { origin, destination } = laneEnds(stopsByLoad.get(r.id) ?? []);
+        const { origin, destination } = laneEnds(parts.stopsByLoad.get(r.id) ?? []);
         return lanes.marketMaxBuyRate(tx, orgId, { equipment_type: r.equipment_type, origin: origin ?? null, destination: destination ?? null }, r.total_distance);
       }),
     );
     return new Map(wanted.map((r, i) => [r.id, rates[i]!]));
   }
 
-  return async function present(tx: Executor, orgId: string, rows: LoadsTable[]): Promise<Load[]> {
-    if (rows.length === 0) return [];
+  /** The parts of stored loads, read with a statement per kind (SQLite's path, and writes' answers). */
+  async function readParts(tx: Executor, orgId: string, rows: LoadsTable[]): Promise<LoadParts> {
     const ids = rows.map((r) => r.id);
-    const [stops, rates, customers, carriers, member] = await Promise.all([
+    const [stops, rates, customers, carriers, users, priced] = await Promise.all([
       stopsOf(tx, orgId, ids),
       ratesOf(tx, orgId, ids),
       namesByIds(tx, 'customers', orgId, rows.map((r) => r.customer_id)),
       namesByIds(tx, 'carriers', orgId, rows.flatMap((r) => (r.carrier_id ? [r.carrier_id] : []))),
-      teamMembers(tx, orgId, rows),
+      repUsers(tx, orgId, rows),
+      rows.some((r) => r.max_buy_rate_source !== 'caller') ? lanes.equipmentWithSnapshots(tx, orgId) : new Set<string>(),
     ]);
-    const stopsByLoad = groupByLoad(stops);
-    const ratesByLoad = groupByLoad(rates);
-    const market = await marketRates(tx, orgId, rows, stopsByLoad);
-    const customerById = new Map(customers.map((c) => [c.id, c]));
-    const carrierById = new Map(carriers.map((c) => [c.id, c]));
+    return {
+      stopsByLoad: groupByLoad(stops),
+      ratesByLoad: groupByLoad(rates),
+      customerById: new Map(customers.map((c) => [c.id, c])),
+      carrierById: new Map(carriers.map((c) => [c.id, c])),
+      member: teamMembers(users),
+      marketPriced: (r) => r.max_buy_rate_source !== 'caller' && priced.has(r.equipment_type),
+    };
+  }
+
+  /** The parts as the one-statement documents carry them (PostgreSQL reads). */
+  function partsOf(docs: LoadDocument[]): LoadParts {
+    const priced = new Set(docs.filter((d) => d.market_priced).map((d) => d.id));
+    return {
+      stopsByLoad: new Map(docs.map((d) => [d.id, d.stops])),
+      ratesByLoad: new Map(docs.map((d) => [d.id, d.rates])),
+      customerById: new Map(docs.flatMap((d) => (d.customer_ref !== null ? [[d.customer_id, { external_reference_id: d.customer_ref, name: d.customer_name ?? '' }] as const] : []))),
+      carrierById: new Map(docs.flatMap((d) => (d.carrier_id && d.carrier_ref !== null ? [[d.carrier_id, { external_reference_id: d.carrier_ref, name: d.carrier_name ?? '' }] as const] : []))),
+      member: teamMembers(docs.flatMap((d) => d.rep_users ?? [])),
+      marketPriced: (r) => priced.has(r.id),
+    };
+  }
+
+  async function assemble(tx: Executor, orgId: string, rows: LoadsTable[], parts: LoadParts): Promise<Load[]> {
+    const market = await marketRates(tx, orgId, rows, parts);
     return rows.map((r) => {
-      const customer = customerById.get(r.customer_id);
-      const carrier = r.carrier_id ? carrierById.get(r.carrier_id) : undefined;
+      const customer = parts.customerById.get(r.customer_id);
+      const carrier = r.carrier_id ? parts.carrierById.get(r.carrier_id) : undefined;
       const marketRate = market.get(r.id) ?? null;
       return {
         id: r.id,
@@ -104,10 +143,10 @@ export function loadPresenter(lanes: LanesService) {
         ...(r.max_buy_rate_source === 'caller'
           ? { max_buy_rate: r.max_buy_rate, max_buy_rate_source: 'caller' }
           : { max_buy_rate: marketRate, max_buy_rate_source: marketRate !== null ? 'market' : null }),
-        stops: (stopsByLoad.get(r.id) ?? []).map(toStop),
-        financial_rates: (ratesByLoad.get(r.id) ?? []).map(toRate),
-        sales_rep: member(r.sales_rep),
-        dispatcher_rep: member(r.dispatcher_rep),
+        stops: (parts.stopsByLoad.get(r.id) ?? []).map(toStop),
+        financial_rates: (parts.ratesByLoad.get(r.id) ?? []).map(toRate),
+        sales_rep: parts.member(r.sales_rep),
+        dispatcher_rep: parts.member(r.dispatcher_rep),
         assigned_dispatcher: r.assigned_dispatcher,
         actual_dispatcher: r.actual_dispatcher,
         operation_user: r.operation_user,
@@ -118,5 +157,18 @@ export function loadPresenter(lanes: LanesService) {
         updated_at: r.updated_at,
       };
     });
+  }
+
+  return {
+    /** Stored rows to answers: a statement per kind of part. */
+    async present(tx: Executor, orgId: string, rows: LoadsTable[]): Promise<Load[]> {
+      if (rows.length === 0) return [];
+      return assemble(tx, orgId, rows, await readParts(tx, orgId, rows));
+    },
+    /** Documents (a load and its parts from one statement) to answers; only D8's market lookup reads more. */
+    presentDocuments(tx: Executor, orgId: string, docs: LoadDocument[]): Promise<Load[]> {
+      if (docs.length === 0) return Promise.resolve([]);
+      return assemble(tx, orgId, docs, partsOf(docs));
+    },
   };
 }

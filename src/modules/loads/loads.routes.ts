@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { principalOf } from '../../lib/http/auth.js';
+import { guardedRead, principalOf } from '../../lib/http/auth.js';
 import { RefParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
@@ -33,10 +33,12 @@ export function loadRoutes(
     cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
     batchDeadlineMs: opts.batchDeadlineMs,
+    // PostgreSQL: a load read and the key check are one statement (loads.documents.ts).
+    foldsKeyCheck: true,
   });
 
   app.withTypeProvider<TypeBoxTypeProvider>().get('/v2/tms-api/loads/:external_reference_id/carrier-recommendations', {
-    config: { scope: 'read:loads' },
+    config: { scope: 'read:loads', foldsKeyCheck: true },
     schema: {
       tags: ['Loads'],
       operationId: 'getLoadCarrierRecommendations',
@@ -45,6 +47,6 @@ export function loadRoutes(
       params: RefParams,
       response: { 200: Type.Ref(LoadRecommendations) },
     },
-    handler: (req) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id),
+    handler: (req) => guardedRead(req, (g) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id, g)),
   });
 }

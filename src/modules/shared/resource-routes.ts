@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox';
-import { principalOf } from '../../lib/http/auth.js';
+import { guardedRead, principalOf } from '../../lib/http/auth.js';
+import type { KeyGuard } from '../../lib/http/principal.js';
 import type { Scope } from '../accounts/scopes.js';
 import { batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from '../batch/batch.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
@@ -10,8 +11,9 @@ import { RefOrIdParams, RefParams } from './route-schemas.js';
 
 /** The service calls a resource with the standard endpoint set offers (list, CRUD, batch). */
 export interface ResourceService<Create, Update, Rec, ListQuery> {
-  list(orgId: string, query: ListQuery): Promise<{ items: Rec[]; pagination: unknown }>;
-  get(orgId: string, ref: string): Promise<Rec>;
+  /** `guard`: given only to a service that folds the key check into its statement (foldsKeyCheck). */
+  list(orgId: string, query: ListQuery, guard?: KeyGuard | null): Promise<{ items: Rec[]; pagination: unknown }>;
+  get(orgId: string, ref: string, guard?: KeyGuard | null): Promise<Rec>;
   create(orgId: string, input: Create): Promise<Rec>;
   update(orgId: string, ref: string, input: Update): Promise<Rec>;
   delete(orgId: string, refOrId: string): Promise<{ id: string }>;
@@ -41,6 +43,8 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
   dependsOn: readonly VersionedKind[];
   /** Whether a record's answer may be kept (loads: not an open load, whose recommendations age with time). */
   cacheable?: (record: unknown) => boolean;
+  /** The service's get and list check the key in their one statement (see auth.ts, foldsKeyCheck). */
+  foldsKeyCheck?: boolean;
 }
 
 /**
@@ -80,12 +84,13 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     return reply.type('application/json; charset=utf-8').send(body);
   };
 
+  const readConfig = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
   r.get(base, {
-    config: { scope: o.readScope },
+    config: readConfig,
     schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      return cachedRead(req, reply, orgId, `${o.collection}\u0001${req.url}`, () => service.list(orgId, req.query as Static<Q>), () => true);
+      return cachedRead(req, reply, orgId, `${o.collection}\u0001${req.url}`, () => guardedRead(req, (g) => service.list(orgId, req.query as Static<Q>, g)), () => true);
     },
   });
   r.post(base, {
@@ -98,12 +103,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
   });
   r.get(`${base}/:external_reference_id`, {
-    config: { scope: o.readScope },
+    config: readConfig,
     schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       const ref = req.params.external_reference_id;
-      return cachedRead(req, reply, orgId, `${o.collection}\u0000${ref}`, () => service.get(orgId, ref), (rec) => !o.cacheable || o.cacheable(rec));
+      return cachedRead(req, reply, orgId, `${o.collection}\u0000${ref}`, () => guardedRead(req, (g) => service.get(orgId, ref, g)), (rec) => !o.cacheable || o.cacheable(rec));
     },
   });
   r.put(`${base}/:external_reference_id`, {
