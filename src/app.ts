@@ -25,6 +25,7 @@ import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
 import { writePipeline, type WritePipeline } from './modules/shared/write-pipeline.js';
+import { LOAD_STATUS_COUNTER, writeStatusCounts } from './modules/loads/loads.repo.js';
 import { marketRateRoutes } from './modules/rates/rates.routes.js';
 import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
@@ -107,7 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const metrics = createMetrics();
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
-  const pipeline = writePipeline({ store, afterCommit: analytics.afterCommit });
+  const pipeline = writePipeline({ store, afterCommit: analytics.afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts } });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
   const services = {
     accounts,

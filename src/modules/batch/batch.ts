@@ -83,6 +83,12 @@ export interface RunOptions {
 }
 
 /** What one resource lends the batch runner: the same steps its single-record writes run. */
+/** What a batch's prefetch sees of an item: its reference (as the item names it) and its data, unvalidated. */
+export interface BatchPrefetchItem {
+  ref: unknown;
+  data: unknown;
+}
+
 export interface BatchResource<Create, Update> {
   dataKey: string;
   operations: readonly BatchOperation[];
@@ -95,6 +101,8 @@ export interface BatchResource<Create, Update> {
   update(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
   upsert(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
   delete(tx: Executor, changes: ChangeSet, orgId: string, ref: string): Promise<{ id: string }>;
+  /** Reads for every item at once, first in the batch's transaction (src/modules/shared/batch-reads.ts). */
+  prefetch?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<void>;
 }
 
 type ItemWork = (tx: Executor, changes: ChangeSet) => Promise<{ id: string }>;
@@ -184,7 +192,11 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     let applied: BatchResultEntry[] = [];
     let results: BatchResultEntry[];
     try {
-      results = await resource.pipeline.batch(orgId, async (runItem) => (applied = await applyAll(orgId, items, opts, runItem)), { analyticsRun: resource.analyticsRun });
+      const prefetch = resource.prefetch;
+      results = await resource.pipeline.batch(orgId, async (runItem) => (applied = await applyAll(orgId, items, opts, runItem)), {
+        analyticsRun: resource.analyticsRun,
+        ...(prefetch ? { prepare: (tx: Executor) => prefetch(tx, orgId, items.map((item) => ({ ref: item.external_reference_id, data: item[dataKey] }))) } : {}),
+      });
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
       // saved, so no item may be reported saved.

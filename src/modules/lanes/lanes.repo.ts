@@ -29,24 +29,47 @@ const stopsWithPlaces = prepared<
 const historyLaneOf = prepared<{ loadId: string }, LaneKey>((db, p) =>
   db.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', p('loadId')),
 );
-const loadForHistory = prepared<
+/**
+ * Everything a load's lane history row is made of, in one statement: the load, its carrier's reference,
+ * its history row as it is, its carrier rates' total, and its stops with their places (a row per stop).
+ */
+const historyInputs = prepared<
   { orgId: string; loadId: string },
-  { status: string; carrier_id: string | null; equipment_type: string; delivered_at: string | null; carrier_ref: string | null }
+  {
+    status: string;
+    carrier_id: string | null;
+    equipment_type: string;
+    delivered_at: string | null;
+    carrier_ref: string | null;
+    h_equipment_type: string | null;
+    h_origin_cell: number | null;
+    h_destination_cell: number | null;
+    carrier_total: number | null;
+    carrier_rates: number | string;
+    stop_number: number | null;
+    stop_type: string | null;
+    location_id: string | null;
+    late_arrival: string | null;
+    latitude: number | null;
+    longitude: number | null;
+  }
 >((db, p) =>
   db
-    .selectFrom('loads')
-    .leftJoin('carriers', 'carriers.id', 'loads.carrier_id')
-    .select(['loads.status', 'loads.carrier_id', 'loads.equipment_type', 'loads.delivered_at', 'carriers.external_reference_id as carrier_ref'])
-    .where('loads.org_id', '=', p('orgId'))
-    .where('loads.id', '=', p('loadId')),
-);
-const carrierRatesOf = prepared<{ orgId: string; loadId: string }, { total: number | null; n: number }>((db, p) =>
-  db
-    .selectFrom('load_rates')
-    .select((eb) => [eb.fn.sum<number>('amount').as('total'), eb.fn.countAll<number>().as('n')])
-    .where('org_id', '=', p('orgId'))
-    .where('load_id', '=', p('loadId'))
-    .where('rate_entity', '=', 'CARRIER'),
+    .selectFrom('loads as ld')
+    .leftJoin('carriers as c', 'c.id', 'ld.carrier_id')
+    .leftJoin('lane_history as h', 'h.load_id', 'ld.id')
+    .leftJoin('load_stops as s', (j) => j.onRef('s.org_id', '=', 'ld.org_id').onRef('s.load_id', '=', 'ld.id'))
+    .leftJoin('locations as l', 'l.id', 's.location_id')
+    .select(['ld.status', 'ld.carrier_id', 'ld.equipment_type', 'ld.delivered_at', 'c.external_reference_id as carrier_ref'])
+    .select(['h.equipment_type as h_equipment_type', 'h.origin_cell as h_origin_cell', 'h.destination_cell as h_destination_cell'])
+    .select((eb) => [
+      eb.selectFrom('load_rates as r').select((e) => e.fn.sum<number>('r.amount').as('t')).whereRef('r.org_id', '=', 'ld.org_id').whereRef('r.load_id', '=', 'ld.id').where('r.rate_entity', '=', 'CARRIER').as('carrier_total'),
+      eb.selectFrom('load_rates as r').select((e) => e.fn.countAll<number>().as('n')).whereRef('r.org_id', '=', 'ld.org_id').whereRef('r.load_id', '=', 'ld.id').where('r.rate_entity', '=', 'CARRIER').as('carrier_rates'),
+    ])
+    .select(['s.stop_number', 's.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
+    .where('ld.org_id', '=', p('orgId'))
+    .where('ld.id', '=', p('loadId'))
+    .orderBy('s.stop_number'),
 );
 const HISTORY_COLUMNS = [
   'load_id',
@@ -74,9 +97,19 @@ const updateHistory = prepared<LaneHistoryTable & Record<string, unknown>, unkno
     .where('load_id', '=', p('load_id')),
 );
 
-/** A stored load's lane ends (D7), with their places. */
-export async function laneEnds(tx: Executor, orgId: string, loadId: string): Promise<LaneEnds> {
-  const { origin: first, destination: last } = laneEndsOf(await stopsWithPlaces(tx, { orgId, loadId }));
+/** A stop with its place: what the lane ends are found from. */
+export interface LaneStop {
+  stop_number: number;
+  stop_type: string;
+  location_id: string;
+  late_arrival: string;
+  latitude: number;
+  longitude: number;
+}
+
+/** A stored load's lane ends (D7), with their places; from `stops` when the caller has them already. */
+export async function laneEnds(tx: Executor, orgId: string, loadId: string, stops?: readonly LaneStop[]): Promise<LaneEnds> {
+  const { origin: first, destination: last } = laneEndsOf(stops ?? (await stopsWithPlaces(tx, { orgId, loadId })));
   return {
     origin: first ? { locationId: first.location_id, latitude: first.latitude, longitude: first.longitude } : null,
     destination: last ? { locationId: last.location_id, latitude: last.latitude, longitude: last.longitude, lateArrival: last.late_arrival } : null,
@@ -88,14 +121,20 @@ export async function laneEnds(tx: Executor, orgId: string, loadId: string): Pro
  * history never disagrees with an answered write). Returns the lanes whose history changed.
  */
 export async function syncLaneHistory(tx: Executor, orgId: string, loadId: string): Promise<LaneKey[]> {
-  const [before] = await historyLaneOf(tx, { loadId });
-  const touched: LaneKey[] = before ? [keyOf(before)] : [];
-  const [load] = await loadForHistory(tx, { orgId, loadId });
+  const inputs = await historyInputs(tx, { orgId, loadId });
+  const load = inputs[0];
+  const before: LaneKey | null =
+    load && load.h_equipment_type !== null
+      ? { equipment_type: load.h_equipment_type, origin_cell: Number(load.h_origin_cell), destination_cell: Number(load.h_destination_cell) }
+      : null;
+  const touched: LaneKey[] = before ? [before] : [];
   let row: LaneHistoryTable | null = null;
   if (load && load.carrier_id && load.carrier_ref && DELIVERED_STATUSES.has(load.status)) {
-    const ends = await laneEnds(tx, orgId, loadId);
+    const stops = inputs.flatMap((s) =>
+      s.stop_number === null ? [] : [{ stop_number: s.stop_number, stop_type: s.stop_type!, location_id: s.location_id!, late_arrival: s.late_arrival!, latitude: s.latitude!, longitude: s.longitude! }],
+    );
+    const ends = await laneEnds(tx, orgId, loadId, stops);
     if (ends.origin && ends.destination) {
-      const [rates] = await carrierRatesOf(tx, { orgId, loadId });
       row = {
         load_id: loadId,
         org_id: orgId,
@@ -112,7 +151,7 @@ export async function syncLaneHistory(tx: Executor, orgId: string, loadId: strin
         destination_cell: cellOf(ends.destination.latitude, ends.destination.longitude),
         // D7: the last delivery stop's late_arrival (always present: stops require it).
         delivered_at: ends.destination.lateArrival ?? load.delivered_at,
-        carrier_rate_total: Number(rates?.n ?? 0) > 0 ? Number(rates?.total) : null,
+        carrier_rate_total: Number(load.carrier_rates) > 0 ? Number(load.carrier_total) : null,
       };
     }
   }
@@ -169,20 +208,27 @@ type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
  */
 export function laneCandidates(tx: Executor, area: LaneArea) {
-  return tx
-    .selectFrom('lane_history')
-    .select([
-      'carrier_id',
-      'carrier_external_reference_id',
-      'origin_latitude',
-      'origin_longitude',
-      'destination_latitude',
-      'destination_longitude',
-      'delivered_at',
-      'carrier_rate_total',
-    ])
-    .where((eb) => onLane(eb, area))
-    .execute();
+  return (
+    tx
+      .selectFrom('lane_history')
+      // What a recommendation shows of the carrier, in the same statement (the history's carrier always
+      // exists: a carrier with loads cannot be deleted).
+      .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
+      .select([
+        'lane_history.carrier_id',
+        'lane_history.carrier_external_reference_id',
+        'lane_history.origin_latitude',
+        'lane_history.origin_longitude',
+        'lane_history.destination_latitude',
+        'lane_history.destination_longitude',
+        'lane_history.delivered_at',
+        'lane_history.carrier_rate_total',
+        'carriers.name as carrier_name',
+        'carriers.dot_number as carrier_dot_number',
+      ])
+      .where((eb) => onLane(eb as never, area, 'lane_history.'))
+      .execute()
+  );
 }
 
 export interface LaneArea {
@@ -198,8 +244,8 @@ export interface LaneArea {
  * The lane condition shared by the history and the market snapshots (both carry the same columns):
  * equipment, origin and destination cells (what the index serves) and boxes (checked in the database).
  */
-export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea) {
-  const c = (name: string) => name as 'org_id';
+export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '') {
+  const c = (name: string) => `${table}${name}` as 'org_id';
   return eb.and([
     eb(c('org_id'), '=', a.orgId),
     eb(c('equipment_type'), '=', a.equipmentType),
@@ -283,9 +329,4 @@ export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | nu
     .orderBy('id', 'desc');
   if (limit !== null) q = q.limit(limit);
   return q.execute();
-}
-
-/** What a recommendation shows of each carrier. */
-export function carrierCards(tx: Executor, orgId: string, carrierIds: string[]) {
-  return tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', carrierIds).execute();
 }

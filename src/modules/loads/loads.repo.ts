@@ -1,10 +1,17 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { prepared, preparedInsert } from '../../lib/db/prepared.js';
-import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
+import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
+import { loadDocumentsPage } from './loads.documents.js';
+import { batchReadsOf } from '../shared/batch-reads.js';
+
+// Kinds of a load batch's reads (loads.batch.ts).
+const LOAD_STOPS = 'load_stops';
+const LOAD_RATES = 'load_rates';
 import type { Database, LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { tenantRecords } from '../shared/record-store.js';
+import type { ChangeSet } from '../shared/write-pipeline.js';
 
 export interface StopWithLocation extends LoadStopsTable {
   location_external_reference_id: string;
@@ -35,10 +42,14 @@ const nameOfCarrier = prepared<{ orgId: string; id: string }, { id: string; exte
   db.selectFrom('carriers').select(['id', 'external_reference_id', 'name']).where('org_id', '=', p('orgId')).where('id', '=', p('id')),
 );
 
-export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise<StopWithLocation[]> {
+/** Stops of loads with their places; one load's come from its batch's reads when the batch read them. */
+export function stopsOf(tx: Executor, orgId: string, loadIds: string[], skipKept = false): Promise<StopWithLocation[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
-  // One load (a GET): the precompiled statement.
-  if (loadIds.length === 1) return stopsOfOne(tx, { orgId, loadId: loadIds[0]! });
+  // One load (a GET, a write): the precompiled statement.
+  if (loadIds.length === 1) {
+    const kept = skipKept ? undefined : batchReadsOf(tx)?.take<StopWithLocation[]>(LOAD_STOPS, loadIds[0]!);
+    return kept ? Promise.resolve(kept) : stopsOfOne(tx, { orgId, loadId: loadIds[0]! });
+  }
   return tx
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
@@ -51,9 +62,12 @@ export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise
     .execute();
 }
 
-export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<LoadRatesTable[]> {
+export function ratesOf(tx: Executor, orgId: string, loadIds: string[], skipKept = false): Promise<LoadRatesTable[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
-  if (loadIds.length === 1) return ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
+  if (loadIds.length === 1) {
+    const kept = skipKept ? undefined : batchReadsOf(tx)?.take<LoadRatesTable[]>(LOAD_RATES, loadIds[0]!);
+    return kept ? Promise.resolve(kept) : ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
+  }
   return tx
     .selectFrom('load_rates')
     .selectAll()
@@ -62,6 +76,20 @@ export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise
     .orderBy('load_id')
     .orderBy('position')
     .execute();
+}
+
+/** Loads by reference (a batch's; locked for the transaction on PostgreSQL, in reference order). */
+export function loadsByRefs(tx: Executor, orgId: string, refs: string[], lock: boolean): Promise<LoadsTable[]> {
+  if (refs.length === 0) return Promise.resolve([]);
+  const q = tx.selectFrom('loads').selectAll().where('org_id', '=', orgId).where('external_reference_id', 'in', refs).orderBy('external_reference_id');
+  return (lock ? q.forUpdate() : q).execute();
+}
+
+/** Customers, carriers or locations by reference, in one statement. */
+export function recordsByRefs<T extends 'customers' | 'carriers' | 'locations'>(tx: Executor, table: T, orgId: string, refs: string[]): Promise<Database[T][]> {
+  if (refs.length === 0) return Promise.resolve([]);
+  const t = table as 'customers';
+  return tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('external_reference_id', 'in', refs).execute() as Promise<Database[T][]>;
 }
 
 // The write path of every load item, compiled once (a batch of 100 changed loads built each of these
@@ -141,6 +169,9 @@ export interface LoadFilter {
   transport_mode?: string;
   customer_id?: string;
   carrier_id?: string;
+  /** By external reference (no such record: nothing matches). */
+  customer_ref?: string | undefined;
+  carrier_ref?: string | undefined;
   pickup_date_from?: string;
   pickup_date_to?: string;
   updated_since?: string;
@@ -162,33 +193,67 @@ const addToStatusCount = prepared<{ orgId: string; status: string; delta: number
     .onConflict((oc) => oc.columns(['org_id', 'status']).doUpdateSet((eb) => ({ n: eb('load_status_counts.n', '+', p('delta')) }))),
 );
 
-export async function countStatusChange(tx: Executor, orgId: string, from: string | null, to: string | null) {
-  // Counter rows are locked in one order (by status) whatever the transition, so two transactions
-  // moving loads in opposite directions cannot deadlock on PostgreSQL.
-  const changes = ([[from, -1], [to, 1]] as const).filter((c): c is readonly [string, -1 | 1] => c[0] !== null).sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  for (const [status, delta] of changes) await addToStatusCount(tx, { orgId, status, delta });
+/** The kept counter of loads per status (the list's total), written at seal (src/modules/shared/write-pipeline.ts). */
+export const LOAD_STATUS_COUNTER = 'load_status';
+
+/** A load moved between statuses (from null: a new load; to null: a deleted one). */
+export function countStatusChange(changes: ChangeSet, from: string | null, to: string | null): void {
+  if (from !== null) changes.tally(LOAD_STATUS_COUNTER, from, -1);
+  if (to !== null) changes.tally(LOAD_STATUS_COUNTER, to, 1);
 }
 
-/** The total of a status-only (or unfiltered) list from the kept counters; null when other filters apply. */
-async function countFromCounters(tx: Executor, orgId: string, filter: LoadFilter): Promise<number | null> {
-  const { statuses, equipment_type, transport_mode, customer_id, carrier_id, pickup_date_from, pickup_date_to, updated_since, created_since } = filter;
-  if ([equipment_type, transport_mode, customer_id, carrier_id, pickup_date_from, pickup_date_to, updated_since, created_since].some((v) => v !== undefined)) return null;
-  let q = tx.selectFrom('load_status_counts').select((eb) => eb.fn.sum<number>('n').as('n')).where('org_id', '=', orgId);
-  if (statuses) q = q.where('status', 'in', statuses);
-  const row = await q.executeTakeFirst();
-  return Number(row?.n ?? 0);
+/** Writes the net moves of the status counters (in status order: every transaction locks them alike). */
+export async function writeStatusCounts(tx: Executor, orgId: string, moves: [status: string, delta: number][]): Promise<void> {
+  for (const [status, delta] of moves) await addToStatusCount(tx, { orgId, status, delta });
 }
 
-export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest) {
+function filteredLoads(tx: Executor, orgId: string, filter: LoadFilter) {
   let q = tx.selectFrom('loads').where('org_id', '=', orgId);
   if (filter.statuses) q = q.where('status', 'in', filter.statuses);
   if (filter.equipment_type) q = q.where('equipment_type', '=', filter.equipment_type);
   if (filter.transport_mode) q = q.where('transport_mode', '=', filter.transport_mode);
   if (filter.customer_id) q = q.where('customer_id', '=', filter.customer_id);
   if (filter.carrier_id) q = q.where('carrier_id', '=', filter.carrier_id);
+  for (const [column, table, ref] of [['customer_id', 'customers', filter.customer_ref], ['carrier_id', 'carriers', filter.carrier_ref]] as const) {
+    if (ref !== undefined) {
+      q = q.where(column, '=', (eb) => eb.selectFrom(table).select('id').where('org_id', '=', orgId).where('external_reference_id', '=', ref));
+    }
+  }
   if (filter.pickup_date_from) q = q.where('pickup_at', '>=', filter.pickup_date_from);
   if (filter.pickup_date_to) q = q.where('pickup_at', '<=', filter.pickup_date_to);
-  return fetchPage<'loads', LoadsTable>(sinceFilters(q, filter), page, SORT_COLUMNS, () => countFromCounters(tx, orgId, filter));
+  return sinceFilters(q, filter);
+}
+
+/** Whether the kept status counters give the list's total (no filter but status). */
+const countedByStatus = (f: LoadFilter) =>
+  [f.equipment_type, f.transport_mode, f.customer_id, f.carrier_id, f.customer_ref, f.carrier_ref, f.pickup_date_from, f.pickup_date_to, f.updated_since, f.created_since].every((v) => v === undefined);
+
+/** The total of a status-only (or unfiltered) list from the kept counters; null when other filters apply. */
+async function countFromCounters(tx: Executor, orgId: string, filter: LoadFilter): Promise<number | null> {
+  if (!countedByStatus(filter)) return null;
+  let q = tx.selectFrom('load_status_counts').select((eb) => eb.fn.sum<number>('n').as('n')).where('org_id', '=', orgId);
+  if (filter.statuses) q = q.where('status', 'in', filter.statuses);
+  const row = await q.executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest) {
+  return fetchPage<'loads', LoadsTable>(filteredLoads(tx, orgId, filter), page, SORT_COLUMNS, () => countFromCounters(tx, orgId, filter));
+}
+
+/**
+ * PostgreSQL: a page of loads with their parts, its total (from the counters when they give it, else a
+ * count in the same statement) and the caller's key state, in one statement.
+ */
+export function listLoadDocuments(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest, keyId: string | null) {
+  const q = filteredLoads(tx, orgId, filter);
+  const { ids, column, direction } = pageIds(q, page, SORT_COLUMNS);
+  const total = countedByStatus(filter)
+    ? sql`(select coalesce(sum(n), 0) from load_status_counts where org_id = ${orgId}${filter.statuses ? sql` and status in (${sql.join(filter.statuses)})` : sql``})`
+    : sql`(${q.clearSelect().select((eb) => eb.fn.countAll().as('n'))})`;
+  const dir = sql.raw(direction === 'desc' ? 'desc' : 'asc');
+  const orderBy = sql`${sql.ref(`d.${column}`)} ${dir}, d.id ${dir}`;
+  return loadDocumentsPage(tx, { ids, total, orderBy }, keyId);
 }
 
 export function usersMatching(tx: Executor, orgId: string, emails: string[], names: string[]) {

@@ -1,13 +1,16 @@
-import { ValidationError } from '../../lib/http/errors.js';
+import { NotFoundError, ValidationError } from '../../lib/http/errors.js';
+import type { KeyGuard } from '../../lib/http/principal.js';
 import { pagination } from '../../lib/http/pagination.js';
 import type { Clock } from '../../lib/clock.js';
 import { LOAD_STATUSES, OPEN_STATUSES } from '../../domain/enums.js';
 import { recordLifecycle, type ServiceHooks } from '../shared/record-store.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
-import type { LanesService } from '../lanes/lanes.service.js';
+import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
 import { loadPresenter } from './loads.present.js';
-import { countStatusChange, findByRefs, listLoads, type LoadFilter } from './loads.repo.js';
+import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
+import { loadDocumentByRef } from './loads.documents.js';
+import { prefetchLoadBatch } from './loads.batch.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
 import { loadWrites } from './loads.write.js';
 
@@ -35,7 +38,9 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   const { pipeline, lanes } = deps;
   const reader = pipeline.reader;
   const writes = loadWrites(clock, options);
-  const present = loadPresenter(lanes);
+  const { present, presentDocuments } = loadPresenter(lanes);
+  // PostgreSQL: a read is one round trip (the load and its parts, and the caller's key, in one statement).
+  const oneStatementReads = pipeline.dialect === 'postgres';
 
   const lifecycle = recordLifecycle<'loads', LoadCreate, LoadUpdate, Load>({
     pipeline,
@@ -51,51 +56,61 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     present,
     // Lane history follows every load write in the same transaction: recommendations read their writes.
     afterSave: (tx, orgId, row) => lanes.syncLoad(tx, orgId, row.id),
-    beforeDelete: (tx, orgId, row) => countStatusChange(tx, orgId, row.status, null),
+    beforeDelete: async (_tx, _orgId, row, changes) => countStatusChange(changes, row.status, null),
     lanesOfDeleted: (tx, _orgId, row) => lanes.laneOfLoad(tx, row.id),
+    // A batch reads its loads and everything they name at once (and locks its loads on PostgreSQL).
+    prefetch: (tx, orgId, items) => prefetchLoadBatch(tx, orgId, items, pipeline.dialect === 'postgres'),
   });
 
-  const recommendations = (orgId: string, load: Load): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load);
+  const recommendations = (orgId: string, load: Load, stops?: LaneStop[]): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops);
 
-  /** The list filters in stored form; null when a named customer or carrier does not exist (nothing matches). */
-  async function listFilter(orgId: string, query: LoadListQuery): Promise<LoadFilter | null> {
-    const filter: LoadFilter = { ...query, ...(query.status !== undefined ? { statuses: statusFilter(query.status) } : {}) };
-    if (query.customer_external_reference_id !== undefined) {
-      const [c] = await findByRefs(reader, 'customers', orgId, [query.customer_external_reference_id]);
-      if (!c || (query.customer_id !== undefined && query.customer_id !== c.id)) return null;
-      filter.customer_id = c.id;
-    }
-    if (query.carrier_external_reference_id !== undefined) {
-      const [c] = await findByRefs(reader, 'carriers', orgId, [query.carrier_external_reference_id]);
-      if (!c) return null;
-      filter.carrier_id = c.id;
-    }
-    return filter;
+  /** One load by reference, with its stops' places for the recommendations; `guard`: the key check folded in. */
+  async function readOne(orgId: string, ref: string, guard: KeyGuard | null): Promise<{ load: Load; stops?: LaneStop[] }> {
+    if (!oneStatementReads) return { load: await lifecycle.get(orgId, ref) };
+    const { key, docs } = await loadDocumentByRef(reader, orgId, ref, guard?.keyId ?? null);
+    guard?.settle(key);
+    const [doc] = docs;
+    if (!doc) throw new NotFoundError('Load', ref);
+    return { load: (await presentDocuments(reader, orgId, [doc]))[0]!, stops: doc.stops };
   }
+
+  /** The list filters in stored form (a named customer or carrier is matched by reference in the query). */
+  const listFilter = (query: LoadListQuery): LoadFilter => ({
+    ...query,
+    ...(query.status !== undefined ? { statuses: statusFilter(query.status) } : {}),
+    customer_ref: query.customer_external_reference_id,
+    carrier_ref: query.carrier_external_reference_id,
+  });
 
   return {
     ...lifecycle,
     present,
     /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
-    async get(orgId: string, ref: string): Promise<Load> {
-      const load = await lifecycle.get(orgId, ref);
-      return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load) : [] };
+    async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
+      const { load, stops } = await readOne(orgId, ref, guard);
+      return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] };
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
-    async recommendationsFor(orgId: string, ref: string) {
-      const load = await lifecycle.get(orgId, ref);
+    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null) {
+      const { load, stops } = await readOne(orgId, ref, guard);
       return {
         load_id: load.id,
         external_reference_id: load.external_reference_id,
         status: load.status,
         open: OPEN_STATUSES.has(load.status),
-        carrier_recommendations: await recommendations(orgId, load),
+        carrier_recommendations: await recommendations(orgId, load, stops),
       };
     },
-    async list(orgId: string, query: LoadListQuery) {
-      const filter = await listFilter(orgId, query);
-      const { rows, total } = filter ? await listLoads(reader, orgId, filter, query) : { rows: [], total: 0 };
-      return { items: await present(reader, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
+    async list(orgId: string, query: LoadListQuery, guard: KeyGuard | null = null) {
+      const filter = listFilter(query);
+      const pageOf = (total: number) => pagination(query.page, query.page_size, total);
+      if (oneStatementReads) {
+        const { key, docs, total } = await listLoadDocuments(reader, orgId, filter, query, guard?.keyId ?? null);
+        guard?.settle(key);
+        return { items: await presentDocuments(reader, orgId, docs), pagination: pageOf(total ?? 0) };
+      }
+      const { rows, total } = await listLoads(reader, orgId, filter, query);
+      return { items: await present(reader, orgId, rows), pagination: pageOf(total) };
     },
   };
 }

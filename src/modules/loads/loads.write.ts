@@ -22,6 +22,7 @@ import {
 import { sentFields } from '../shared/records.js';
 import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
 import type { NewRecordBase } from '../shared/record-store.js';
+import type { ChangeSet } from '../shared/write-pipeline.js';
 import type { LoadCreate, LoadUpdate } from './loads.schema.js';
 
 const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager'] as const;
@@ -53,7 +54,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     return rep === null ? null : JSON.stringify(rep);
   }
 
-  async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase): Promise<LoadsTable> {
+  async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase, changes: ChangeSet): Promise<LoadsTable> {
     const { id, org_id: orgId, created_at: now } = base;
     const customer = await customerId(tx, orgId, input.customer_external_reference_id);
     const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null);
@@ -85,7 +86,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       delivered_at: deliveredAt(null, status, now),
     };
     await insertLoad(tx, row);
-    await countStatusChange(tx, orgId, null, status);
+    countStatusChange(changes, null, status);
     await replaceStops(tx, orgId, id, stopRows(orgId, id, plan));
     await replaceRates(tx, orgId, id, rateRows(orgId, id, input.financial_rates ?? []));
     return row;
@@ -108,12 +109,12 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     return patch;
   }
 
-  async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate) {
+  async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate, changes: ChangeSet) {
     const patch = plainPatch(row, input, toIso(clock.now()));
     let touched = false;
     if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id);
     if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id);
-    if (patch.status !== undefined) await countStatusChange(tx, orgId, row.status, patch.status);
+    if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     let plan: StopPlan | undefined;
     if (input.stops !== undefined) {
       plan = await stopPlan(tx, orgId, input.stops);

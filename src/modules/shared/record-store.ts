@@ -9,7 +9,8 @@ import { compileBodyValidator } from '../../lib/http/validation.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId, type IdKind } from '../../lib/ids.js';
 import type { LaneKey } from '../../domain/lane.js';
-import { batchRunner, type BatchOperation } from '../batch/batch.js';
+import { batchRunner, type BatchOperation, type BatchPrefetchItem } from '../batch/batch.js';
+import { batchReadsOf } from './batch-reads.js';
 import { assertSameReference, changedFields } from './records.js';
 import type { ChangeSet, WritePipeline } from './write-pipeline.js';
 
@@ -46,7 +47,11 @@ export function tenantRecords<T extends RecordTable>(table: T) {
     (db, p) => db.selectFrom(t).selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref')) as never,
   );
   return {
-    findByRef: async (tx: Executor, orgId: string, ref: string): Promise<RowOf<T> | undefined> => (await byRef(tx, { orgId, ref }))[0],
+    findByRef: async (tx: Executor, orgId: string, ref: string): Promise<RowOf<T> | undefined> => {
+      const kept = batchReadsOf(tx)?.take<RowOf<T>>(table, ref);
+      if (kept !== undefined) return kept ?? undefined;
+      return (await byRef(tx, { orgId, ref }))[0];
+    },
     findById: (tx: Executor, orgId: string, id: string) =>
       tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst() as Promise<RowOf<T> | undefined>,
     insert: (tx: Executor, row: RowOf<T>) => tx.insertInto(t).values(row as never).execute(),
@@ -73,20 +78,22 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
   analyticsRun?: boolean;
   clock: Clock;
   /** Builds and inserts a new row (rules of create) from `base`. */
-  insert(tx: Executor, input: Create, base: NewRecordBase): Promise<RowOf<T>>;
+  insert(tx: Executor, input: Create, base: NewRecordBase, changes: ChangeSet): Promise<RowOf<T>>;
   /**
    * The column values an update sets (unchanged ones are dropped later), after writing anything the
    * row carries in other tables; `touched` says such a write happened, so updated_at moves.
    */
-  updateColumns(tx: Executor, orgId: string, row: RowOf<T>, input: Update): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean }>;
+  updateColumns(tx: Executor, orgId: string, row: RowOf<T>, input: Update, changes: ChangeSet): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean }>;
   /** The response records for rows (loading what they carry, such as contacts). */
   present(tx: Executor, orgId: string, rows: RowOf<T>[]): Promise<Out[]>;
   /** After a row was inserted (`previous` null) or changed, in the same transaction: the lanes it moved. */
   afterSave?(tx: Executor, orgId: string, row: RowOf<T>, previous: RowOf<T> | null): Promise<LaneKey[]>;
   /** Refuses a delete (409) while other records still use this one, or keeps counters in step. */
-  beforeDelete?(tx: Executor, orgId: string, row: RowOf<T>): Promise<void>;
+  beforeDelete?(tx: Executor, orgId: string, row: RowOf<T>, changes: ChangeSet): Promise<void>;
   /** Before a row is deleted, in the same transaction: the lanes its deletion moves. */
   lanesOfDeleted?(tx: Executor, orgId: string, row: RowOf<T>): Promise<LaneKey[]>;
+  /** A batch's reads for all its items at once (each item's data object, unvalidated). */
+  prefetch?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<void>;
 }
 
 /**
@@ -111,14 +118,14 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
   async function insert(tx: Executor, changes: ChangeSet, orgId: string, input: Create): Promise<RowOf<T>> {
     const now = toIso(o.clock.now());
-    const row = await o.insert(tx, input, { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now });
+    const row = await o.insert(tx, input, { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now }, changes);
     changes.record(changeOf('created', row), (await o.afterSave?.(tx, orgId, row, null)) ?? []);
     return row;
   }
 
   /** Writes what changed; updated_at moves only when something did, so updated_since stays honest. */
   async function applyUpdate(tx: Executor, changes: ChangeSet, orgId: string, row: RowOf<T>, input: Update): Promise<RowOf<T>> {
-    const { patch, touched } = await o.updateColumns(tx, orgId, row, input);
+    const { patch, touched } = await o.updateColumns(tx, orgId, row, input, changes);
     const changed = changedFields(row, patch);
     if (!changed && !touched) return row;
     const updatedAt = toIso(o.clock.now());
@@ -165,7 +172,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     async delete(tx: Executor, changes: ChangeSet, orgId: string, refOrId: string): Promise<{ id: string }> {
       const row = (await repo.findByRef(tx, orgId, refOrId)) ?? (refOrId.startsWith(idPrefix) ? await repo.findById(tx, orgId, refOrId) : undefined);
       if (!row) throw new NotFoundError(kind, refOrId);
-      await o.beforeDelete?.(tx, orgId, row);
+      await o.beforeDelete?.(tx, orgId, row, changes);
       const lanes = (await o.lanesOfDeleted?.(tx, orgId, row)) ?? [];
       try {
         await repo.delete(tx, orgId, row.id);
@@ -209,6 +216,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       update: (tx, changes, orgId, ref, data) => idOnly(steps.update(tx, changes, orgId, ref, data)),
       upsert: (tx, changes, orgId, ref, data) => idOnly(steps.upsert(tx, changes, orgId, ref, data)),
       delete: (tx, changes, orgId, ref) => steps.delete(tx, changes, orgId, ref),
+      ...(o.prefetch ? { prefetch: o.prefetch } : {}),
     }),
   };
 }

@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { DataStore, Executor } from '../../lib/db/index.js';
 import { isUniqueViolation } from '../../lib/db/errors.js';
 import { bumpVersions, type VersionedKind } from '../../lib/db/versions.js';
@@ -18,6 +18,8 @@ export interface RecordChange {
 export class ChangeSet {
   readonly records: RecordChange[] = [];
   readonly lanes = new Map<string, LaneKey>();
+  /** Counter moves (counter → key → delta), written once at seal in key order (see Counters). */
+  readonly tallies = new Map<string, Map<string, number>>();
 
   record(change: RecordChange, lanes: readonly LaneKey[] = []): void {
     this.records.push(change);
@@ -29,15 +31,31 @@ export class ChangeSet {
     for (const k of lanes) this.lanes.set(laneKeyId(k), k);
   }
 
+  /** Moves a kept counter (e.g. the loads per status) by `delta`, applied when the unit of work seals. */
+  tally(counter: string, key: string, delta: number): void {
+    let m = this.tallies.get(counter);
+    if (!m) this.tallies.set(counter, (m = new Map()));
+    m.set(key, (m.get(key) ?? 0) + delta);
+  }
+
   absorb(other: ChangeSet): void {
     this.records.push(...other.records);
     for (const [id, k] of other.lanes) this.lanes.set(id, k);
+    for (const [counter, moves] of other.tallies) for (const [key, delta] of moves) this.tally(counter, key, delta);
   }
 
   kinds(): Set<VersionedKind> {
     return new Set(this.records.map((r) => r.kind));
   }
 }
+
+/**
+ * Writers of kept counters, by name: each gets the net moves of a unit of work (zero moves left out) in
+ * key order. Written at seal, at the end of the transaction: a batch holds counter rows only for its
+ * last moment, and every transaction takes them in the same order (no deadlock between a batch and a
+ * single write on PostgreSQL).
+ */
+export type Counters = Record<string, (tx: Executor, orgId: string, moves: [key: string, delta: number][]) => Promise<void>>;
 
 /** The work that follows a commit: D7's analytics run, counted for load writes. */
 export type AfterCommit = (orgId: string, committed: ChangeSet, opts: { analyticsRun: boolean }) => Promise<void>;
@@ -51,6 +69,9 @@ export interface WriteOptions {
 
 /** Runs one unit of work of a batch: whole or nothing, never undoing another item. */
 export type ItemRunner = <R>(work: (tx: Executor, changes: ChangeSet) => Promise<R>, opts?: Pick<WriteOptions, 'retryUniqueRace'>) => Promise<R>;
+
+// The advisory lock class of an organization's batches (PostgreSQL), beside the organization's hash.
+const BATCH_LOCK_CLASS = 7215;
 
 // One fixed savepoint name: items run one after another, and a fixed text stays in the statement cache.
 const SAVEPOINT = CompiledQuery.raw('savepoint lb_item');
@@ -86,10 +107,16 @@ async function retryingUniqueRace<R>(retry: boolean | undefined, attempt: () => 
  * change (the organization's record counters; events and idempotency records join here); after commit
  * the lanes it touched get their stats refreshed.
  */
-export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit }) {
+export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit; counters?: Counters }) {
   const { store } = deps;
 
   async function seal(tx: Executor, orgId: string, changes: ChangeSet): Promise<void> {
+    for (const [counter, moves] of changes.tallies) {
+      const write = deps.counters?.[counter];
+      if (!write) throw new Error(`no writer for counter ${counter}`);
+      const net = [...moves].filter(([, d]) => d !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      if (net.length > 0) await write(tx, orgId, net);
+    }
     await bumpVersions(tx, orgId, changes.kinds());
   }
 
@@ -109,6 +136,8 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
   return {
     /** Where reads outside a write go. */
     reader: store.db as Executor,
+    /** The engine (PostgreSQL answers a load read in one statement: src/modules/loads/loads.documents.ts). */
+    dialect: store.dialect,
 
     /** One write in its own transaction. */
     async write<R>(orgId: string, work: (tx: Executor, changes: ChangeSet) => Promise<R>, opts: WriteOptions = {}): Promise<R> {
@@ -119,23 +148,25 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
     },
 
     /**
-     * A batch: `body` runs its items through the runner it is given. SQLite: one transaction with each
-     * item in a savepoint (a commit costs about as much as a load's writes; SQLite writes one at a time
-     * anyway). PostgreSQL: a transaction per item (holding every item's locks to the end would make
-     * concurrent batches wait on, and deadlock with, each other). The after-commit work runs once; a
-     * failed closing commit (SQLite) is thrown after it.
+     * A batch: `body` runs its items through the runner it is given, in one transaction with each item
+     * in a savepoint (whole or nothing per item, never undoing another; a commit per item cost more
+     * than the item's writes on both engines). `prepare` runs first in the transaction (reads for all
+     * items at once). On PostgreSQL the organization's batches take turns (an advisory lock): two
+     * batches never hold each other's rows, and counters are taken last (seal), so a batch and single
+     * writes cannot deadlock either. The after-commit work runs once; a failed closing commit is thrown
+     * after it (no item was saved).
      */
-    async batch<R>(orgId: string, body: (item: ItemRunner) => Promise<R>, opts: Pick<WriteOptions, 'analyticsRun'> = {}): Promise<R> {
+    async batch<R>(
+      orgId: string,
+      body: (item: ItemRunner) => Promise<R>,
+      opts: Pick<WriteOptions, 'analyticsRun'> & { prepare?: (tx: Executor) => Promise<void> } = {},
+    ): Promise<R> {
       const committed = new ChangeSet();
-      const after = () => deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
-      if (store.dialect !== 'sqlite') {
-        const result = await body((work, o) => inOwnTransaction(orgId, work, committed, o?.retryUniqueRace));
-        await after();
-        return result;
-      }
       const pending = new ChangeSet();
       try {
         const result = await store.db.transaction().execute(async (tx) => {
+          if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
+          await opts.prepare?.(tx);
           const r = await body((work, o) =>
             retryingUniqueRace(o?.retryUniqueRace, async () => {
               const changes = new ChangeSet();
@@ -150,7 +181,7 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
         committed.absorb(pending);
         return result;
       } finally {
-        await after();
+        await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
       }
     },
   };

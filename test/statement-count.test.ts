@@ -1,0 +1,113 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+import { dallasToHouston, seedFreight } from './fixtures.js';
+
+// Round trips per request, counted through the store's statement log (every statement sent; on
+// PostgreSQL every one is a round trip). A regression to a statement per load, per stop or per
+// reference fails here, not only in the benchmark.
+
+let t: TestApp;
+let a: Tenant;
+
+const delivered = (ref: string, extra: Record<string, unknown> = {}) =>
+  dallasToHouston(ref, {
+    status: 'Delivered',
+    carrier_external_reference_id: 'CAR-1',
+    financial_rates: [{ rate_entity: 'CARRIER', amount: 1000, currency: 'USD', rate_type: 'LINEHAUL' }],
+    sales_rep: { name: 'Pat Doe', email: 'pat@example.com' },
+    ...extra,
+  });
+
+beforeAll(async () => {
+  t = await startApp();
+  a = await newTenant(t);
+  await seedFreight(a);
+  expect((await a.post('/v2/tms-api/carriers', { external_reference_id: 'CAR-2', name: 'Second Carrier' })).statusCode).toBe(201);
+  for (let i = 0; i < 8; i++) {
+    const res = await a.post('/v2/tms-api/loads', delivered(`SC-${i}`));
+    expect(res.statusCode, res.body).toBe(201);
+  }
+  expect((await a.post('/v2/tms-api/loads', dallasToHouston('SC-OPEN'))).statusCode).toBe(201);
+});
+afterAll(() => t.close());
+
+async function statementsOf(request: () => Promise<LightMyRequestResponse>, status = 200): Promise<{ sql: string[]; body: any }> {
+  const sql: string[] = [];
+  const stop = t.store.statements.watch((s) => sql.push(s.replace(/\s+/g, ' ').trim()));
+  let res;
+  try {
+    res = await request();
+  } finally {
+    stop();
+  }
+  expect(res.statusCode, res.body).toBe(status);
+  return { sql, body: json(res) };
+}
+
+/** A batch of `n` loads that all change (another carrier, a new description). */
+const changedBatch = (n: number, round: number) => ({
+  items: Array.from({ length: n }, (_, i) => ({
+    operation: 'upsert',
+    load: delivered(`SC-${i}`, { carrier_external_reference_id: round % 2 ? 'CAR-2' : 'CAR-1', description: `round ${round}` }),
+  })),
+});
+
+describe('statements per request', () => {
+  it('a load by reference: on PostgreSQL one statement with the key check, the load, its stops, rates, customer, carrier and reps', async () => {
+    await a.get('/v2/tms-api/loads/SC-1'); // the key is now known to this instance
+    const { sql, body } = await statementsOf(() => a.get('/v2/tms-api/loads/SC-1'));
+    expect(body).toMatchObject({
+      external_reference_id: 'SC-1',
+      customer_name: 'Acme Foods',
+      carrier_name: 'Swift Transport',
+      stops: [{ location_external_reference_id: 'DAL' }, { location_external_reference_id: 'HOU' }],
+      financial_rates: [{ amount: 1000 }],
+      sales_rep: { name: 'Pat Doe', service_user_id: null },
+      carrier_recommendations: [],
+    });
+    if (isPostgres()) {
+      expect(sql).toHaveLength(1);
+      expect(sql[0]).toMatch(/from api_keys k where k\.id = \$1 and k\.revoked_at is null/);
+    } else {
+      // SQLite: in-process statements; none is per stop or per rate.
+      expect(sql.length).toBeLessThanOrEqual(8);
+    }
+  });
+
+  it('a page of loads: one statement on PostgreSQL whatever its size, the same count for 2 or 8 loads on SQLite', async () => {
+    const small = await statementsOf(() => a.get('/v2/tms-api/loads?page_size=2&sort=external_reference_id'));
+    const large = await statementsOf(() => a.get('/v2/tms-api/loads?page_size=8&sort=external_reference_id'));
+    expect(small.body.items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['SC-0', 'SC-1']);
+    expect(large.body.items).toHaveLength(8);
+    expect(large.body.pagination).toMatchObject({ total: 9 });
+    expect(large.sql.length).toBe(small.sql.length);
+    if (isPostgres()) expect(large.sql).toHaveLength(1);
+    // Filtered by a customer's reference: still one statement (the reference is matched inside it).
+    const byCustomer = await statementsOf(() => a.get('/v2/tms-api/loads?customer_external_reference_id=CUST-1&page_size=3'));
+    expect(byCustomer.body.pagination).toMatchObject({ total: 9 });
+    if (isPostgres()) expect(byCustomer.sql).toHaveLength(1);
+  });
+
+  it('an open load with its recommendations: two statements on PostgreSQL (the load, then its lane with the carriers)', async () => {
+    const { sql, body } = await statementsOf(() => a.get('/v2/tms-api/loads/SC-OPEN'));
+    expect(body.carrier_recommendations.map((r: { carrier_external_reference_id: string }) => r.carrier_external_reference_id)).toEqual(['CAR-1']);
+    expect(body.carrier_recommendations[0]).toMatchObject({ carrier_name: 'Swift Transport', lane_load_count: 8 });
+    if (isPostgres()) expect(sql).toHaveLength(2);
+  });
+
+  it('a batch: five statements per changed load (savepoint, update, lane inputs, lane write, release); its reads are per batch', async () => {
+    const two = await statementsOf(() => a.post('/v2/tms-api/batch/loads', changedBatch(2, 1)));
+    const six = await statementsOf(() => a.post('/v2/tms-api/batch/loads', changedBatch(6, 2)));
+    expect(two.body).toMatchObject({ success_count: 2, error_count: 0 });
+    expect(six.body).toMatchObject({ success_count: 6, error_count: 0 });
+    // The key check (SQLite: a read of the counters when anything was written since) is not the batch's.
+    const work = (sql: string[]) => sql.filter((s) => !/from "(org_versions|api_keys)"/.test(s)).length;
+    expect((work(six.sql) - work(two.sql)) / 4, six.sql.join('\n')).toBe(5);
+    // One lookup per kind of reference for the whole batch, not one per item.
+    expect(six.sql.filter((s) => /from "customers"/.test(s))).toHaveLength(1);
+    expect(six.sql.filter((s) => /from "locations"/.test(s))).toHaveLength(1);
+    const loaded = await a.get('/v2/tms-api/loads/SC-5');
+    expect(json(loaded)).toMatchObject({ carrier_external_reference_id: 'CAR-1', description: 'round 2' });
+  });
+});
