@@ -12,6 +12,7 @@ import { migrationProvider } from './migrations/index.js';
 export type { Dialect };
 import type { Db } from './executor.js';
 export type { Db, Executor } from './executor.js';
+export { dialectOf } from './executor.js';
 
 export interface DataStore {
   db: Db;

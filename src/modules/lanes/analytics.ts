@@ -19,7 +19,11 @@ export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock:
     if (opts.analyticsRun) deps.metrics.analyticsRuns.inc();
     if (committed.lanes.size === 0) return;
     try {
-      await deps.store.db.transaction().execute((tx) => refreshLaneStats(tx, orgId, [...committed.lanes.values()], toIso(deps.clock.now())));
+      const lanes = [...committed.lanes.values()];
+      const now = toIso(deps.clock.now());
+      // PostgreSQL refreshes in one statement (atomic by itself); SQLite's three run in a transaction.
+      if (deps.store.dialect === 'postgres') await refreshLaneStats(deps.store.db, orgId, lanes, now);
+      else await deps.store.db.transaction().execute((tx) => refreshLaneStats(tx, orgId, lanes, now));
     } catch (err) {
       // The stats are derived and rebuilt by the next run on the lane; the write itself is answered.
       deps.log?.warn({ err }, 'lane stats refresh failed');

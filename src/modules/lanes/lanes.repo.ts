@@ -1,5 +1,5 @@
 import { sql, type ExpressionBuilder } from 'kysely';
-import type { Executor } from '../../lib/db/index.js';
+import { dialectOf, type Executor } from '../../lib/db/index.js';
 import { prepared, preparedInsert } from '../../lib/db/prepared.js';
 import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
 import { DELIVERED_STATUSES } from '../../domain/enums.js';
@@ -273,9 +273,35 @@ export async function replaceLaneStats(tx: Executor, orgId: string, lanes: LaneK
   for (let i = 0; i < lanes.length; i += 500) await refreshLaneStats(tx, orgId, lanes.slice(i, i + 500), now);
 }
 
-/** Recomputes the stats of the given lanes from the history (one grouped query, one delete, one insert). */
+/**
+ * Recomputes the stats of the given lanes from the history. PostgreSQL: one statement (the lanes as
+ * arrays joined to the history index, stats upserted, lanes left without history deleted); SQLite: one
+ * grouped query, one delete, one insert (in the caller's transaction).
+ */
 export async function refreshLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
   if (lanes.length === 0) return;
+  if (dialectOf(tx) === 'postgres') {
+    await sql`
+      with lanes as (
+        select * from unnest(${lanes.map((k) => k.equipment_type)}::text[], ${lanes.map((k) => k.origin_cell)}::int[], ${lanes.map((k) => k.destination_cell)}::int[])
+          as k(equipment_type, origin_cell, destination_cell)),
+      stats as (
+        select k.equipment_type, k.origin_cell, k.destination_cell, count(*)::int as load_count,
+               count(distinct h.carrier_id)::int as carrier_count, max(h.delivered_at) as last_delivered_at
+        from lanes k join lane_history h
+          on h.org_id = ${orgId} and h.equipment_type = k.equipment_type and h.origin_cell = k.origin_cell and h.destination_cell = k.destination_cell
+        group by k.equipment_type, k.origin_cell, k.destination_cell),
+      gone as (
+        delete from lane_stats s using lanes k
+        where s.org_id = ${orgId} and s.equipment_type = k.equipment_type and s.origin_cell = k.origin_cell and s.destination_cell = k.destination_cell
+          and not exists (select 1 from stats t where t.equipment_type = k.equipment_type and t.origin_cell = k.origin_cell and t.destination_cell = k.destination_cell))
+      insert into lane_stats (org_id, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, refreshed_at)
+      select ${orgId}, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, ${now} from stats
+      on conflict (org_id, equipment_type, origin_cell, destination_cell) do update set
+        load_count = excluded.load_count, carrier_count = excluded.carrier_count,
+        last_delivered_at = excluded.last_delivered_at, refreshed_at = excluded.refreshed_at`.execute(tx);
+    return;
+  }
   const tuples = sql.join(lanes.map((k) => sql`(${k.equipment_type}, ${k.origin_cell}, ${k.destination_cell})`));
   const stats = await sql<{ equipment_type: string; origin_cell: number; destination_cell: number; load_count: number; carrier_count: number; last_delivered_at: string }>`
     select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count,
