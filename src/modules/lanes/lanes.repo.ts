@@ -207,28 +207,65 @@ type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
  * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
  */
-export function laneCandidates(tx: Executor, area: LaneArea) {
-  return (
-    tx
-      .selectFrom('lane_history')
-      // What a recommendation shows of the carrier, in the same statement (the history's carrier always
-      // exists: a carrier with loads cannot be deleted).
-      .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
-      .select([
-        'lane_history.carrier_id',
-        'lane_history.carrier_external_reference_id',
-        'lane_history.origin_latitude',
-        'lane_history.origin_longitude',
-        'lane_history.destination_latitude',
-        'lane_history.destination_longitude',
-        'lane_history.delivered_at',
-        'lane_history.carrier_rate_total',
-        'carriers.name as carrier_name',
-        'carriers.dot_number as carrier_dot_number',
-      ])
-      .where((eb) => onLane(eb as never, area, 'lane_history.'))
-      .execute()
-  );
+/** A history row of the lane, with its carrier's card where the engine read it in the same statement. */
+export interface LaneCandidate {
+  carrier_id: string;
+  carrier_external_reference_id: string;
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  delivered_at: string;
+  carrier_rate_total: number | null;
+  carrier_name?: string | null;
+  carrier_dot_number?: string | null;
+}
+
+const CANDIDATE_COLUMNS = [
+  'lane_history.carrier_id',
+  'lane_history.carrier_external_reference_id',
+  'lane_history.origin_latitude',
+  'lane_history.origin_longitude',
+  'lane_history.destination_latitude',
+  'lane_history.destination_longitude',
+  'lane_history.delivered_at',
+  'lane_history.carrier_rate_total',
+] as const;
+
+/**
+ * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
+ * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
+ * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved); SQLite reads the
+ * cards of the ranked carriers afterwards (carrierCards), cheaper than a lookup per history row.
+ */
+export async function laneCandidates(tx: Executor, area: LaneArea): Promise<LaneCandidate[]> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
+  const onArea = (eb: any) => onLane(eb as never, area, 'lane_history.');
+  if (dialectOf(tx) !== 'postgres') return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
+  return tx
+    .selectFrom('lane_history')
+    .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
+    .select(CANDIDATE_COLUMNS)
+    .select(['carriers.name as carrier_name', 'carriers.dot_number as carrier_dot_number'])
+    .where(onArea)
+    .execute();
+}
+
+/** What a recommendation shows of each ranked carrier: from the candidates when they carry it, else read. */
+export async function carrierCards(tx: Executor, orgId: string, candidates: LaneCandidate[], carrierIds: string[]) {
+  type Card = { id: string; external_reference_id: string; name: string; dot_number: string | null };
+  const wanted = new Set(carrierIds);
+  if (candidates.some((c) => c.carrier_name !== undefined)) {
+    const cards = new Map<string, Card>();
+    for (const c of candidates) {
+      if (wanted.has(c.carrier_id) && c.carrier_name != null) {
+        cards.set(c.carrier_id, { id: c.carrier_id, external_reference_id: c.carrier_external_reference_id, name: c.carrier_name, dot_number: c.carrier_dot_number ?? null });
+      }
+    }
+    return cards;
+  }
+  const rows: Card[] = await tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', [...wanted]).execute();
+  return new Map(rows.map((c) => [c.id, c]));
 }
 
 export interface LaneArea {

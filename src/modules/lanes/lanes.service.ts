@@ -6,6 +6,7 @@ import { latestOnLane, maxBuyRate, type LaneKey } from '../../domain/lane.js';
 import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import {
+  carrierCards,
   equipmentWithSnapshots,
   laneCandidates,
   laneEnds,
@@ -49,7 +50,6 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       const destination = { latitude: ends.destination.latitude, longitude: ends.destination.longitude };
       const candidates = await laneCandidates(tx, areaOf(orgId, load.equipment_type, origin, destination));
       const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
-      const cards = new Map(candidates.map((c) => [c.carrier_id, c]));
       const history = candidates.map((c) => ({
         carrierId: c.carrier_id,
         origin: { latitude: c.origin_latitude, longitude: c.origin_longitude },
@@ -59,15 +59,16 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       }));
       const ranked = rankCarriers({ origin, destination, assignedCarrierId: load.carrier_id }, history, clock.now(), rules, (id) => refs.get(id) ?? '');
       if (ranked.length === 0) return [];
+      const cards = await carrierCards(tx, orgId, candidates, ranked.map((r) => r.carrierId));
       return ranked.flatMap((r) => {
         const c = cards.get(r.carrierId);
-        if (!c || c.carrier_name === null) return [];
+        if (!c) return [];
         return [
           {
-            carrier_id: c.carrier_id,
-            carrier_external_reference_id: c.carrier_external_reference_id,
-            carrier_name: c.carrier_name,
-            dot_number: c.carrier_dot_number,
+            carrier_id: c.id,
+            carrier_external_reference_id: c.external_reference_id,
+            carrier_name: c.name,
+            dot_number: c.dot_number,
             lane_load_count: r.laneLoadCount,
             last_delivered_at: r.lastDeliveredAt,
             score: r.score,
