@@ -19,6 +19,8 @@ export function isForeignKeyViolation(err: unknown): boolean {
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
+  // A statement past its statement_timeout (src/lib/db/index.ts), or a transaction idle past its limit.
+  '57014', '25P03',
   'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN',
 ]);
 
