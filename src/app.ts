@@ -4,6 +4,7 @@ import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { readCache } from './lib/http/read-cache.js';
 import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
+import { installIdempotency } from './lib/http/idempotency.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
@@ -24,7 +25,8 @@ import { opsRoutes } from './modules/ops/ops.routes.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
-import { writePipeline, type WritePipeline } from './modules/shared/write-pipeline.js';
+import { writePipeline, type AfterCommit, type WritePipeline } from './modules/shared/write-pipeline.js';
+import { recommendationsFeed, type RecommendationsFeed } from './modules/lanes/recommendations.feed.js';
 import { LOAD_STATUS_COUNTER, writeStatusCounts } from './modules/loads/loads.repo.js';
 import { marketRateRoutes } from './modules/rates/rates.routes.js';
 import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
@@ -34,8 +36,14 @@ import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } 
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { insightsService } from './modules/insights/insights.service.js';
+import { eventRoutes } from './modules/events/events.routes.js';
+import { eventRetention } from './modules/events/retention.js';
+import { FeedEvent, EventPage } from './modules/events/events.schema.js';
+import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
+import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
+import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -53,6 +61,17 @@ export interface AppDeps {
    * counts with `clock`, so a fake clock moves its windows.
    */
   rateLimit?: Partial<Pick<RateLimiterOptions, 'commandTimeoutMs' | 'retryAfterFailureMs' | 'redisOptions'>>;
+  /**
+   * load.recommendations_changed follows load writes in the background (default), or only when
+   * `recommendations.sweep()` is called (tests that count a request's statements).
+   */
+  recommendationFollowUp?: 'background' | 'manual';
+  /**
+   * Webhook deliveries (D12) are sent in the background after each commit and by a poll (default when
+   * config.webhookWorker is on), or only when `webhooks.worker.drain()` is called (tests). Follows
+   * `recommendationFollowUp: 'manual'` when not given (tests that count a request's statements).
+   */
+  webhookDelivery?: 'background' | 'manual';
 }
 
 export interface Lanebridge {
@@ -67,6 +86,12 @@ export interface Lanebridge {
   analytics: ReturnType<typeof laneAnalytics>;
   /** The one write path (src/modules/shared/write-pipeline.ts). */
   pipeline: WritePipeline;
+  /** The change feed (D11): its outbox, pages and retention. */
+  events: EventsService;
+  /** load.recommendations_changed, written after load writes (schedule, sweep, idle). */
+  recommendations: RecommendationsFeed;
+  /** Webhooks (D12): the endpoints service and the delivery worker. */
+  webhooks: Webhooks;
 }
 
 /** Paths under the API prefix that need no key. */
@@ -108,8 +133,20 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const metrics = createMetrics();
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
-  const pipeline = writePipeline({ store, afterCommit: analytics.afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts } });
+  const events = eventsService(clock, { retentionDays: config.eventRetentionDays });
+  const webhooks = webhooksModule({ db: store.db, clock, allowInsecure: config.webhookAllowInsecure, leaseMs: config.webhookLeaseMs, log: app.log, outcomes: metrics.webhookOutcomes, retentionDays: config.eventRetentionDays });
+  metrics.registerWebhookQueue(() => webhooks.service.queue());
+  // Load and location writes are followed up beside the request (load.recommendations_changed).
+  let followUp: RecommendationsFeed | null = null;
+  const afterCommit: AfterCommit = async (orgId, committed, opts) => {
+    // The committed events go out to webhook endpoints beside the request (D12).
+    if (committed.records.length > 0 || committed.announcements.length > 0) webhooks.worker.wake(orgId);
+    await analytics.afterCommit(orgId, committed, opts);
+    if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void followUp.schedule(orgId);
+  };
+  const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
+  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, log: app.log });
   const services = {
     accounts,
     customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
@@ -133,7 +170,10 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
 
   installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
   const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage]);
+  // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
+  // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
+  installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
 
   opsRoutes(app, { store, metrics, rateLimiter });
   const batchBodyLimit = config.batchBodyLimitBytes;
@@ -144,10 +184,19 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   locationRoutes(app, services.locations, { batchBodyLimit, readCache: cache });
   loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   marketRateRoutes(app, services.marketRates);
+  eventRoutes(app, events, pipeline.reader);
+  webhookRoutes(app, webhooks.service);
+  // Retention runs by itself, in small transactions, off the request path.
+  const retention = eventRetention({ events, db: store.db, log: app.log, sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep() });
+  app.addHook('onClose', async () => {
+    retention.stop();
+    await followUp!.idle();
+  });
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights },
+      services: { ...services, insights, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      webhooks: webhooks.service,
       store,
       clock,
       options: { cookieSecure: config.dashboardCookieSecure, cookieSecret: config.dashboardCookieSecret, ...deps.dashboard },
@@ -157,9 +206,13 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Geocoder data is loaded at boot, not on the first location request.
   if (deps.warmGeocoder !== false) warmupGeocoder();
 
+  // Deliveries stop before the database closes; attempts in flight are left to their claims' expiry.
+  app.addHook('onClose', () => webhooks.worker.stop());
   // Redis is connected now that the synchronous boot work is done; requests that arrived before it
   // answers would be counted in process, so wait a moment for it (never fails: see createRateLimiter).
   await rateLimiter.ready(1000);
   await app.ready();
-  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline };
+  const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
+  if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
+  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks };
 }

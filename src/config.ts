@@ -27,6 +27,16 @@ const EnvSchema = Type.Object({
   READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
   RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
+  /** How long the change feed keeps events (D11), in days. */
+  EVENT_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, maximum: 3650 }),
+  /** How long an Idempotency-Key and its stored answer are kept (D13), in hours. */
+  IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
+  /** D12: `on` lifts the webhook URL rules (https only, no loopback/private/link-local addresses): development and tests only. */
+  WEBHOOK_ALLOW_INSECURE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
+  /** `off`: `serve` does not deliver webhooks (run `bin/lanebridge worker` processes instead). */
+  WEBHOOK_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /** How long a claimed delivery stays with the process sending it before another may take it over, in seconds. */
+  WEBHOOK_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 2, maximum: 3600 }),
 });
 
 export type Config = {
@@ -51,6 +61,16 @@ export type Config = {
   rateLimitKeyPrefix: string;
   /** GET-by-reference and list answers reused while the database is unchanged (READ_CACHE=on, the default). */
   readCache: boolean;
+  /** Days the change feed keeps events (D11; default 30). */
+  eventRetentionDays: number;
+  /** Hours an Idempotency-Key is remembered with its answer (D13; default 24). */
+  idempotencyTtlHours: number;
+  /** D12: webhook URLs may be http and may resolve to loopback/private addresses (development, tests). */
+  webhookAllowInsecure: boolean;
+  /** `serve` delivers webhooks itself (WEBHOOK_WORKER=on, the default). */
+  webhookWorker: boolean;
+  /** Milliseconds a claimed delivery stays with its process (a killed process's deliveries are retried after it). */
+  webhookLeaseMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -85,5 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
     readCache: env2.READ_CACHE === 'on',
+    eventRetentionDays: env2.EVENT_RETENTION_DAYS,
+    idempotencyTtlHours: env2.IDEMPOTENCY_TTL_HOURS,
+    webhookAllowInsecure: env2.WEBHOOK_ALLOW_INSECURE === 'on',
+    webhookWorker: env2.WEBHOOK_WORKER === 'on',
+    webhookLeaseMs: env2.WEBHOOK_LEASE_SECONDS * 1000,
   };
 }

@@ -4,6 +4,8 @@ import {
   DetailError,
   ERRORS,
   ForbiddenError,
+  IdempotencyKeyInProgressError,
+  IdempotencyKeyReusedError,
   InternalError,
   MalformedJsonError,
   MethodNotAllowedError,
@@ -20,6 +22,7 @@ import {
   type ErrorCode,
 } from '../src/lib/http/errors.js';
 import { errorResponses } from '../src/lib/http/openapi.js';
+import { EventsGoneError } from '../src/modules/events/events.service.js';
 
 // One error table (src/lib/http/errors.ts): every error the service raises renders from it, and the
 // OpenAPI document's error responses are generated from it.
@@ -33,6 +36,9 @@ const one: Record<ErrorCode, ApiError> = {
   route_not_found: new RouteNotFoundError(),
   method_not_allowed: new MethodNotAllowedError(['GET', 'POST']),
   conflict: ConflictError.duplicate('Customer', 'CUST-ACME-001'),
+  idempotency_in_progress: new IdempotencyKeyInProgressError(),
+  idempotency_key_reused: new IdempotencyKeyReusedError(),
+  gone: new EventsGoneError(12, 40),
   payload_too_large: new PayloadTooLargeError(1_048_576),
   unsupported_media_type: new UnsupportedMediaTypeError('text/plain'),
   validation: ValidationError.single(['body', 'name'], 'Field required', 'missing'),
@@ -53,6 +59,25 @@ describe('the error table', () => {
       route_not_found: { status: 404, headers: {}, body: { detail: 'Not Found' } },
       method_not_allowed: { status: 405, headers: { Allow: 'GET, POST' }, body: { detail: 'Method Not Allowed' } },
       conflict: { status: 409, headers: {}, body: { detail: "Customer with external_reference_id 'CUST-ACME-001' already exists" } },
+      idempotency_in_progress: { status: 409, headers: { 'Retry-After': '1' }, body: { detail: 'A request with this Idempotency-Key is still being processed' } },
+      idempotency_key_reused: {
+        status: 422,
+        headers: {},
+        body: {
+          detail: [
+            {
+              type: 'idempotency_key_reused',
+              loc: ['header', 'idempotency-key'],
+              msg: 'This Idempotency-Key was already used for a request with another method, path or body; use a new key for a new operation',
+            },
+          ],
+        },
+      },
+      gone: {
+        status: 410,
+        headers: { 'X-Events-Kept-After': '40' },
+        body: { detail: 'Events after sequence 12 are no longer kept; resynchronise with the list endpoints and updated_since' },
+      },
       payload_too_large: { status: 413, headers: {}, body: { detail: 'Request body is larger than the limit of 1048576 bytes' } },
       unsupported_media_type: {
         status: 415,
@@ -76,6 +101,9 @@ describe('the error table', () => {
     const read = errorResponses({ method: 'GET', url: '/v2/tms-api/loads' }) as Record<string, { $ref: string }>;
     expect(Object.keys(write).sort()).toEqual(['400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
     expect(Object.keys(read).sort()).toEqual(['401', '403', '422', '429', '500', '503']);
-    for (const e of Object.values(ERRORS).filter((e) => e.scope !== 'routing')) expect(write[e.status]!.$ref).toBe(`${e.body}#`);
+    for (const e of Object.values(ERRORS).filter((e) => e.scope !== 'routing' && e.scope !== 'feed')) expect(write[e.status]!.$ref).toBe(`${e.body}#`);
+    // The change feed alone answers 410 (D11).
+    const feed = errorResponses({ method: 'GET', url: '/v2/tms-api/events' }) as Record<string, { $ref: string }>;
+    expect(Object.keys(feed).sort()).toEqual(['401', '403', '410', '422', '429', '500', '503']);
   });
 });

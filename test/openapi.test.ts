@@ -28,8 +28,21 @@ describe('OpenAPI document', () => {
       if (route.method === 'POST' || route.method === 'PUT') {
         for (const status of ['400', '409', '413', '415']) expect(op.responses[status], `${route.method} ${path} ${status}`).toBeDefined();
       }
+      // D13: every write takes Idempotency-Key, and its replayable answers declare Idempotent-Replayed.
+      const keyParam = (op.parameters ?? []).some((p: any) => p.$ref === '#/components/parameters/IdempotencyKey');
+      expect(keyParam, `${route.method} ${path} Idempotency-Key`).toBe(route.method !== 'GET');
+      if (route.method !== 'GET') {
+        const success = Object.keys(op.responses).find((s) => s.startsWith('2'))!;
+        for (const status of [success, '404', '409', '422'].filter((s) => op.responses[s])) {
+          expect(op.responses[status].headers?.['Idempotent-Replayed'], `${route.method} ${path} ${status}`).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
+        }
+        expect(op.responses['409'].description).toContain('Idempotency-Key');
+        expect(op.responses['422'].description).toContain('idempotency_key_reused');
+        for (const status of ['401', '403', '429', '500', '503']) expect(op.responses[status].headers?.['Idempotent-Replayed'], status).toBeUndefined();
+      }
     }
     expect(doc.components.schemas.ValidationErrorBody).toBeDefined();
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } });
     // Case-insensitive enums are published as plain enums.
     expect(JSON.stringify(doc)).not.toContain('x-enum-ci');
     const sort = doc.paths['/v2/tms-api/customers'].get.parameters.find((p: any) => p.name === 'sort');

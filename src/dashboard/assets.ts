@@ -56,6 +56,7 @@ thead th { background: #e9eef4; border-top: none; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f8fafc; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; }
+pre.event-data { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85em; max-width: 60ch; max-height: 24em; overflow: auto; white-space: pre-wrap; word-break: break-word; margin: .5em 0 0; }
 .muted { color: var(--muted); }
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .82rem; font-weight: 600; background: #e4e9f0; color: var(--ink); white-space: nowrap; }
 .badge.ok { background: var(--ok-bg); color: var(--ok); }

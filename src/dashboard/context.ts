@@ -9,6 +9,7 @@ import type { CustomersService } from '../modules/customers/customers.service.js
 import type { LoadsService } from '../modules/loads/loads.service.js';
 import type { LocationsService } from '../modules/locations/locations.service.js';
 import type { InsightsService } from '../modules/insights/insights.service.js';
+import type { FeedEvent } from '../modules/events/events.schema.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
 import type { SignInThrottle } from './throttle.js';
@@ -29,6 +30,8 @@ export interface DashboardServices {
   locations: LocationsService;
   loads: LoadsService;
   insights: InsightsService;
+  /** The change feed, newest first (the Events page). */
+  events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]> };
 }
 
 export type CookieSecureMode = 'auto' | 'on' | 'off';

@@ -3,7 +3,7 @@ import { cssHref, jsHref } from './assets.js';
 import { utc } from './format.js';
 import { html, href, type SafeHtml } from './html.js';
 
-export type NavKey = 'home' | 'loads' | 'locations' | 'carriers' | 'customers' | 'lanes' | 'users' | 'settings';
+export type NavKey = 'home' | 'loads' | 'locations' | 'carriers' | 'customers' | 'lanes' | 'events' | 'users' | 'settings';
 
 const NAV: [NavKey, string, string][] = [
   ['home', '/', 'Overview'],
@@ -12,6 +12,7 @@ const NAV: [NavKey, string, string][] = [
   ['carriers', '/carriers', 'Carriers'],
   ['customers', '/customers', 'Customers'],
   ['lanes', '/lanes', 'Lanes'],
+  ['events', '/events', 'Events'],
   ['users', '/users', 'Users'],
   ['settings', '/settings/integrations', 'Settings'],
 ];
@@ -131,12 +132,13 @@ export function pager(path: string, p: PageInfo, query: Record<string, string | 
 </nav>`;
 }
 
-export function settingsTabs(active: 'integrations' | 'api-keys'): SafeHtml {
+export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks'): SafeHtml {
   const tab = (key: string, path: string, label: string) =>
     html`<li><a href="${path}"${key === active ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav class="tabs" aria-label="Settings"><ul>
   ${tab('integrations', '/settings/integrations', 'TMS Integrations')}
   ${tab('api-keys', '/settings/api-keys', 'API Keys')}
+  ${tab('webhooks', '/settings/webhooks', 'Webhooks')}
 </ul></nav>`;
 }
 

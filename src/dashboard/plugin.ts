@@ -20,8 +20,11 @@ import { page } from './layout.js';
 import { authRoutes } from './pages/auth.js';
 import { apiKeyRoutes } from './pages/api-keys.js';
 import { dataRoutes } from './pages/data.js';
+import { eventRoutes } from './pages/events.js';
 import { integrationRoutes } from './pages/integrations.js';
 import { userRoutes } from './pages/users.js';
+import { webhookPageRoutes } from './pages/webhooks.js';
+import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { cookieSecret } from './secret.js';
 import { signInThrottle, type ThrottleOptions } from './throttle.js';
 
@@ -39,6 +42,8 @@ export interface DashboardDeps {
   store: DataStore;
   clock: Clock;
   options: DashboardOptions;
+  /** Settings → Webhooks (D12). */
+  webhooks?: WebhooksService;
 }
 
 /**
@@ -145,5 +150,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
     apiKeyRoutes(app, ctx);
     userRoutes(app, ctx);
     dataRoutes(app, ctx);
+    eventRoutes(app, ctx);
+    if (deps.webhooks) webhookPageRoutes(app, ctx, deps.webhooks);
   };
 }

@@ -19,6 +19,13 @@ export function laneEnds<S extends OrderedStop>(stops: readonly S[]): { origin: 
   };
 }
 
+/** Whether two stop lists have the same lane ends (the same origin and destination places). */
+export function sameLaneEnds<S extends OrderedStop & { location_id: string }>(a: readonly S[], b: readonly S[]): boolean {
+  const x = laneEnds(a);
+  const y = laneEnds(b);
+  return x.origin?.location_id === y.origin?.location_id && x.destination?.location_id === y.destination?.location_id;
+}
+
 /** Two points share a lane end when they are within the lane radius of each other (D7). */
 export const withinRadius = (a: Coordinates, b: Coordinates, radiusMiles: number) => haversineMiles(a, b) <= radiusMiles;
 

@@ -18,8 +18,8 @@ export function proximityWeight(miles: number, rules: LaneRules): number {
 }
 
 /** 0.5^(age/90 days); a delivery date in the future counts as age 0. */
-export function recencyWeight(deliveredAt: string, now: Date): number {
-  const ageDays = Math.max(0, (now.getTime() - Date.parse(deliveredAt)) / DAY_MS);
+export function recencyWeight(deliveredAt: string, now: Date, deliveredAtMs = Date.parse(deliveredAt)): number {
+  const ageDays = Math.max(0, (now.getTime() - deliveredAtMs) / DAY_MS);
   return Math.pow(0.5, ageDays / HALF_LIFE_DAYS);
 }
 
@@ -28,6 +28,8 @@ export interface HistoryLoad {
   origin: Coordinates;
   destination: Coordinates;
   deliveredAt: string;
+  /** deliveredAt as epoch milliseconds, when the caller parsed it once for many rankings. */
+  deliveredAtMs?: number;
   /** Sum of the load's CARRIER financial rates; null when it has none. */
   carrierRateTotal: number | null;
 }
@@ -66,7 +68,7 @@ export function rankCarriers(
     const acc = byCarrier.get(h.carrierId) ?? { count: 0, last: h.deliveredAt, score: 0, rateSum: 0, rateCount: 0 };
     acc.count += 1;
     if (h.deliveredAt > acc.last) acc.last = h.deliveredAt;
-    acc.score += weight * recencyWeight(h.deliveredAt, now);
+    acc.score += weight * recencyWeight(h.deliveredAt, now, h.deliveredAtMs ?? Date.parse(h.deliveredAt));
     if (h.carrierRateTotal !== null) {
       acc.rateSum += h.carrierRateTotal;
       acc.rateCount += 1;

@@ -1,5 +1,6 @@
 // Crash safety (issue 9, point 1): SIGKILL the server in the middle of a stream of batch writes, restart
-// it on the same database, and check that nothing answered 2xx is lost and nothing is half-written.
+// it on the same database, and check that nothing answered 2xx is lost and nothing is half-written; and
+// (issue 15) that every committed change has its event in the outbox and no uncommitted one has.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -252,6 +253,28 @@ async function crashScenario(databaseUrl: string, dialect: 'sqlite' | 'postgres'
     // Every sent load reference is either whole in the database or absent; never-sent ones do not exist.
     const sentRefs = new Set(log.loads.keys());
     for (const l of loads) expect(sentRefs.has(l.external_reference_id), l.external_reference_id).toBe(true);
+    // D11: every committed change has its event, written in its transaction; nothing else has one.
+    const events = await db.selectFrom('events').select(['sequence', 'type', 'record_id', 'data']).where('org_id', '=', tenant.orgId).orderBy('sequence').execute();
+    expect(events.map((e) => Number(e.sequence)), 'sequences without gaps').toEqual(events.map((_, i) => i + 1));
+    const loadEvents = new Map<string, { type: string; description: string }[]>();
+    for (const e of events.filter((e) => e.type === 'load.created' || e.type === 'load.updated')) {
+      const data = JSON.parse(e.data) as { id: string; description: string };
+      expect(data.id).toBe(e.record_id);
+      loadEvents.set(data.id, [...(loadEvents.get(data.id) ?? []), { type: e.type, description: data.description }]);
+    }
+    const byId = new Map(loads.map((l) => [l.id, l]));
+    // No event for a load that was never committed.
+    for (const id of loadEvents.keys()) expect(byId.has(id), `event of an absent load ${id}`).toBe(true);
+    for (const l of loads) {
+      const own = loadEvents.get(l.id) ?? [];
+      expect(own[0]?.type, `${l.external_reference_id} has its load.created`).toBe('load.created');
+      // The last event shows the load as it stands; every event shows a version that was sent.
+      expect(own[own.length - 1]!.description, l.external_reference_id).toBe(l.description);
+      for (const ev of own) expect(log.loads.get(l.external_reference_id)!.versions, l.external_reference_id).toContain(ev.description);
+    }
+    // Every acknowledged version has its event.
+    const refToId = new Map(loads.map((l) => [l.external_reference_id, l.id]));
+    for (const [ref, sent] of ackedLoads) expect((loadEvents.get(refToId.get(ref)!) ?? []).map((e) => e.description), ref).toContain(sent.versions[sent.acked]);
     const orphans = await sql<{ n: number }>`
       select (select count(*) from load_stops s where not exists (select 1 from loads l where l.id = s.load_id))
            + (select count(*) from load_rates r where not exists (select 1 from loads l where l.id = r.load_id))

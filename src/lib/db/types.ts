@@ -244,6 +244,103 @@ export interface OrgVersionsTable {
   market_rates: number;
   users: number;
   api_keys: number;
+  /** D11: the last event sequence given, and the last one pruned (an `after` below it is answered 410). */
+  events: number;
+  events_pruned: number;
+  /** The last event the recommendations follow-up has read. */
+  recommendations_after: number;
+}
+
+/** An open load's lane cells and the ranked carrier ids last announced for it (load.recommendations_changed). */
+export interface RecommendationWatchTable {
+  load_id: string;
+  org_id: string;
+  equipment_type: string;
+  origin_cell: number;
+  destination_cell: number;
+  external_reference_id: string;
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  carrier_id: string | null;
+  /** JSON array of carrier ids, best first. */
+  ranked: string;
+}
+
+export interface EventsTable {
+  org_id: string;
+  sequence: number;
+  id: string;
+  type: string;
+  /** The record kind the event is about (a key's read scopes select by it). */
+  kind: string;
+  record_id: string | null;
+  created_at: string;
+  /** The event's data object, as JSON text. */
+  data: string;
+  /** Internal: the lanes whose history the change moved (JSON LaneKey[]), for the recommendations follow-up. */
+  lanes: string | null;
+}
+
+/** D13: an Idempotency-Key of an organization, claimed (status null) or completed with its answer. */
+export interface IdempotencyKeysTable {
+  org_id: string;
+  key: string;
+  /** SHA-256 (base64url) of method, path and the canonical JSON of the body. */
+  fingerprint: string;
+  /** The token of the request that holds (or held) the key. */
+  claim: string;
+  status: number | null;
+  content_type: string | null;
+  body: string | null;
+  created_at: string;
+  lease_until: string;
+  expires_at: string;
+}
+
+/** D12: a webhook endpoint of an organization (src/modules/webhooks). */
+export interface WebhookEndpointsTable {
+  id: string;
+  org_id: string;
+  url: string;
+  /** JSON array of event types, or null for every type. */
+  event_types: string | null;
+  description: string | null;
+  status: string;
+  /** manual, gone (the receiver answered 410) or failing (5 days of failed attempts). */
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  /** The last event sequence of the organization turned into deliveries for this endpoint. */
+  enqueued_through: number;
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** D12: one event sent (or to be sent) to one endpoint. */
+export interface WebhookDeliveriesTable {
+  id: string;
+  org_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  sequence: number;
+  attempt: number;
+  status: string;
+  response_status: number | null;
+  duration_ms: number | null;
+  error: string | null;
+  next_attempt_at: string | null;
+  claim: string | null;
+  leased_until: string | null;
+  /** The envelope of a test event (not in `events`); null for the feed's events. */
+  payload: string | null;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface Database {
@@ -264,5 +361,10 @@ export interface Database {
   load_status_counts: LoadStatusCountsTable;
   dashboard_sessions: DashboardSessionsTable;
   org_versions: OrgVersionsTable;
+  events: EventsTable;
+  recommendation_watch: RecommendationWatchTable;
   dashboard_settings: DashboardSettingsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

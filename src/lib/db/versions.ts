@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from './executor.js';
 import { prepared } from './prepared.js';
 
@@ -27,17 +28,27 @@ export async function readVersions(executor: Executor, orgId: string): Promise<O
 const bumps = new Map<number, ReturnType<typeof bumpStatement>>();
 
 function bumpStatement(kinds: VersionedKind[]) {
-  return prepared<{ orgId: string }, unknown>((db, p) =>
+  return prepared<{ orgId: string; events: number }, { events: number | string }>((db, p) =>
     db
       .insertInto('org_versions')
-      .values({ org_id: p('orgId'), ...Object.fromEntries(kinds.map((k) => [k, 1])) } as never)
-      .onConflict((oc) => oc.column('org_id').doUpdateSet((eb) => Object.fromEntries(kinds.map((k) => [k, eb(`org_versions.${k}`, '+', 1)])))),
+      .values({ org_id: p('orgId'), ...Object.fromEntries(kinds.map((k) => [k, 1])), events: p('events') } as never)
+      .onConflict((oc) =>
+        oc.column('org_id').doUpdateSet((eb) => ({
+          ...Object.fromEntries(kinds.map((k) => [k, eb(`org_versions.${k}`, '+', 1)])),
+          events: sql<number>`${eb.ref('org_versions.events')} + cast(${p('events')} as bigint)`,
+        })),
+      )
+      .returning('events'),
   );
 }
 
-/** Moves the counters of `kinds`; called last in a writing transaction (the row lock is held until commit). */
-export async function bumpVersions(tx: Executor, orgId: string, kinds: ReadonlySet<VersionedKind>): Promise<void> {
-  if (kinds.size === 0) return;
+/**
+ * Moves the counters of `kinds` and gives `events` sequence numbers; called last in a writing
+ * transaction (the row lock is held until commit, so sequences are given in commit order). Returns
+ * the last sequence given (0 when nothing moved).
+ */
+export async function bumpVersions(tx: Executor, orgId: string, kinds: ReadonlySet<VersionedKind>, events = 0): Promise<number> {
+  if (kinds.size === 0 && events === 0) return 0;
   let mask = 0;
   VERSIONED_KINDS.forEach((k, i) => {
     if (kinds.has(k)) mask |= 1 << i;
@@ -47,5 +58,7 @@ export async function bumpVersions(tx: Executor, orgId: string, kinds: ReadonlyS
     bump = bumpStatement(VERSIONED_KINDS.filter((k) => kinds.has(k)));
     bumps.set(mask, bump);
   }
-  await bump(tx, { orgId });
+  const [row] = await bump(tx, { orgId, events });
+  // PostgreSQL returns bigint as text.
+  return Number(row!.events);
 }

@@ -9,6 +9,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope an API route needs; every route under the API prefix must declare one. */
     scope?: Scope;
+    /** Any one of these scopes lets a key in instead (the 403 names `scope`): the event feed's read scopes. */
+    anyScope?: readonly Scope[];
     /**
      * The route's handler checks the key inside its one data statement (req.keyGuard): on PostgreSQL a
      * key already found valid on this instance then costs no round trip of its own.
@@ -37,6 +39,8 @@ export interface ApiRouteEntry {
   method: string;
   url: string;
   scope: Scope;
+  /** Any one of these lets a key in instead (the 403 names `scope`). */
+  anyScope?: readonly Scope[];
 }
 
 /**
@@ -86,7 +90,7 @@ export function installAuth(
     const scope = route.config?.scope;
     if (!scope) throw new Error(`Route ${String(route.method)} ${route.url} declares no scope`);
     for (const method of [route.method].flat()) {
-      if (method !== 'HEAD') table.push({ method, url: route.url, scope });
+      if (method !== 'HEAD') table.push({ method, url: route.url, scope, ...(route.config?.anyScope ? { anyScope: route.config.anyScope } : {}) });
     }
   });
   const counting = limiter && limiter.mode !== 'off' ? limiter : null;
@@ -121,7 +125,9 @@ export function installAuth(
       reply.header('x-ratelimit-reset', limit.reset);
       if (!limit.allowed) await refuse(new RateLimitedError(limit.retryAfter));
     }
-    if (!principal.scopes.has(scope)) await refuse(new ForbiddenError(scope));
+    const anyScope = req.routeOptions.config?.anyScope;
+    const allowed = anyScope ? anyScope.some((s) => principal.scopes.has(s)) : principal.scopes.has(scope);
+    if (!allowed) await refuse(new ForbiddenError(scope));
     req.principal = principal;
     req.keyGuard = folded?.guard ?? null;
   });

@@ -16,7 +16,7 @@ export interface ValidationIssue {
 export type ErrorBodySchema = 'ApiKeyError' | 'RateLimitError' | 'Detail' | 'ValidationErrorBody' | 'InternalError';
 
 /** Which API routes can answer an error: every one, those addressing a record, those with a body, writes. */
-export type ErrorScope = 'every' | 'record' | 'body' | 'write' | 'routing';
+export type ErrorScope = 'every' | 'record' | 'body' | 'write' | 'routing' | 'feed';
 
 interface ErrorKind {
   status: number;
@@ -36,9 +36,12 @@ export const ERRORS = {
   route_not_found: { status: 404, body: 'Detail', scope: 'routing', description: 'No such path.' },
   method_not_allowed: { status: 405, body: 'Detail', scope: 'routing', description: 'The path exists with other methods (listed in Allow).' },
   conflict: { status: 409, body: 'Detail', scope: 'write', description: 'Duplicate external_reference_id, or the record is still referenced.' },
+  idempotency_in_progress: { status: 409, body: 'Detail', scope: 'write', description: 'A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second).' },
+  gone: { status: 410, body: 'Detail', scope: 'feed', description: 'The events after this sequence were pruned (retention): resynchronise with the list endpoints, then continue from X-Events-Kept-After.' },
   payload_too_large: { status: 413, body: 'Detail', scope: 'body', description: 'The body is larger than the limit (1 MiB; batch endpoints 10 MiB).' },
   unsupported_media_type: { status: 415, body: 'Detail', scope: 'body', description: "The body is not sent with 'Content-Type: application/json'." },
   validation: { status: 422, body: 'ValidationErrorBody', scope: 'every', description: 'Validation error in the body, query or path.' },
+  idempotency_key_reused: { status: 422, body: 'ValidationErrorBody', scope: 'write', description: "The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused')." },
   rate_limited: { status: 429, body: 'RateLimitError', scope: 'every', description: 'Per-minute or per-day limit of the key spent; see Retry-After.' },
   internal: { status: 500, body: 'InternalError', scope: 'every', description: 'Unexpected failure; quote request_id when reporting it.' },
   unavailable: { status: 503, body: 'Detail', scope: 'every', description: 'The database is unreachable; retry after the Retry-After seconds.' },
@@ -108,6 +111,27 @@ export class ValidationError extends ApiError {
     return new ValidationError(
       this.issues.map((i) => ({ ...i, loc: i.loc[0] === 'body' ? [...prefix, ...i.loc.slice(1)] : i.loc })),
     );
+  }
+}
+
+/** D13: the key was used before for another method, path or body; its first use's answer stays. */
+export class IdempotencyKeyReusedError extends ApiError {
+  readonly code = 'idempotency_key_reused';
+  constructor() {
+    super('This Idempotency-Key was already used for a request with another method, path or body; use a new key for a new operation');
+  }
+  body() {
+    return { detail: [{ type: 'idempotency_key_reused', loc: ['header', 'idempotency-key'], msg: this.message }] };
+  }
+}
+
+/** D13: the first request with this key has not answered yet (on this instance or another). */
+export class IdempotencyKeyInProgressError extends DetailError {
+  constructor() {
+    super('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed');
+  }
+  override headers() {
+    return { 'Retry-After': '1' };
   }
 }
 

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Prometheus metrics of one app instance (a registry per instance, so tests can build many apps). */
 export function createMetrics() {
@@ -46,7 +46,47 @@ export function createMetrics() {
     b.count.inc();
     b.time.observe(seconds);
   }
-  return { registry, requests, duration, analyticsRuns, observeRequest, cacheCounters };
+  // D12: webhook deliveries, one count per attempt by outcome (delivered, retry: another attempt
+  // follows, failed: final).
+  const webhookDeliveries = new Counter({
+    name: 'lanebridge_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retry (another attempt is scheduled) or failed (no attempt left, or the endpoint was disabled).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const webhookOutcomes = {
+    outcome: (o: 'delivered' | 'retry' | 'failed') => webhookDeliveries.labels({ outcome: o }).inc(),
+  };
+  /** The webhook queue's gauges, read from the database at each scrape (one read shared by both). */
+  function registerWebhookQueue(read: () => Promise<{ pending: number; oldestAgeSeconds: number }>) {
+    let last: { at: number; figures: Promise<{ pending: number; oldestAgeSeconds: number }> } | null = null;
+    const figures = () => {
+      if (!last || Date.now() - last.at > 500) {
+        // A database that does not answer within a second leaves the gauges empty (NaN), not the scrape waiting.
+        const unknown = { pending: NaN, oldestAgeSeconds: NaN };
+        const timeout = new Promise<typeof unknown>((r) => setTimeout(() => r(unknown), 1000).unref());
+        last = { at: Date.now(), figures: Promise.race([read().catch(() => unknown), timeout]) };
+      }
+      return last.figures;
+    };
+    new Gauge({
+      name: 'lanebridge_webhook_queue_depth',
+      help: 'Webhook deliveries pending (waiting for their first attempt or a retry), all organizations.',
+      registers: [registry],
+      async collect() {
+        this.set((await figures()).pending);
+      },
+    });
+    new Gauge({
+      name: 'lanebridge_webhook_oldest_pending_age_seconds',
+      help: 'Age of the oldest pending webhook delivery, in seconds (0 when none is pending).',
+      registers: [registry],
+      async collect() {
+        this.set((await figures()).oldestAgeSeconds);
+      },
+    });
+  }
+  return { registry, requests, duration, analyticsRuns, observeRequest, cacheCounters, webhookOutcomes, registerWebhookQueue };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

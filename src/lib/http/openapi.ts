@@ -5,6 +5,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { API_PREFIX } from './auth.js';
 import { CANONICAL_TIMESTAMP, CI_ENUM } from './validation.js';
 import { ERRORS, type ErrorScope } from './errors.js';
+import { documentIdempotency } from './idempotency.js';
 
 const ValidationIssueSchema = Type.Object(
   {
@@ -62,6 +63,7 @@ export function errorResponses(route: Pick<RouteOptions, 'method' | 'url'>): Rec
     body: hasBody,
     write: hasBody || methods.includes('DELETE'),
     routing: false,
+    feed: route.url.endsWith('/events'),
   };
   const out: Record<string, { description: string; $ref: string }> = {};
   for (const e of Object.values(ERRORS)) {
@@ -129,6 +131,8 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
         { name: 'Locations', description: 'Pickup and delivery places, geocoded offline.' },
         { name: 'Loads', description: 'Shipments with stops, money and people; lane history and carrier recommendations.' },
         { name: 'Market rates', description: 'Market rate snapshots per lane, the source of max_buy_rate.' },
+        { name: 'Events', description: 'The change feed: every committed change, in commit order.' },
+        { name: 'Webhooks', description: 'Endpoints that receive the change feed, signed (Standard Webhooks), retried and replayable.' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
@@ -138,6 +142,7 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
       const copy = structuredClone(doc);
       replaceCiEnums(copy);
       optionalWhenDefaulted(copy);
+      documentIdempotency(copy as unknown as Record<string, unknown>);
       return copy;
     },
   });

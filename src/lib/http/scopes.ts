@@ -1,4 +1,7 @@
-/** The scopes of specification section 5. GET needs read:<resource>; writes and batches need write:<resource>. */
+/**
+ * The scopes of specification section 5, and write:webhooks (D12: managing webhook endpoints, GET too).
+ * GET needs read:<resource>; writes and batches need write:<resource>.
+ */
 export const SCOPES = [
   'read:locations',
   'write:locations',
@@ -9,6 +12,7 @@ export const SCOPES = [
   'read:customers',
   'write:customers',
   'write:rates',
+  'write:webhooks',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
-import type { ChangeSet, ItemRunner, WritePipeline } from '../shared/write-pipeline.js';
+import { BatchRestart, type ChangeSet, type ItemRunner, type WritePipeline } from '../shared/write-pipeline.js';
 import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
@@ -181,6 +181,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         const { id } = await runItem(work, { retryUniqueRace: upsert });
         Object.assign(entry, { success: true, id, external_reference_id: ref });
       } catch (err) {
+        if (err instanceof BatchRestart) throw err;
         entry.error = batchItemError(err, opts.onError);
       }
       results.push(entry);

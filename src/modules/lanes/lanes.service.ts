@@ -1,7 +1,7 @@
 import type { Executor } from '../../lib/db/index.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
-import { boxWithin, cellsWithin } from '../../domain/grid.js';
+import { boxWithin, cellOf, cellsWithin } from '../../domain/grid.js';
 import { latestOnLane, maxBuyRate, type LaneKey } from '../../domain/lane.js';
 import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
@@ -39,28 +39,49 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     destinationBox: boxWithin(destination.latitude, destination.longitude, rules.radiusMiles),
   });
 
-  return {
-    rules,
+  /** Areas around several lanes at once: the union of their cells and boxes (a superset of each). */
+  const unionArea = (orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[]): LaneArea => {
+    const areas = lanes.map((l) => areaOf(orgId, equipmentType, l.origin, l.destination));
+    const box = (pick: (a: LaneArea) => LaneArea['originBox']) => ({
+      minLat: Math.min(...areas.map((a) => pick(a).minLat)),
+      maxLat: Math.max(...areas.map((a) => pick(a).maxLat)),
+      minLon: Math.min(...areas.map((a) => pick(a).minLon)),
+      maxLon: Math.max(...areas.map((a) => pick(a).maxLon)),
+    });
+    return {
+      orgId,
+      equipmentType,
+      originCells: [...new Set(areas.flatMap((a) => a.originCells))],
+      destinationCells: [...new Set(areas.flatMap((a) => a.destinationCells))],
+      originBox: box((a) => a.originBox),
+      destinationBox: box((a) => a.destinationBox),
+    };
+  };
 
-    /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
-    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
-      const ends = await laneEnds(tx, orgId, load.id, stops);
-      if (!ends.origin || !ends.destination) return [];
-      const origin = { latitude: ends.origin.latitude, longitude: ends.origin.longitude };
-      const destination = { latitude: ends.destination.latitude, longitude: ends.destination.longitude };
-      const candidates = await laneCandidates(tx, areaOf(orgId, load.equipment_type, origin, destination));
-      const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
-      const history = candidates.map((c) => ({
-        carrierId: c.carrier_id,
-        origin: { latitude: c.origin_latitude, longitude: c.origin_longitude },
-        destination: { latitude: c.destination_latitude, longitude: c.destination_longitude },
-        deliveredAt: c.delivered_at,
-        carrierRateTotal: c.carrier_rate_total === null ? null : Number(c.carrier_rate_total),
-      }));
-      const ranked = rankCarriers({ origin, destination, assignedCarrierId: load.carrier_id }, history, clock.now(), rules, (id) => refs.get(id) ?? '');
-      if (ranked.length === 0) return [];
-      const cards = await carrierCards(tx, orgId, candidates, ranked.map((r) => r.carrierId));
-      return ranked.flatMap((r) => {
+  /** D7 ranking of each lane's carriers from one read of the history around all of them. */
+  async function recommendOnLanes(
+    tx: Executor,
+    orgId: string,
+    equipmentType: string,
+    lanes: readonly { load: LaneLoad; origin: Coordinates; destination: Coordinates }[],
+  ): Promise<CarrierRecommendation[][]> {
+    const candidates = await laneCandidates(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes));
+    const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
+    const history = candidates.map((c) => ({
+      carrierId: c.carrier_id,
+      origin: { latitude: c.origin_latitude, longitude: c.origin_longitude },
+      destination: { latitude: c.destination_latitude, longitude: c.destination_longitude },
+      deliveredAt: c.delivered_at,
+      deliveredAtMs: Date.parse(c.delivered_at),
+      carrierRateTotal: c.carrier_rate_total === null ? null : Number(c.carrier_rate_total),
+    }));
+    const now = clock.now();
+    const rankings = lanes.map((l) => rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, rules, (id) => refs.get(id) ?? ''));
+    const wanted = [...new Set(rankings.flatMap((r) => r.map((x) => x.carrierId)))];
+    if (wanted.length === 0) return rankings.map(() => []);
+    const cards = await carrierCards(tx, orgId, candidates, wanted);
+    return rankings.map((ranked) =>
+      ranked.flatMap((r) => {
         const c = cards.get(r.carrierId);
         if (!c) return [];
         return [
@@ -75,7 +96,53 @@ export function lanesService(clock: Clock, rules: LaneRules) {
             average_carrier_rate: r.averageCarrierRate,
           },
         ];
+      }),
+    );
+  }
+
+  return {
+    rules,
+
+    /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
+    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
+      const ends = await laneEnds(tx, orgId, load.id, stops);
+      if (!ends.origin || !ends.destination) return [];
+      const lane = { origin: { latitude: ends.origin.latitude, longitude: ends.origin.longitude }, destination: { latitude: ends.destination.latitude, longitude: ends.destination.longitude } };
+      return (await recommendOnLanes(tx, orgId, load.equipment_type, [{ load, ...lane }]))[0]!;
+    },
+
+    /**
+     * The same for many loads of one equipment type (the recommendations follow-up): one read of the
+     * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
+     * (rows outside a load's radius weigh nothing).
+     */
+    async recommendMany(tx: Executor, orgId: string, loads: readonly { load: LaneLoad; origin: Coordinates; destination: Coordinates }[]): Promise<CarrierRecommendation[][]> {
+      const out: CarrierRecommendation[][] = loads.map(() => []);
+      const byEquipment = new Map<string, { index: number; load: LaneLoad; origin: Coordinates; destination: Coordinates }[]>();
+      loads.forEach(({ load, origin, destination }, index) => {
+        const entry = { index, load, origin, destination };
+        const list = byEquipment.get(load.equipment_type);
+        if (list) list.push(entry);
+        else byEquipment.set(load.equipment_type, [entry]);
       });
+      for (const [equipment, group] of byEquipment) {
+        // Loads whose lanes share their origin and destination cells share one read.
+        const byCells = new Map<string, typeof group>();
+        for (const g of group) {
+          const key = `${cellOf(g.origin.latitude, g.origin.longitude)}|${cellOf(g.destination.latitude, g.destination.longitude)}`;
+          const list = byCells.get(key);
+          if (list) list.push(g);
+          else byCells.set(key, [g]);
+        }
+        for (const members of byCells.values()) {
+          const ranked = await recommendOnLanes(tx, orgId, equipment, members);
+          members.forEach((m, i) => (out[m.index] = ranked[i]!));
+          // Requests go first between groups: on SQLite the reads are synchronous, and thousands of
+          // rankings in one go would hold the event loop for seconds.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      return out;
     },
 
     /** Equipment types that have any market snapshot in the organization (most loads can skip the lookup). */
@@ -98,7 +165,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     },
 
     /** Brings a load's lane history in line with the load (in the load's transaction); the lanes it moved. */
-    syncLoad: (tx: Executor, orgId: string, loadId: string): Promise<LaneKey[]> => syncLaneHistory(tx, orgId, loadId),
+    syncLoad: (tx: Executor, orgId: string, loadId: string, load?: { status: string; carrier_id: string | null }): Promise<LaneKey[]> =>
+      syncLaneHistory(tx, orgId, loadId, load),
 
     /** The lane a load is history of (its stats change when the load is deleted). */
     laneOfLoad: async (tx: Executor, loadId: string): Promise<LaneKey[]> => {

@@ -3,6 +3,7 @@ import type { CustomersTable, CarriersTable, LocationsTable, LoadsTable } from '
 import type { BatchPrefetchItem } from '../batch/batch.js';
 import { attachBatchReads, BatchReads } from '../shared/batch-reads.js';
 import { loadsByRefs, ratesOf, recordsByRefs, stopsOf } from './loads.repo.js';
+import { historyLanesOf, LANE_HISTORY } from '../lanes/lanes.repo.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown): string[] => (typeof v === 'string' ? [v] : []);
@@ -14,7 +15,7 @@ const LOAD_RATES = 'load_rates';
 /**
  * A load batch's reads, all at once at its start (a handful of statements instead of a point read per
  * item and reference): the batch's loads (locked on PostgreSQL, in reference order, so the batch never
- * waits on a row half-way), their stops and rates, and every customer, carrier and location the items
+ * waits on a row half-way), their stops, rates and lane history rows, and every customer, carrier and location the items
  * name. The items then read from here (src/modules/shared/batch-reads.ts).
  */
 export async function prefetchLoadBatch(tx: Executor, orgId: string, items: BatchPrefetchItem[], lock: boolean): Promise<void> {
@@ -32,9 +33,10 @@ export async function prefetchLoadBatch(tx: Executor, orgId: string, items: Batc
   }
   const loads = await loadsByRefs(tx, orgId, [...refs], lock);
   const ids = loads.map((l) => l.id);
-  const [stops, rates, cs, cas, ls] = [
+  const [stops, rates, history, cs, cas, ls] = [
     await stopsOf(tx, orgId, ids, true),
     await ratesOf(tx, orgId, ids, true),
+    await historyLanesOf(tx, orgId, ids),
     await recordsByRefs(tx, 'customers', orgId, [...customers]),
     await recordsByRefs(tx, 'carriers', orgId, [...carriers]),
     await recordsByRefs(tx, 'locations', orgId, [...locations]),
@@ -50,6 +52,7 @@ export async function prefetchLoadBatch(tx: Executor, orgId: string, items: Batc
   reads.set('loads', true, refs, byRef<LoadsTable>(loads));
   reads.set(LOAD_STOPS, true, ids, grouped(stops));
   reads.set(LOAD_RATES, true, ids, grouped(rates));
+  reads.set(LANE_HISTORY, true, ids, history);
   // Only read by it.
   reads.set('customers', false, customers, byRef<CustomersTable>(cs));
   reads.set('carriers', false, carriers, byRef<CarriersTable>(cas));

@@ -1,4 +1,6 @@
 import { NotFoundError, ValidationError } from '../../lib/http/errors.js';
+import type { Executor } from '../../lib/db/index.js';
+import type { LoadsTable } from '../../lib/db/types.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
 import { pagination } from '../../lib/http/pagination.js';
 import type { Clock } from '../../lib/clock.js';
@@ -9,7 +11,7 @@ import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
 import { loadPresenter } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
-import { loadDocumentByRef } from './loads.documents.js';
+import { loadDocumentByRef, loadDocumentsByIds } from './loads.documents.js';
 import { prefetchLoadBatch } from './loads.batch.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
 import { loadWrites } from './loads.write.js';
@@ -42,6 +44,19 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   // PostgreSQL: a read is one round trip (the load and its parts, and the caller's key, in one statement).
   const oneStatementReads = pipeline.dialect === 'postgres';
 
+  /**
+   * Answers of stored loads. On PostgreSQL several at once (a batch's events, built at seal) come from
+   * the one-statement documents instead of a statement per kind of part.
+   */
+  const presentRows = async (tx: Executor, orgId: string, rows: LoadsTable[]): Promise<Load[]> => {
+    if (!oneStatementReads || rows.length < 2) return present(tx, orgId, rows);
+    const byId = new Map((await presentDocuments(tx, orgId, await loadDocumentsByIds(tx, orgId, rows.map((r) => r.id)))).map((l) => [l.id, l]));
+    // A load deleted later in the same unit of work is no longer there to read: presented from its row.
+    const gone = rows.filter((r) => !byId.has(r.id));
+    if (gone.length > 0) for (const l of await present(tx, orgId, gone)) byId.set(l.id, l);
+    return rows.map((r) => byId.get(r.id)!);
+  };
+
   const lifecycle = recordLifecycle<'loads', LoadCreate, LoadUpdate, Load>({
     pipeline,
     clock,
@@ -51,11 +66,14 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     batchOperations: ['create', 'update', 'upsert', 'delete'],
     // One analytics run per load write request, exactly one per batch (D7).
     analyticsRun: true,
+    // New and deleted loads, and updates that change a load's lane, status, equipment or carrier, are
+    // followed up after commit (load.recommendations_changed).
+    followUpWrites: true,
     insert: writes.insert,
     updateColumns: writes.updateColumns,
-    present,
+    present: presentRows,
     // Lane history follows every load write in the same transaction: recommendations read their writes.
-    afterSave: (tx, orgId, row) => lanes.syncLoad(tx, orgId, row.id),
+    afterSave: (tx, orgId, row) => lanes.syncLoad(tx, orgId, row.id, row),
     beforeDelete: async (_tx, _orgId, row, changes) => countStatusChange(changes, row.status, null),
     lanesOfDeleted: (tx, _orgId, row) => lanes.laneOfLoad(tx, row.id),
     // A batch reads its loads and everything they name at once (and locks its loads on PostgreSQL).

@@ -19,6 +19,7 @@ import {
   type StopRequest,
   type TeamMemberRequest,
 } from '../../domain/load.js';
+import { sameLaneEnds } from '../../domain/lane.js';
 import { sentFields } from '../shared/records.js';
 import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
 import type { NewRecordBase } from '../shared/record-store.js';
@@ -112,15 +113,19 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate, changes: ChangeSet) {
     const patch = plainPatch(row, input, toIso(clock.now()));
     let touched = false;
+    // What can change the load's own recommendations (the follow-up of load.recommendations_changed).
+    let laneMoved = false;
     if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id);
     if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id);
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     let plan: StopPlan | undefined;
     if (input.stops !== undefined) {
       plan = await stopPlan(tx, orgId, input.stops);
-      if (!sameStops(await stopsOf(tx, orgId, [row.id]), plan.stops)) {
+      const current = await stopsOf(tx, orgId, [row.id]);
+      if (!sameStops(current, plan.stops)) {
         await replaceStops(tx, orgId, row.id, stopRows(orgId, row.id, plan));
         touched = true;
+        laneMoved = !sameLaneEnds(current, plan.stops);
       }
       patch.pickup_at = plan.pickupAt;
     }
@@ -134,7 +139,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
         touched = true;
       }
     }
-    return { patch, touched };
+    const followUp = laneMoved || ['status', 'equipment_type', 'carrier_id'].some((k) => k in patch && patch[k as keyof LoadsTable] !== row[k as keyof LoadsTable]);
+    return { patch, touched, followUp };
   }
 
   return { insert, updateColumns };

@@ -95,11 +95,12 @@ export function marketRatesService(pipeline: WritePipeline, clock: Clock) {
         as_of: input.as_of ?? now,
         created_at: now,
       };
+      const snapshot = toMarketRate(row);
       await pipeline.write(orgId, async (tx, changes) => {
         await insertSnapshot(tx, row);
-        changes.record({ kind: 'market_rates', op: 'created', id: row.id, external_reference_id: null });
+        changes.record({ kind: 'market_rates', op: 'created', id: row.id, external_reference_id: null, data: snapshot });
       });
-      return toMarketRate(row);
+      return snapshot;
     },
 
     async list(orgId: string, query: MarketRateListQuery) {

@@ -12,7 +12,7 @@ import type { LaneKey } from '../../domain/lane.js';
 import { batchRunner, type BatchOperation, type BatchPrefetchItem } from '../batch/batch.js';
 import { batchReadsOf } from './batch-reads.js';
 import { assertSameReference, changedFields } from './records.js';
-import type { ChangeSet, WritePipeline } from './write-pipeline.js';
+import type { ChangeSet, Presenter, RecordChange, WritePipeline } from './write-pipeline.js';
 
 /** Tables of the records callers address by external_reference_id. */
 export type RecordTable = 'customers' | 'carriers' | 'locations' | 'loads';
@@ -83,7 +83,9 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
    * The column values an update sets (unchanged ones are dropped later), after writing anything the
    * row carries in other tables; `touched` says such a write happened, so updated_at moves.
    */
-  updateColumns(tx: Executor, orgId: string, row: RowOf<T>, input: Update, changes: ChangeSet): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean }>;
+  updateColumns(tx: Executor, orgId: string, row: RowOf<T>, input: Update, changes: ChangeSet): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean; followUp?: boolean }>;
+  /** Creates and deletes of this kind are followed up after commit (loads: load.recommendations_changed). */
+  followUpWrites?: boolean;
   /** The response records for rows (loading what they carry, such as contacts). */
   present(tx: Executor, orgId: string, rows: RowOf<T>[]): Promise<Out[]>;
   /** After a row was inserted (`previous` null) or changed, in the same transaction: the lanes it moved. */
@@ -109,11 +111,16 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   const { kind, id: idKind, dataKey } = RECORD_KINDS[o.table];
   const idPrefix = `${idKind}_`;
   const validateCreate = compileBodyValidator(o.createSchema);
-  const changeOf = (op: 'created' | 'updated' | 'deleted', row: { id: string; external_reference_id: string }) => ({
+  const presenter = o.present as unknown as Presenter;
+  /** A change of the unit of work; its event's data is the record's answer, built at seal (D11). */
+  const changeOf = (op: 'created' | 'updated' | 'deleted', row: RowOf<T>, previous?: RowOf<T>, followUp = op !== 'updated' && o.followUpWrites === true): RecordChange => ({
     kind: o.table as VersionedKind,
     op,
     id: row.id,
     external_reference_id: row.external_reference_id,
+    ...(op === 'deleted' ? {} : { row, present: presenter }),
+    ...(previous ? { previous } : {}),
+    ...(followUp ? { followUp } : {}),
   });
 
   async function insert(tx: Executor, changes: ChangeSet, orgId: string, input: Create): Promise<RowOf<T>> {
@@ -125,13 +132,13 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
 
   /** Writes what changed; updated_at moves only when something did, so updated_since stays honest. */
   async function applyUpdate(tx: Executor, changes: ChangeSet, orgId: string, row: RowOf<T>, input: Update): Promise<RowOf<T>> {
-    const { patch, touched } = await o.updateColumns(tx, orgId, row, input, changes);
+    const { patch, touched, followUp } = await o.updateColumns(tx, orgId, row, input, changes);
     const changed = changedFields(row, patch);
     if (!changed && !touched) return row;
     const updatedAt = toIso(o.clock.now());
     await repo.update(tx, orgId, row.id, { ...changed, updated_at: updatedAt } as Partial<RowOf<T>>);
     const updated = { ...row, ...changed, updated_at: updatedAt };
-    changes.record(changeOf('updated', updated), (await o.afterSave?.(tx, orgId, updated, row)) ?? []);
+    changes.record(changeOf('updated', updated, row, followUp === true), (await o.afterSave?.(tx, orgId, updated, row)) ?? []);
     return updated;
   }
 
@@ -187,6 +194,12 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   };
 
   const presentOne = async (tx: Executor, orgId: string, row: RowOf<T>) => (await o.present(tx, orgId, [row]))[0]!;
+  /** A single write's answer, which is also its event's data (seal does not build it again). */
+  const answer = async (tx: Executor, changes: ChangeSet, orgId: string, row: RowOf<T>) => {
+    const out = await presentOne(tx, orgId, row);
+    changes.presented(row.id, out);
+    return out;
+  };
   const analyticsRun = o.analyticsRun ?? false;
   const idOnly = async <R extends { id: string }>(r: Promise<R>) => ({ id: (await r).id });
 
@@ -197,11 +210,11 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       return presentOne(o.pipeline.reader, orgId, await existing(o.pipeline.reader, orgId, ref));
     },
     create: (orgId: string, input: Create): Promise<Out> =>
-      o.pipeline.write(orgId, async (tx, changes) => presentOne(tx, orgId, await steps.create(tx, changes, orgId, input)), { analyticsRun }),
+      o.pipeline.write(orgId, async (tx, changes) => answer(tx, changes, orgId, await steps.create(tx, changes, orgId, input)), { analyticsRun }),
     update: (orgId: string, ref: string, input: Update): Promise<Out> =>
-      o.pipeline.write(orgId, async (tx, changes) => presentOne(tx, orgId, await steps.update(tx, changes, orgId, ref, input)), { analyticsRun }),
+      o.pipeline.write(orgId, async (tx, changes) => answer(tx, changes, orgId, await steps.update(tx, changes, orgId, ref, input)), { analyticsRun }),
     upsert: (orgId: string, ref: string, input: Update): Promise<Out> =>
-      o.pipeline.write(orgId, async (tx, changes) => presentOne(tx, orgId, await steps.upsert(tx, changes, orgId, ref, input)), { analyticsRun, retryUniqueRace: true }),
+      o.pipeline.write(orgId, async (tx, changes) => answer(tx, changes, orgId, await steps.upsert(tx, changes, orgId, ref, input)), { analyticsRun, retryUniqueRace: true }),
     delete: (orgId: string, refOrId: string): Promise<{ id: string }> =>
       o.pipeline.write(orgId, (tx, changes) => steps.delete(tx, changes, orgId, refOrId), { analyticsRun }),
     /** The batch endpoint: the same steps, items answering the service id only (D6). */

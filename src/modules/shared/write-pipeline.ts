@@ -6,24 +6,71 @@ import { laneKeyId, type LaneKey } from '../../domain/lane.js';
 
 export type ChangeOp = 'created' | 'updated' | 'deleted';
 
+/** Builds the answers of stored rows (a record kind's presenter): what an event's data is made of. */
+export type Presenter = (tx: Executor, orgId: string, rows: never[]) => Promise<unknown[]>;
+
 export interface RecordChange {
   kind: VersionedKind;
   op: ChangeOp;
   id: string;
   /** null for records callers do not name (market rate snapshots). */
   external_reference_id: string | null;
+  /** The row as written, and its presenter: the event's data (D11) is built from them at seal. */
+  row?: unknown;
+  present?: Presenter;
+  /** The row before an update (load.status_changed compares the statuses). */
+  previous?: unknown;
+  /** The event's data when already known (a single write's own answer, a market rate snapshot). */
+  data?: unknown;
+  /** The lanes whose history this change moved (kept with its event for the recommendations follow-up). */
+  lanes?: readonly LaneKey[];
+  /** The change may move recommendations by itself (a new, deleted or re-laned load): followed up after commit. */
+  followUp?: boolean;
+}
+
+/** An event that is not a record's change (load.recommendations_changed), written as it is. */
+export interface Announcement {
+  kind: VersionedKind;
+  type: string;
+  record_id: string;
+  data: unknown;
+}
+
+/**
+ * The change feed's writer (D11), called at seal inside the writing transaction: `draft` builds the
+ * events of a unit of work's changes, `write` stores them from the first sequence given.
+ */
+export interface Outbox {
+  draft(tx: Executor, orgId: string, records: readonly RecordChange[], announcements: readonly Announcement[]): Promise<EventDraft[]>;
+  write(tx: Executor, orgId: string, drafts: readonly EventDraft[], firstSequence: number): Promise<void>;
+}
+
+export interface EventDraft {
+  id: string;
+  type: string;
+  kind: VersionedKind;
+  record_id: string | null;
+  created_at: string;
+  data: unknown;
+  lanes: readonly LaneKey[] | null;
 }
 
 /** What one unit of work (a single write, or one batch item) changed, collected inside its transaction. */
 export class ChangeSet {
   readonly records: RecordChange[] = [];
+  readonly announcements: Announcement[] = [];
   readonly lanes = new Map<string, LaneKey>();
   /** Counter moves (counter → key → delta), written once at seal in key order (see Counters). */
   readonly tallies = new Map<string, Map<string, number>>();
 
   record(change: RecordChange, lanes: readonly LaneKey[] = []): void {
-    this.records.push(change);
+    this.records.push(lanes.length > 0 ? { ...change, lanes } : change);
     this.touchLanes(lanes);
+  }
+
+  /** An event beside the records' own (it moves no record counter). */
+  announce(announcement: Announcement): void {
+    this.announcements.push(announcement);
   }
 
   /** Lanes whose history moved (their stats are refreshed after commit). */
@@ -40,8 +87,19 @@ export class ChangeSet {
 
   absorb(other: ChangeSet): void {
     this.records.push(...other.records);
+    this.announcements.push(...other.announcements);
     for (const [id, k] of other.lanes) this.lanes.set(id, k);
     for (const [counter, moves] of other.tallies) for (const [key, delta] of moves) this.tally(counter, key, delta);
+  }
+
+  /** The answer a single write built for its record: the event's data, so seal does not build it again. */
+  presented(id: string, data: unknown): void {
+    for (const r of this.records) if (r.id === id && r.op !== 'deleted' && r.data === undefined) r.data = data;
+  }
+
+  /** Whether anything committed here is for the recommendations follow-up (moved lanes, or a change that may move them). */
+  needsFollowUp(): boolean {
+    return this.records.some((r) => r.followUp === true || (r.lanes !== undefined && r.lanes.length > 0));
   }
 
   kinds(): Set<VersionedKind> {
@@ -91,6 +149,17 @@ async function inSavepoint<R>(tx: Executor, work: () => Promise<R>): Promise<R> 
   }
 }
 
+/**
+ * Thrown through a batch's body, by the item after one that failed while the items ran without
+ * savepoints (PostgreSQL's first attempt), or after the body: the transaction rolls back and the batch
+ * runs again, each item in a savepoint. The batch runner lets it pass (src/modules/batch/batch.ts).
+ */
+export class BatchRestart extends Error {
+  constructor() {
+    super('batch restarts with a savepoint per item');
+  }
+}
+
 async function retryingUniqueRace<R>(retry: boolean | undefined, attempt: () => Promise<R>): Promise<R> {
   if (!retry) return attempt();
   try {
@@ -107,17 +176,21 @@ async function retryingUniqueRace<R>(retry: boolean | undefined, attempt: () => 
  * change (the organization's record counters; events and idempotency records join here); after commit
  * the lanes it touched get their stats refreshed.
  */
-export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit; counters?: Counters }) {
+export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit; counters?: Counters; outbox?: Outbox }) {
   const { store } = deps;
 
   async function seal(tx: Executor, orgId: string, changes: ChangeSet): Promise<void> {
+    // The events' data is read first, before the organization's counter row is locked (held to commit).
+    const drafts = deps.outbox && (changes.records.length > 0 || changes.announcements.length > 0) ? await deps.outbox.draft(tx, orgId, changes.records, changes.announcements) : [];
     for (const [counter, moves] of changes.tallies) {
       const write = deps.counters?.[counter];
       if (!write) throw new Error(`no writer for counter ${counter}`);
       const net = [...moves].filter(([, d]) => d !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       if (net.length > 0) await write(tx, orgId, net);
     }
-    await bumpVersions(tx, orgId, changes.kinds());
+    // The events' sequences come from the same counter row (D11: its lock orders them as the commits).
+    const lastSequence = await bumpVersions(tx, orgId, changes.kinds(), drafts.length);
+    if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
   }
 
   async function inOwnTransaction<R>(orgId: string, work: (tx: Executor, changes: ChangeSet) => Promise<R>, committed: ChangeSet, retry?: boolean): Promise<R> {
@@ -162,24 +235,52 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
       opts: Pick<WriteOptions, 'analyticsRun'> & { prepare?: (tx: Executor) => Promise<void> } = {},
     ): Promise<R> {
       const committed = new ChangeSet();
-      const pending = new ChangeSet();
-      try {
+      // PostgreSQL first runs the items without savepoints (a savepoint and its release are two round
+      // trips per item, a quarter of a changed load's): when every item succeeds that is the same
+      // outcome. The first item to fail rolls the whole attempt back and the batch runs again with a
+      // savepoint per item, so a failed item still leaves nothing and undoes no other (D6); a batch
+      // with failures costs its successful items twice. SQLite's savepoints cost microseconds.
+      const attempt = async (savepoints: boolean): Promise<R> => {
+        const pending = new ChangeSet();
         const result = await store.db.transaction().execute(async (tx) => {
           if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
           await opts.prepare?.(tx);
-          const r = await body((work, o) =>
-            retryingUniqueRace(o?.retryUniqueRace, async () => {
+          let failed = false;
+          const r = await body((work, o) => {
+            if (failed) throw new BatchRestart();
+            if (!savepoints) {
+              const changes = new ChangeSet();
+              // The body sees the item's own error; the next item, or the end of the body, restarts.
+              return work(tx, changes).then(
+                (out) => (pending.absorb(changes), out),
+                (err: unknown) => {
+                  failed = true;
+                  throw err;
+                },
+              );
+            }
+            return retryingUniqueRace(o?.retryUniqueRace, async () => {
               const changes = new ChangeSet();
               const out = await inSavepoint(tx, () => work(tx, changes));
               pending.absorb(changes);
               return out;
-            }),
-          );
+            });
+          });
+          if (failed) throw new BatchRestart();
           await seal(tx, orgId, pending);
           return r;
         });
         committed.absorb(pending);
         return result;
+      };
+      try {
+        if (store.dialect !== 'postgres') return await attempt(true);
+        try {
+          return await attempt(false);
+        } catch (err) {
+          if (!(err instanceof BatchRestart)) throw err;
+          return await attempt(true);
+        }
       } finally {
         await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
       }

@@ -8,6 +8,9 @@ import { migration0006 } from './0006_load_counts_and_list_indexes.js';
 import { migration0007 } from './0007_dashboard.js';
 import { migration0008 } from './0008_lane_history_covering_index.js';
 import { migration0009 } from './0009_org_versions.js';
+import { migration0010 } from './0010_events.js';
+import { migration0011 } from './0011_idempotency.js';
+import { migration0012 } from './0012_webhooks.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -20,6 +23,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0007_dashboard': migration0007(dialect),
     '0008_lane_history_covering_index': migration0008(dialect),
     '0009_org_versions': migration0009(dialect),
+    '0010_events': migration0010(dialect),
+    '0011_idempotency': migration0011(dialect),
+    '0012_webhooks': migration0012(dialect),
   };
 }
 

@@ -1,0 +1,48 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Every event type of the feed (D11). */
+export const EVENT_TYPES = [
+  'customer.created', 'customer.updated', 'customer.deleted',
+  'carrier.created', 'carrier.updated', 'carrier.deleted',
+  'location.created', 'location.updated', 'location.deleted',
+  'load.created', 'load.updated', 'load.deleted', 'load.status_changed', 'load.recommendations_changed',
+  'market_rate.created',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const MAX_EVENTS_PAGE = 500;
+
+export const EventListQuery = Type.Object({
+  after: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Return the events after this sequence: 0 (the default) for the oldest kept, else the `next_after` of your last page.' }),
+  types: Type.Optional(Type.String({ maxLength: 1000, description: `Only these event types, comma-separated (one or more of: ${EVENT_TYPES.join(', ')}).` })),
+  limit: Type.Integer({ minimum: 1, maximum: MAX_EVENTS_PAGE, default: 100, description: 'Events per page, 1 to 500.' }),
+});
+export type EventListQuery = Static<typeof EventListQuery>;
+
+export const FeedEvent = Type.Object(
+  {
+    id: Type.String({ description: 'evt_…, unique; the same event keeps its id wherever it is delivered.' }),
+    type: Type.String({ enum: [...EVENT_TYPES] }),
+    sequence: Type.Integer({ description: "Per organization, strictly increasing in commit order: having seen N, you have seen every event committed before N's." }),
+    timestamp: Type.String({ format: 'date-time', description: 'When the change was committed (UTC).' }),
+    data: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          "The record as GET returns it at that moment (a load without its carrier_recommendations, which load.recommendations_changed carries); for *.deleted {id, external_reference_id}; for load.status_changed {id, external_reference_id, previous_status, status}; for market_rate.created the snapshot.",
+      },
+    ),
+  },
+  { $id: 'Event' },
+);
+export type FeedEvent = Static<typeof FeedEvent>;
+
+export const EventPage = Type.Object(
+  {
+    items: Type.Array(Type.Ref(FeedEvent)),
+    next_after: Type.Integer({ description: 'The last sequence returned, or the `after` sent when the page is empty: the next page’s `after`.' }),
+    has_more: Type.Boolean({ description: 'More events follow now: ask again at once with `after=next_after`.' }),
+  },
+  { $id: 'EventPage' },
+);

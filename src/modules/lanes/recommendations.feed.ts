@@ -1,0 +1,211 @@
+import type { Executor } from '../../lib/db/index.js';
+import { cellOf, cellsWithin, CELL_DEGREES } from '../../domain/grid.js';
+import { laneEnds, type LaneKey } from '../../domain/lane.js';
+import { OPEN_STATUSES } from '../../domain/enums.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
+import type { LanesService } from './lanes.service.js';
+import type { CarrierRecommendation } from './lanes.schema.js';
+import {
+  advanceCursor,
+  followUpPosition,
+  lanesOf,
+  loadEventsAfter,
+  loadsAtLocations,
+  loadsWithStops,
+  organizationsBehind,
+  unwatch,
+  upsertWatch,
+  watchedNear,
+  watchRows,
+  type WatchRow,
+} from './watch.repo.js';
+
+// Events read per pass (each pass one transaction); a busier outbox is worked through in several passes.
+const WINDOW = 100;
+// Half the diagonal of a grid cell, in miles (a history row anywhere in a cell may be near a load).
+const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
+
+export interface FollowUpLog {
+  warn(obj: object, msg: string): void;
+}
+
+/** The centre of a grid cell (cells are CELL_DEGREES squares numbered row by row from -90/-180). */
+function cellCentre(cell: number): { latitude: number; longitude: number } {
+  const columns = 360 / CELL_DEGREES;
+  return { latitude: Math.floor(cell / columns) * CELL_DEGREES - 90 + CELL_DEGREES / 2, longitude: (cell % columns) * CELL_DEGREES - 180 + CELL_DEGREES / 2 };
+}
+
+class CursorMoved extends Error {}
+
+/** The same lane, equipment, carrier and reference (what ranking and the event read from a watch row). */
+const sameWatch = (a: WatchRow, b: WatchRow) =>
+  a.equipment_type === b.equipment_type &&
+  a.carrier_id === b.carrier_id &&
+  a.external_reference_id === b.external_reference_id &&
+  a.origin_latitude === b.origin_latitude &&
+  a.origin_longitude === b.origin_longitude &&
+  a.destination_latitude === b.destination_latitude &&
+  a.destination_longitude === b.destination_longitude;
+
+const rankedIds = (recs: readonly CarrierRecommendation[]) => JSON.stringify(recs.map((r) => r.carrier_id));
+
+/**
+ * load.recommendations_changed (D11): after load writes commit, the open loads near the lanes whose
+ * history moved have their ranked carriers computed again, and an event is written for each whose list
+ * (the carriers, in order) differs from the last one announced. It reads what the writes left in the
+ * outbox (each load event keeps the lanes it moved), from a cursor per organization that moves in the
+ * same transaction as the events it writes: a process that dies loses nothing (the next pass, or the
+ * sweep of another process, starts from the cursor), and no change is announced twice.
+ *
+ * It runs beside the requests, never inside one: a write is answered before its follow-up starts.
+ */
+export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; log?: FollowUpLog }) {
+  const { pipeline, lanes } = deps;
+  const reader: Executor = pipeline.reader;
+  const near = (cell: number) => cellsWithin(cellCentre(cell).latitude, cellCentre(cell).longitude, deps.radiusMiles + HALF_CELL_DIAGONAL_MILES);
+
+  /** Watched loads whose recommendations may read history on one of `moved`'s lanes. */
+  async function watchedNearLanes(orgId: string, moved: LaneKey[]): Promise<WatchRow[]> {
+    const byEquipment = new Map<string, LaneKey[]>();
+    for (const k of moved) byEquipment.set(k.equipment_type, [...(byEquipment.get(k.equipment_type) ?? []), k]);
+    const found: WatchRow[] = [];
+    for (const [equipment, keys] of byEquipment) {
+      const origins = new Set(keys.flatMap((k) => near(k.origin_cell)));
+      const destinations = new Set(keys.flatMap((k) => near(k.destination_cell)));
+      const candidates = await watchedNear(reader, orgId, equipment, [...origins], [...destinations]);
+      // The query took every origin cell with every destination cell: keep the pairs of a real lane.
+      const neighbours = keys.map((k) => ({ o: new Set(near(k.origin_cell)), d: new Set(near(k.destination_cell)) }));
+      found.push(...candidates.filter((w) => neighbours.some((n) => n.o.has(w.origin_cell) && n.d.has(w.destination_cell))));
+    }
+    return found;
+  }
+
+  /** One pass over the outbox after the cursor; true when more is left. */
+  async function pass(orgId: string): Promise<boolean> {
+    const { after, last } = await followUpPosition(reader, orgId);
+    if (last <= after) return false;
+    const events = await loadEventsAfter(reader, orgId, after, WINDOW);
+    // Without load or location events the cursor moves to what has been committed (nothing to follow up).
+    const until = events.length === WINDOW ? events[events.length - 1]!.sequence : last;
+    const moved = events.flatMap((e) => lanesOf(e.lanes));
+    const written = new Set(events.filter((e) => e.type.startsWith('load.') && e.type !== 'load.recommendations_changed' && e.record_id).map((e) => e.record_id!));
+    const relocated = events.filter((e) => e.type === 'location.updated' && e.lanes && e.record_id).map((e) => e.record_id!);
+    // Open loads at a moved location: their lane moved with it, whatever their cells say.
+    const atMoved = new Set(await loadsAtLocations(reader, orgId, relocated));
+    for (const id of atMoved) written.add(id);
+    // Loads written in the window: watched again when open; ranked again when their own lane, equipment
+    // or carrier changed (or they are new), or when history near them moved.
+    const ownWrites = await loadsWithStops(reader, orgId, [...written]);
+    const watched = await watchRows(reader, [...written]);
+    const closed = [...written].filter((id) => !ownWrites.some((w) => w.load.id === id));
+    const targets = new Map<string, WatchRow>();
+    for (const { load, stops } of ownWrites) {
+      const { origin, destination } = laneEnds(stops);
+      if (!OPEN_STATUSES.has(load.status) || !origin || !destination) {
+        closed.push(load.id);
+        continue;
+      }
+      const before = watched.get(load.id);
+      const row: WatchRow = {
+        load_id: load.id,
+        org_id: orgId,
+        equipment_type: load.equipment_type,
+        origin_cell: cellOf(origin.latitude, origin.longitude),
+        destination_cell: cellOf(destination.latitude, destination.longitude),
+        external_reference_id: load.external_reference_id,
+        origin_latitude: origin.latitude,
+        origin_longitude: origin.longitude,
+        destination_latitude: destination.latitude,
+        destination_longitude: destination.longitude,
+        carrier_id: load.carrier_id,
+        ranked: before?.ranked ?? '[]',
+      };
+      if (!before || !sameWatch(before, row) || atMoved.has(load.id)) targets.set(load.id, row);
+    }
+    if (moved.length > 0) for (const w of await watchedNearLanes(orgId, moved)) if (!targets.has(w.load_id) && !closed.includes(w.load_id)) targets.set(w.load_id, w);
+
+    // Outside the transaction: the recommendations as GET would show them now (loads on the same cells
+    // share one read of the history: a busy lane has hundreds of open loads).
+    const rows = [...targets.values()];
+    const ranked = await lanes.recommendMany(
+      reader,
+      orgId,
+      rows.map((w) => ({ load: { id: w.load_id, equipment_type: w.equipment_type, carrier_id: w.carrier_id }, origin: { latitude: w.origin_latitude, longitude: w.origin_longitude }, destination: { latitude: w.destination_latitude, longitude: w.destination_longitude } })),
+    );
+    stats.ranked += rows.length;
+
+    try {
+      await pipeline.write(orgId, async (tx, changes) => {
+        // Compared with what was announced; a pass that overlaps another finds the cursor moved at the
+        // end and rolls back (the cursor's row lock orders passes, as it orders writes).
+        const announced = await watchRows(tx, rows.map((r) => r.load_id));
+        const changed: WatchRow[] = [];
+        rows.forEach((w, i) => {
+          const recs = ranked[i]!;
+          const now = rankedIds(recs);
+          const before = announced.get(w.load_id);
+          if ((before?.ranked ?? '[]') !== now) {
+            stats.announced++;
+            changes.announce({ kind: 'loads', type: 'load.recommendations_changed', record_id: w.load_id, data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs } });
+            changed.push({ ...w, ranked: now });
+          } else if (!before || !sameWatch(before, w)) changed.push({ ...w, ranked: now });
+        });
+        await upsertWatch(tx, changed);
+        await unwatch(tx, closed);
+        if (!(await advanceCursor(tx, orgId, after, until))) throw new CursorMoved();
+      });
+    } catch (err) {
+      // Another process moved the cursor first: start again from where it left it.
+      if (err instanceof CursorMoved) return true;
+      throw err;
+    }
+    stats.passes++;
+    return until < last;
+  }
+
+  const running = new Map<string, Promise<void>>();
+  /** What the follow-up has done in this process (benchmarks, diagnosis). */
+  const stats = { passes: 0, ranked: 0, announced: 0 };
+  const again = new Set<string>();
+
+  /** Works through an organization's outbox; one run per organization at a time in this process. */
+  function schedule(orgId: string): Promise<void> {
+    const busy = running.get(orgId);
+    if (busy) {
+      again.add(orgId);
+      return busy;
+    }
+    const run = (async () => {
+      // After the write's answer has gone out (the follow-up is never part of a request).
+      await new Promise((resolve) => setImmediate(resolve));
+      try {
+        do {
+          again.delete(orgId);
+          while (await pass(orgId));
+        } while (again.has(orgId));
+      } catch (err) {
+        // The cursor did not move: the next write or the sweep tries again.
+        deps.log?.warn({ err }, 'recommendations follow-up failed');
+      } finally {
+        running.delete(orgId);
+      }
+    })();
+    running.set(orgId, run);
+    return run;
+  }
+
+  return {
+    stats,
+    schedule,
+    /** Every organization with events not yet followed up (after a restart, or another process's crash). */
+    async sweep(): Promise<void> {
+      await Promise.all((await organizationsBehind(reader)).map((orgId) => schedule(orgId)));
+    },
+    /** Resolves once no run is under way in this process (tests, shutdown). */
+    async idle(): Promise<void> {
+      while (running.size > 0) await Promise.all([...running.values()]);
+    },
+  };
+}
+
+export type RecommendationsFeed = ReturnType<typeof recommendationsFeed>;
