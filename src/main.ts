@@ -8,6 +8,7 @@ import { accountsService, parseScopes } from './modules/accounts/accounts.servic
 const USAGE = `Usage: lanebridge <command>
 
   serve                                           run the HTTP service (PORT, HOST, DATABASE_URL)
+  worker                                          deliver webhooks only, no HTTP (DATABASE_URL)
   org create --name NAME
   user create --org ORG_ID --email EMAIL --name NAME [--password P]
   key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
@@ -92,6 +93,44 @@ async function serve(config: Config) {
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
 }
 
+/**
+ * `worker`: a process that only delivers webhooks (D12): the same claim loop as inside `serve`, polling
+ * the outbox and due retries. Any number may run beside the servers (PostgreSQL; SQLite: one host).
+ */
+async function worker(config: Config) {
+  const store = openDataStore(config.databaseUrl, { poolSize: Math.min(config.dbPoolSize, 4) });
+  await store.migrate();
+  const { webhooksModule } = await import('./modules/webhooks/webhooks.js');
+  const log = {
+    warn: (obj: unknown, msg: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg, ...(obj as object), err: (obj as { err?: Error }).err?.message })}\n`),
+  };
+  const { worker: loop } = webhooksModule({
+    db: store.db,
+    clock: { now: () => new Date() },
+    allowInsecure: config.webhookAllowInsecure,
+    leaseMs: config.webhookLeaseMs,
+    log,
+    pollMs: 250,
+    retentionDays: config.eventRetentionDays,
+  });
+  loop.start();
+  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect })}\n`);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'webhook worker stopping', signal })}\n`);
+    // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
+    await loop.stop();
+    await store.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Nothing else keeps the process alive (the poll timer does not).
+  setInterval(() => {}, 1 << 30);
+}
+
 const OPTIONS = {
   name: { type: 'string' },
   org: { type: 'string' },
@@ -115,6 +154,10 @@ export async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   if (group === 'serve') {
     await serve(config);
+    return -1; // keeps running
+  }
+  if (group === 'worker') {
+    await worker(config);
     return -1; // keeps running
   }
   const command = `${group} ${action ?? ''}`.trim();

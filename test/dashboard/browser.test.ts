@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers.js';
-import { startDashboardApp } from './support.js';
+import { checkPageStructure, startDashboardApp } from './support.js';
 
 /**
  * End to end in real headless Chromium (Debian's `chromium`, driven by playwright-core) against a
@@ -71,25 +71,6 @@ const api = (key: string, path: string, body?: unknown) =>
 async function seed(key: string, path: string, body: unknown) {
   const res = await api(key, path, body);
   expect(res.status, `${path}: ${await res.clone().text()}`).toBe(201);
-}
-
-/** Every control labelled, one h1 and no skipped heading level. */
-async function checkPageStructure(p: Page) {
-  const found = await p.evaluate(() => {
-    const unlabelled = [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
-      .filter((el) =>
-        el.tagName === 'BUTTON'
-          ? !(el.textContent ?? '').trim() && !el.getAttribute('aria-label')
-          : ((el as HTMLInputElement).labels?.length ?? 0) === 0 && !el.getAttribute('aria-label'),
-      )
-      .map((el) => el.outerHTML);
-    const levels = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => Number(h.tagName[1]));
-    return { unlabelled, levels };
-  });
-  expect(found.unlabelled, p.url()).toEqual([]);
-  expect(found.levels[0], p.url()).toBe(1);
-  expect(found.levels.filter((l) => l === 1)).toHaveLength(1);
-  for (let i = 1; i < found.levels.length; i++) expect(found.levels[i]!, p.url()).toBeLessThanOrEqual(found.levels[i - 1]! + 1);
 }
 
 async function readNewKey(): Promise<string> {

@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const PAGES = ['/', '/loads', '/loads/ANY', '/locations', '/carriers', '/customers', '/lanes', '/users', '/settings', '/settings/integrations', '/settings/api-keys', '/signout'];
+const PAGES = ['/', '/loads', '/loads/ANY', '/locations', '/carriers', '/customers', '/lanes', '/events', '/users', '/settings', '/settings/integrations', '/settings/api-keys', '/signout'];
 
 const keyIdIn = (body: string) => /\/settings\/api-keys\/(key_[0-9a-z]+)\/revoke/.exec(body)?.[1];
 
@@ -188,7 +188,7 @@ describe('escaping', () => {
     expect(load.statusCode, load.body).toBe(201);
     const loadUrl = `/loads/${encodeURIComponent(`R"><img src=x onerror=alert(3)>`)}`;
     const searchUrl = `/loads?q=${encodeURIComponent('"><script>alert(4)</script>')}`;
-    for (const path of ['/customers', '/carriers', '/locations', '/loads', loadUrl, searchUrl, '/customers?q=%3Cscript%3E']) {
+    for (const path of ['/customers', '/carriers', '/locations', '/loads', loadUrl, searchUrl, '/customers?q=%3Cscript%3E', '/events']) {
       const res = await v.get(path);
       expect(res.statusCode, path).toBe(200);
       expect(res.body, path).not.toContain('<script>alert');
@@ -207,6 +207,35 @@ describe('escaping', () => {
     const keys = await v.get('/settings/api-keys');
     expect(keys.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(keys.body).not.toContain('<script>alert');
+  });
+});
+
+describe('events page', () => {
+  it('lists the change feed newest first, filters by type, shows each event’s data, and pages to older events', async () => {
+    const { v, key } = await signedIn();
+    const empty = await v.get('/events');
+    expect(empty.statusCode).toBe(200);
+    expect(empty.body).toContain('No events yet');
+    for (let i = 0; i < 52; i++) expect((await apiPost(t, key!, '/v2/tms-api/customers', { external_reference_id: `EV-${i}`, name: `Customer ${i}` })).statusCode).toBe(201);
+    const res = await apiPost(t, key!, '/v2/tms-api/carriers', { external_reference_id: 'EV-CAR', name: 'Evented Carrier' });
+    expect(res.statusCode).toBe(201);
+    const first = await v.get('/events');
+    expect(first.statusCode).toBe(200);
+    const rows = [...first.body.matchAll(/<tr><td class="num">(\d+)<\/td>.*?<code>([a-z_.]+)<\/code><\/td><td>([^<]*)<\/td>/gs)].map((m) => [Number(m[1]), m[2], m[3]]);
+    expect(rows).toHaveLength(50);
+    expect(rows[0]).toEqual([53, 'carrier.created', 'EV-CAR']);
+    expect(rows[1]).toEqual([52, 'customer.created', 'EV-51']);
+    // The data as the feed carries it, escaped for HTML.
+    expect(first.body).toContain('<summary>View data</summary>');
+    expect(first.body).toContain('&quot;name&quot;: &quot;Evented Carrier&quot;');
+    const older = /href="(\/events\?before=\d+)" rel="next">Older events/.exec(first.body);
+    expect(older?.[1]).toBe('/events?before=4');
+    const second = await v.get(older![1]!);
+    expect([...second.body.matchAll(/<tr><td class="num">(\d+)<\/td>/g)].map((m) => Number(m[1]))).toEqual([3, 2, 1]);
+    expect(second.body).not.toContain('Older events');
+    const carriersOnly = await v.get('/events?type=carrier.created');
+    expect([...carriersOnly.body.matchAll(/<code>([a-z_.]+)<\/code><\/td>/g)].map((m) => m[1])).toEqual(['carrier.created']);
+    expect((await v.get('/events?type=load.deleted')).body).toContain('No events of this type yet.');
   });
 });
 

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
+import type { Page } from 'playwright-core';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -150,4 +151,23 @@ export async function orgWithUser(t: TestApp, opts: { connect?: boolean } = {}) 
 
 export function apiPost(t: TestApp, key: string, url: string, body: unknown) {
   return t.app.inject({ method: 'POST', url, headers: { 'x-api-key': key }, payload: body as never });
+}
+
+/** Every control labelled, one h1 and no skipped heading level. */
+export async function checkPageStructure(p: Page) {
+  const found = await p.evaluate(() => {
+    const unlabelled = [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
+      .filter((el) =>
+        el.tagName === 'BUTTON'
+          ? !(el.textContent ?? '').trim() && !el.getAttribute('aria-label')
+          : ((el as HTMLInputElement).labels?.length ?? 0) === 0 && !el.getAttribute('aria-label'),
+      )
+      .map((el) => el.outerHTML);
+    const levels = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => Number(h.tagName[1]));
+    return { unlabelled, levels };
+  });
+  expect(found.unlabelled, p.url()).toEqual([]);
+  expect(found.levels[0], p.url()).toBe(1);
+  expect(found.levels.filter((l) => l === 1)).toHaveLength(1);
+  for (let i = 1; i < found.levels.length; i++) expect(found.levels[i]!, p.url()).toBeLessThanOrEqual(found.levels[i - 1]! + 1);
 }

@@ -19,6 +19,7 @@ const SCOPE_TEXT: Record<Scope, string> = {
   'read:customers': 'read customers',
   'write:customers': 'create and update customers',
   'write:rates': 'create market rate snapshots',
+  'write:webhooks': 'manage webhook endpoints and their deliveries',
 };
 
 const DONE: Record<string, string> = {

@@ -1,0 +1,88 @@
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * D12's URL rules: `https` only, and a host that resolves to no loopback, private, link-local (or other
+ * non-public) address, every address checked. WEBHOOK_ALLOW_INSECURE=on lifts both (development, tests).
+ */
+const BLOCKED = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], // "this" network
+  ['10.0.0.0', 8], // private
+  ['100.64.0.0', 10], // carrier-grade NAT
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local (cloud metadata at 169.254.169.254)
+  ['172.16.0.0', 12], // private
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.168.0.0', 16], // private
+  ['198.18.0.0', 15], // benchmarking
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+] as const) {
+  BLOCKED.addSubnet(net, prefix, 'ipv4');
+}
+for (const [net, prefix] of [
+  ['::', 128], // unspecified
+  ['::1', 128], // loopback
+  ['fc00::', 7], // unique local (private)
+  ['fe80::', 10], // link-local
+  ['ff00::', 8], // multicast
+] as const) {
+  BLOCKED.addSubnet(net, prefix, 'ipv6');
+}
+
+/** An IPv4 address embedded in an IPv6 one (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96), else null. */
+function embeddedIpv4(address: string): string | null {
+  const m = /^(?:::ffff:|64:ff9b::)(?:0:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (m) return m[1]!;
+  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hex) return null;
+  const hi = parseInt(hex[1]!, 16);
+  const lo = parseInt(hex[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+/** Whether an address is one a webhook may not reach (loopback, private, link-local, …). */
+export function isBlockedAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return BLOCKED.check(address, 'ipv4');
+  if (family === 6) {
+    const v4 = embeddedIpv4(address);
+    return v4 ? BLOCKED.check(v4, 'ipv4') : BLOCKED.check(address, 'ipv6');
+  }
+  return true;
+}
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * Why `text` may not be a webhook URL, or null when it may. `allowInsecure` lifts the https and address
+ * rules (the URL must still be http(s) and well formed). Resolution failures refuse the URL.
+ */
+export async function urlProblem(text: string, opts: { allowInsecure: boolean; resolve?: Resolver }): Promise<string | null> {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'Input should be a valid URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'URL scheme should be https';
+  if (url.username || url.password) return 'URL must not contain credentials';
+  if (opts.allowInsecure) return null;
+  if (url.protocol !== 'https:') return 'URL scheme should be https';
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  let addresses: string[];
+  if (isIP(host)) addresses = [host];
+  else {
+    try {
+      addresses = await (opts.resolve ?? systemResolver)(host);
+    } catch {
+      return `Host '${host}' could not be resolved`;
+    }
+    if (addresses.length === 0) return `Host '${host}' could not be resolved`;
+  }
+  const blocked = addresses.find(isBlockedAddress);
+  return blocked ? `URL must not resolve to a loopback, private or link-local address (${host} resolves to ${blocked})` : null;
+}

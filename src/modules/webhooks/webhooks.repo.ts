@@ -1,0 +1,301 @@
+import { sql } from 'kysely';
+import { dialectOf, type Executor } from '../../lib/db/index.js';
+import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
+
+export type EndpointRow = WebhookEndpointsTable;
+export type DeliveryRow = WebhookDeliveriesTable;
+
+const num = (v: unknown) => Number(v ?? 0);
+const endpointOf = (r: EndpointRow): EndpointRow => ({ ...r, enqueued_through: num(r.enqueued_through) });
+const deliveryOf = (r: DeliveryRow): DeliveryRow => ({ ...r, sequence: num(r.sequence), attempt: num(r.attempt) });
+
+// ------------------------------------------------------------------------------------------------
+// Endpoints
+
+/** The organization's last event sequence (D11): where a new or re-enabled endpoint starts. */
+export async function lastSequence(db: Executor, orgId: string): Promise<number> {
+  const row = await db.selectFrom('org_versions').select('events').where('org_id', '=', orgId).executeTakeFirst();
+  return num(row?.events);
+}
+
+export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<void> {
+  await db.insertInto('webhook_endpoints').values(row).execute();
+}
+
+export async function findEndpoint(db: Executor, orgId: string, id: string): Promise<EndpointRow | undefined> {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return row && endpointOf(row);
+}
+
+export async function pageOfEndpoints(
+  db: Executor,
+  orgId: string,
+  q: { offset: number; limit: number; sort: 'created_at' | 'updated_at'; direction: 'asc' | 'desc'; createdSince?: string | undefined; updatedSince?: string | undefined },
+): Promise<{ rows: EndpointRow[]; total: number }> {
+  let base = db.selectFrom('webhook_endpoints').where('org_id', '=', orgId);
+  if (q.createdSince) base = base.where('created_at', '>=', q.createdSince);
+  if (q.updatedSince) base = base.where('updated_at', '>=', q.updatedSince);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy(q.sort, q.direction).orderBy('id', q.direction).limit(q.limit).offset(q.offset).execute(),
+    base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+  ]);
+  return { rows: rows.map(endpointOf), total: num(count?.n) };
+}
+
+export async function updateEndpoint(db: Executor, orgId: string, id: string, patch: Partial<EndpointRow>): Promise<void> {
+  await db.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
+}
+
+export async function deleteEndpoint(db: Executor, orgId: string, id: string): Promise<boolean> {
+  await db.deleteFrom('webhook_deliveries').where('org_id', '=', orgId).where('endpoint_id', '=', id).execute();
+  const r = await db.deleteFrom('webhook_endpoints').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  return num(r.numDeletedRows) > 0;
+}
+
+/** Fails the endpoint's pending deliveries (it was disabled). */
+export async function failPending(db: Executor, endpointId: string, error: string, now: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', error, next_attempt_at: null, claim: null, leased_until: null, updated_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/** The last delivery of each of the endpoints (the dashboard's list). */
+export async function lastDeliveries(db: Executor, endpointIds: readonly string[]): Promise<Map<string, DeliveryRow>> {
+  const out = new Map<string, DeliveryRow>();
+  for (const id of endpointIds) {
+    const row = await db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', id).orderBy('created_at', 'desc').orderBy('sequence', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    if (row) out.set(id, deliveryOf(row));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Enqueueing from the outbox
+
+/** Enabled endpoints (of one organization, or all) whose cursor is behind their organization's last event. */
+export async function endpointsBehind(db: Executor, orgId: string | null): Promise<{ id: string; org_id: string }[]> {
+  let q = db
+    .selectFrom('webhook_endpoints as e')
+    .innerJoin('org_versions as v', 'v.org_id', 'e.org_id')
+    .select(['e.id', 'e.org_id'])
+    .where('e.status', '=', 'enabled')
+    .whereRef('e.enqueued_through', '<', 'v.events');
+  if (orgId) q = q.where('e.org_id', '=', orgId);
+  return q.execute();
+}
+
+/**
+ * Inside a transaction: the endpoint's row, locked (PostgreSQL: skipped when another process holds it,
+ * which is enqueueing it right now), when enabled.
+ */
+export async function lockEndpointForEnqueue(tx: Executor, id: string): Promise<EndpointRow | undefined> {
+  const q = tx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('status', '=', 'enabled');
+  const row = dialectOf(tx) === 'postgres' ? await q.forUpdate().skipLocked().executeTakeFirst() : await q.executeTakeFirst();
+  return row && endpointOf(row);
+}
+
+export interface EventRef {
+  sequence: number;
+  id: string;
+  type: string;
+}
+
+/** The organization's events after `after`, oldest first, at most `limit` (ids and types only). */
+export async function eventRefsAfter(tx: Executor, orgId: string, after: number, limit: number): Promise<EventRef[]> {
+  const rows = await tx
+    .selectFrom('events')
+    .select(['sequence', 'id', 'type'])
+    .where('org_id', '=', orgId)
+    .where('sequence', '>', after)
+    .orderBy('sequence')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, sequence: num(r.sequence) }));
+}
+
+/** The organization's events with these ids (ids and types only). */
+export async function eventRefsById(db: Executor, orgId: string, ids: readonly string[]): Promise<EventRef[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('events').select(['sequence', 'id', 'type']).where('org_id', '=', orgId).where('id', 'in', [...ids]).orderBy('sequence').execute();
+  return rows.map((r) => ({ ...r, sequence: num(r.sequence) }));
+}
+
+/** Events after `after` up to `through` (what the endpoint has been given), oldest first. */
+export async function eventRefsBetween(db: Executor, orgId: string, after: number, through: number, types: readonly string[] | null, limit: number): Promise<EventRef[]> {
+  let q = db.selectFrom('events').select(['sequence', 'id', 'type']).where('org_id', '=', orgId).where('sequence', '>', after).where('sequence', '<=', through);
+  if (types) q = q.where('type', 'in', [...types]);
+  const rows = await q.orderBy('sequence').limit(limit).execute();
+  return rows.map((r) => ({ ...r, sequence: num(r.sequence) }));
+}
+
+export async function insertDeliveries(tx: Executor, rows: readonly DeliveryRow[]): Promise<void> {
+  // 500 rows of 17 columns stay under both engines' parameter limits.
+  for (let i = 0; i < rows.length; i += 500) await tx.insertInto('webhook_deliveries').values(rows.slice(i, i + 500)).execute();
+}
+
+export async function moveCursor(tx: Executor, id: string, through: number): Promise<void> {
+  await tx.updateTable('webhook_endpoints').set({ enqueued_through: through }).where('id', '=', id).execute();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Claiming and sending
+
+/**
+ * Claims up to `limit` due deliveries of enabled endpoints (not of `busy` ones): each gets `claim` and a
+ * lease until `leasedUntil`. PostgreSQL skips rows another process is claiming (`FOR UPDATE SKIP
+ * LOCKED`); SQLite's writes are serialized anyway. A lease that ends without an outcome (the process
+ * died) makes the delivery due again. Returns the claimed ids.
+ */
+export async function claimDue(db: Executor, q: { now: string; leasedUntil: string; claim: string; limit: number; busy: readonly string[] }): Promise<string[]> {
+  const notBusy = q.busy.length > 0 ? sql`and d.endpoint_id not in (${sql.join(q.busy)})` : sql``;
+  const lock = dialectOf(db) === 'postgres' ? sql`for update of d skip locked` : sql``;
+  const { rows } = await sql<{ id: string }>`
+    with due as (
+      select d.id from webhook_deliveries d
+      join webhook_endpoints e on e.id = d.endpoint_id
+      where d.status = 'pending' and d.next_attempt_at <= ${q.now} and (d.leased_until is null or d.leased_until <= ${q.now})
+        and e.status = 'enabled' ${notBusy}
+      order by d.next_attempt_at, d.sequence
+      limit ${q.limit}
+      ${lock}
+    )
+    update webhook_deliveries set claim = ${q.claim}, leased_until = ${q.leasedUntil}
+    from due
+    where webhook_deliveries.id = due.id
+    returning webhook_deliveries.id as id`.execute(db);
+  return rows.map((r) => r.id);
+}
+
+export interface ClaimedDelivery {
+  delivery: DeliveryRow;
+  endpoint: EndpointRow;
+  /** The event as stored (null when retention pruned it). */
+  event: { id: string; type: string; sequence: number; created_at: string; data: string } | null;
+}
+
+/** The claimed deliveries with their endpoint and event, by sequence. */
+export async function claimedDetails(db: Executor, ids: readonly string[]): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
+  const deliveries = (await db.selectFrom('webhook_deliveries').selectAll().where('id', 'in', [...ids]).orderBy('sequence').execute()).map(deliveryOf);
+  const endpointIds = [...new Set(deliveries.map((d) => d.endpoint_id))];
+  const endpoints = new Map((await db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', endpointIds).execute()).map((e) => [e.id, endpointOf(e)]));
+  const events = new Map<string, ClaimedDelivery['event']>();
+  for (const orgId of new Set(deliveries.filter((d) => d.payload === null).map((d) => d.org_id))) {
+    const seqs = deliveries.filter((d) => d.org_id === orgId && d.payload === null).map((d) => d.sequence);
+    const rows = await db.selectFrom('events').select(['id', 'type', 'sequence', 'created_at', 'data']).where('org_id', '=', orgId).where('sequence', 'in', seqs).execute();
+    for (const r of rows) events.set(r.id, { ...r, sequence: num(r.sequence) });
+  }
+  return deliveries
+    .filter((d) => endpoints.has(d.endpoint_id))
+    .map((d) => ({ delivery: d, endpoint: endpoints.get(d.endpoint_id)!, event: events.get(d.event_id) ?? null }));
+}
+
+/** Keeps a claim (a long chain of one endpoint's deliveries): false when it was lost. */
+export async function extendLease(db: Executor, id: string, claim: string, leasedUntil: string): Promise<boolean> {
+  const r = await db.updateTable('webhook_deliveries').set({ leased_until: leasedUntil }).where('id', '=', id).where('claim', '=', claim).where('status', '=', 'pending').executeTakeFirst();
+  return num(r.numUpdatedRows) > 0;
+}
+
+/** The endpoint's failure state, locked to the end of the transaction on PostgreSQL. */
+export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<EndpointRow, 'failing_since' | 'status'> | undefined> {
+  const q = tx.selectFrom('webhook_endpoints').select(['failing_since', 'status']).where('id', '=', id);
+  return dialectOf(tx) === 'postgres' ? q.forUpdate().executeTakeFirst() : q.executeTakeFirst();
+}
+
+/** Records an attempt's outcome for the claim's holder; false when the claim was lost meanwhile. */
+export async function recordAttempt(
+  tx: Executor,
+  id: string,
+  claim: string,
+  outcome: Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>,
+): Promise<boolean> {
+  const r = await tx
+    .updateTable('webhook_deliveries')
+    .set({ ...outcome, claim: null, leased_until: null })
+    .where('id', '=', id)
+    .where('claim', '=', claim)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return num(r.numUpdatedRows) > 0;
+}
+
+/** Gives a claim back without an attempt (the process is stopping). */
+export async function releaseClaim(db: Executor, id: string, claim: string): Promise<void> {
+  await db.updateTable('webhook_deliveries').set({ claim: null, leased_until: null }).where('id', '=', id).where('claim', '=', claim).execute();
+}
+
+/** Whether some delivery of an enabled endpoint can be claimed now. */
+export async function anyDue(db: Executor, now: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select('d.id')
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', now)
+    .where((eb) => eb.or([eb('d.leased_until', 'is', null), eb('d.leased_until', '<=', now)]))
+    .where('e.status', '=', 'enabled')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The earliest due time of a pending delivery of an enabled endpoint (the worker's next wake-up). */
+export async function nextDue(db: Executor): Promise<string | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select((eb) => eb.fn.min('d.next_attempt_at').as('due'))
+    .where('d.status', '=', 'pending')
+    .where('e.status', '=', 'enabled')
+    .executeTakeFirst();
+  return (row?.due as string | null | undefined) ?? null;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The log and the queue's figures
+
+export async function pageOfDeliveries(
+  db: Executor,
+  endpointId: string,
+  q: { offset: number; limit: number; status?: string | undefined; createdSince?: string | undefined; updatedSince?: string | undefined },
+): Promise<{ rows: DeliveryRow[]; total: number }> {
+  let base = db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId);
+  if (q.status) base = base.where('status', '=', q.status);
+  if (q.createdSince) base = base.where('created_at', '>=', q.createdSince);
+  if (q.updatedSince) base = base.where('updated_at', '>=', q.updatedSince);
+  const [rows, count] = await Promise.all([
+    // Deliveries queued together share created_at: the later event first among them.
+    base.selectAll().orderBy('created_at', 'desc').orderBy('sequence', 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+    base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+  ]);
+  return { rows: rows.map(deliveryOf), total: num(count?.n) };
+}
+
+export async function findDelivery(db: Executor, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
+  const row = await db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst();
+  return row && deliveryOf(row);
+}
+
+/** Pending deliveries (all organizations) and the creation time of the oldest. */
+export async function queueFigures(db: Executor): Promise<{ pending: number; oldest: string | null }> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [eb.fn.countAll().as('n'), eb.fn.min('created_at').as('oldest')])
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return { pending: num(row?.n), oldest: (row?.oldest as string | null | undefined) ?? null };
+}
+
+/**
+ * Deletes at most `chunk` delivered or failed deliveries created before `cutoff` (the log is kept as
+ * long as the events it names). Returns how many.
+ */
+export async function pruneDeliveries(db: Executor, cutoff: string, chunk: number): Promise<number> {
+  const rows = await db.selectFrom('webhook_deliveries').select('id').where('created_at', '<', cutoff).where('status', '<>', 'pending').limit(chunk).execute();
+  if (rows.length === 0) return 0;
+  await db.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
+  return rows.length;
+}

@@ -1,0 +1,116 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { principalOf } from '../../lib/http/auth.js';
+import {
+  WebhookDelivery,
+  WebhookDeliveryListQuery,
+  WebhookDeliveryPage,
+  WebhookEndpoint,
+  WebhookEndpointCreate,
+  WebhookEndpointIdParams,
+  WebhookEndpointListQuery,
+  WebhookEndpointPage,
+  WebhookEndpointUpdate,
+  WebhookEndpointWithSecret,
+  WebhookReplay,
+  WebhookReplayResult,
+  WebhookSecret,
+} from './webhooks.schema.js';
+import type { WebhooksService } from './webhooks.service.js';
+
+const tags = ['Webhooks'];
+const BASE = '/v2/tms-api/webhook-endpoints';
+const config = { scope: 'write:webhooks' } as const;
+// Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
+const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
+
+/** D12: the webhook endpoints API (scope write:webhooks, GET too). */
+export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.post(BASE, {
+    config,
+    schema: {
+      tags,
+      operationId: 'createWebhookEndpoint',
+      summary: 'Add a webhook endpoint',
+      description:
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (docs/webhooks.md). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.',
+      body: WebhookEndpointCreate,
+      response: { 201: Type.Ref(WebhookEndpointWithSecret) },
+    },
+    handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body)),
+  });
+  r.get(BASE, {
+    config,
+    schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', querystring: WebhookEndpointListQuery, response: { 200: Type.Ref(WebhookEndpointPage) } },
+    handler: (req) => webhooks.list(principalOf(req).orgId, req.query),
+  });
+  r.get(`${BASE}/:id`, {
+    config,
+    schema: { tags, operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint (without its secret)', params: WebhookEndpointIdParams, response: { 200: Type.Ref(WebhookEndpoint), ...notFound } },
+    handler: (req) => webhooks.get(principalOf(req).orgId, req.params.id),
+  });
+  r.put(`${BASE}/:id`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'updateWebhookEndpoint',
+      summary: 'Change a webhook endpoint, or disable or enable it',
+      description: 'Only the fields sent change. `status: disabled` fails its pending deliveries; `status: enabled` resumes with the events committed from then on (replay the rest).',
+      params: WebhookEndpointIdParams,
+      body: WebhookEndpointUpdate,
+      response: { 200: Type.Ref(WebhookEndpoint), ...notFound },
+    },
+    handler: (req) => webhooks.update(principalOf(req).orgId, req.params.id, req.body),
+  });
+  r.delete(`${BASE}/:id`, {
+    config,
+    schema: { tags, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint and its delivery log', params: WebhookEndpointIdParams, response: { 204: Type.Null({ description: 'Deleted.' }), ...notFound } },
+    handler: async (req, reply) => {
+      await webhooks.remove(principalOf(req).orgId, req.params.id);
+      return reply.code(204).send(null);
+    },
+  });
+  r.post(`${BASE}/:id/rotate-secret`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'rotateWebhookSecret',
+      summary: 'Replace the signing secret',
+      description: 'The previous secret keeps signing beside the new one for 24 hours (two signatures in webhook-signature); a second rotation within them drops the oldest.',
+      params: WebhookEndpointIdParams,
+      response: { 200: Type.Ref(WebhookSecret), ...notFound },
+    },
+    handler: (req) => webhooks.rotateSecret(principalOf(req).orgId, req.params.id),
+  });
+  r.get(`${BASE}/:id/deliveries`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'listWebhookDeliveries',
+      summary: 'The delivery log of an endpoint, newest first',
+      params: WebhookEndpointIdParams,
+      querystring: WebhookDeliveryListQuery,
+      response: { 200: Type.Ref(WebhookDeliveryPage), ...notFound },
+    },
+    handler: (req) => webhooks.deliveries(principalOf(req).orgId, req.params.id, req.query),
+  });
+  r.post(`${BASE}/:id/replay`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'replayWebhookEvents',
+      summary: 'Send events to the endpoint again',
+      description:
+        '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.',
+      params: WebhookEndpointIdParams,
+      body: WebhookReplay,
+      response: { 202: Type.Ref(WebhookReplayResult), ...notFound },
+    },
+    handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body)),
+  });
+}
+
+/** The shared schemas of these routes, for the OpenAPI document. */
+export const WEBHOOK_SCHEMAS = [WebhookEndpoint, WebhookDelivery, WebhookEndpointWithSecret, WebhookEndpointPage, WebhookSecret, WebhookDeliveryPage, WebhookReplayResult];

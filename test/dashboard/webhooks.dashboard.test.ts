@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers.js';
+import { Visitor, csrfOf, orgWithUser } from './support.js';
+
+/** Settings → Webhooks without a browser: tenancy, CSRF, the URL rules on the form. */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
+});
+afterAll(async () => t.close());
+
+async function signedIn() {
+  const o = await orgWithUser(t);
+  const v = new Visitor(t);
+  await v.signIn(o.email, o.password);
+  return { o, v };
+}
+
+describe('Settings → Webhooks', () => {
+  it('shows another organization’s endpoint as not found, on every page and action', async () => {
+    const { o: owner } = await signedIn();
+    const ep = await t.webhooks.service.create(owner.orgId, { url: 'https://93.184.216.34/hooks' });
+    const { v: stranger } = await signedIn();
+    for (const path of ['', '/rotate', '/delete']) {
+      const res = await stranger.get(`/settings/webhooks/${ep.id}${path}`);
+      expect(res.statusCode, path).toBe(404);
+      expect(res.body).toContain(`Webhook endpoint with id &#39;${ep.id}&#39; not found`);
+    }
+    const csrf = csrfOf((await stranger.get('/settings/webhooks')).body);
+    for (const action of ['test', 'replay', 'status', 'rotate', 'delete']) {
+      const res = await stranger.post(`/settings/webhooks/${ep.id}/${action}`, { _csrf: csrf, after_sequence: '0', status: 'disabled' });
+      expect(res.statusCode, action).toBe(404);
+    }
+    expect((await t.webhooks.service.get(owner.orgId, ep.id)).status).toBe('enabled');
+  });
+
+  it('refuses a form without its CSRF token', async () => {
+    const { o, v } = await signedIn();
+    const ep = await t.webhooks.service.create(o.orgId, { url: 'https://93.184.216.34/hooks' });
+    const res = await v.post(`/settings/webhooks/${ep.id}/delete`, {});
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain('Form expired');
+    expect((await t.webhooks.service.get(o.orgId, ep.id)).id).toBe(ep.id);
+  });
+
+  it('explains a refused URL next to the field (422), and keeps what was typed', async () => {
+    const { v } = await signedIn();
+    const res = await v.submit('/settings/webhooks', '/settings/webhooks', { url: 'http://10.0.0.8/hooks', event_types: ['load.created'], description: 'Internal' });
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('<span class="field-error" id="f-url-error">URL scheme should be https</span>');
+    expect(res.body).toContain('value="http://10.0.0.8/hooks"');
+    expect(res.body).toMatch(/value="load.created" checked/);
+    const private_ = await v.submit('/settings/webhooks', '/settings/webhooks', { url: 'https://10.0.0.8/hooks' });
+    expect(private_.statusCode).toBe(422);
+    expect(private_.body).toContain('URL must not resolve to a loopback, private or link-local address (10.0.0.8 resolves to 10.0.0.8)');
+    expect(private_.body).toContain('No endpoints yet.');
+  });
+});
