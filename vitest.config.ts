@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // Every answer a test receives is checked against the served OpenAPI document (test/support/contract.ts).
+    setupFiles: ['test/support/response-contract.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

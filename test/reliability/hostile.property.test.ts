@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/lib/http/errors.js';
 import { json, newTenant, startApp, type TestApp } from '../helpers.js';
 import { createTenant } from './support.js';
-import { INJECTIONS, UNICODE, enc, mutateBody, mutateQuery, pathRefArb, validArb, validQueryArb, type Hints, type JsonSchema } from './schema-arb.js';
+import { INJECTIONS, UNICODE, dereference, enc, mutateBody, mutateQuery, pathRefArb, validArb, validQueryArb, type Hints, type JsonSchema } from './schema-arb.js';
 
 const TOTAL_REQUESTS = Number(process.env.RELIABILITY_HOSTILE_REQUESTS ?? 10_200);
 const WORKERS = 3;
@@ -18,7 +18,7 @@ let t: TestApp;
 let doc: any;
 beforeAll(async () => {
   t = await startApp();
-  doc = JSON.parse((await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' })).body);
+  doc = dereference(JSON.parse((await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' })).body));
 });
 afterAll(async () => t?.close());
 

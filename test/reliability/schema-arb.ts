@@ -3,6 +3,7 @@
 // injection strings). Only the JSON-schema keywords the document uses are handled; an unknown one makes
 // the generator throw, so a schema change cannot silently narrow what is tested.
 import fc from 'fast-check';
+import { ACCEPTED_TIMESTAMP_PATTERN } from '../../src/lib/http/openapi.js';
 
 export interface JsonSchema {
   type?: string | string[];
@@ -22,12 +23,50 @@ export interface JsonSchema {
   default?: unknown;
   description?: string;
   deprecated?: boolean;
+  /** Case-insensitive enums (the canonical enum or any spelling), batch items (one variant per operation). */
+  anyOf?: JsonSchema[];
 }
 
 const KNOWN_KEYWORDS = new Set([
   'type', 'enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'minItems', 'maxItems',
-  'required', 'properties', 'items', 'default', 'description', 'deprecated', 'title', 'examples', 'example',
+  'required', 'properties', 'items', 'default', 'description', 'deprecated', 'title', 'examples', 'example', 'anyOf',
 ]);
+
+/** The document with its local `$ref`s replaced by what they name (request bodies name components). */
+export function dereference<T>(doc: T): T {
+  const root = doc as Record<string, any>;
+  const seen = new Map<string, unknown>();
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== 'object') return node;
+    const obj = node as Record<string, unknown>;
+    if (typeof obj.$ref === 'string' && obj.$ref.startsWith('#/')) {
+      const target = obj.$ref;
+      if (!seen.has(target)) {
+        const found = target.slice(2).split('/').reduce<any>((at, key) => at?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], root);
+        seen.set(target, walk(found));
+      }
+      const { $ref: _ref, ...siblings } = obj;
+      return { ...(seen.get(target) as object), ...(walk(siblings) as object) };
+    }
+    return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, walk(v)]));
+  };
+  return walk(doc) as T;
+}
+
+/** The branch of an `anyOf` that describes a value (the schema itself when it has none). */
+function branchFor(schema: JsonSchema | undefined, value: unknown): JsonSchema | undefined {
+  if (!schema?.anyOf) return schema;
+  const fits = (b: JsonSchema) => {
+    if (value === null) return types(b).includes('null');
+    if (typeof value === 'string') return types(b).includes('string') && (!b.enum || b.enum.includes(value)) && (!b.pattern || new RegExp(b.pattern).test(value));
+    if (value && typeof value === 'object' && !Array.isArray(value)) {
+      return types(b).includes('object') && (b.required ?? []).every((k) => k in value) && Object.keys(value).every((k) => k in (b.properties ?? {}));
+    }
+    return true;
+  };
+  return schema.anyOf.find(fits) ?? schema.anyOf[0];
+}
 
 export const INJECTIONS = [
   "' OR 1=1 --", "'; DROP TABLE loads; --", '" OR ""="', '1; SELECT pg_sleep(10)', "') UNION SELECT key_hash FROM api_keys --",
@@ -67,10 +106,11 @@ function randomCase(s: string): fc.Arbitrary<string> {
 
 /** Valid text for a string schema (pattern, format, length). */
 function validString(schema: JsonSchema): fc.Arbitrary<string> {
-  if (schema.format === 'date-time') {
+  if (schema.format === 'date-time' || schema.pattern === ACCEPTED_TIMESTAMP_PATTERN) {
+    // Timestamps: canonical, or (for inputs, which accept them) without an offset.
     return fc
-      .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true })
-      .map((d) => d.toISOString());
+      .tuple(fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true }), fc.boolean())
+      .map(([d, withZone]) => (withZone || schema.format ? d.toISOString() : d.toISOString().slice(0, 19)));
   }
   if (schema.format) throw new Error(`format '${schema.format}' is not handled`);
   if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= (schema.maxLength ?? Infinity));
@@ -96,7 +136,9 @@ function plainValidArb(schema: JsonSchema, hints: Hints, name: string): fc.Arbit
   const nullable = ts.includes('null');
   const nonNull = ts.filter((t) => t !== 'null');
   let arb: fc.Arbitrary<unknown>;
-  if (schema.enum) {
+  if (schema.anyOf) {
+    arb = fc.oneof(...schema.anyOf.map((branch) => validArb(branch, hints, name)));
+  } else if (schema.enum) {
     const values = schema.enum.filter((v) => v !== null);
     arb = fc.constantFrom(...values).chain((v) => (typeof v === 'string' ? randomCase(v) : fc.constant(v)));
   } else if (nonNull.length === 0) {
@@ -158,11 +200,12 @@ interface Node {
 
 /** Every node of a value with the schema that describes it (undefined where the schema says nothing). */
 function nodes(value: unknown, schema: JsonSchema | undefined, hints: Hints, path: Path = [], out: Node[] = []): Node[] {
+  schema = branchFor(schema, value);
   out.push({ path, schema, value });
   if (Array.isArray(value)) value.forEach((v, i) => nodes(v, schema?.items, hints, [...path, i], out));
   else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
-      let s = schema?.properties?.[k];
+      let s = branchFor(schema?.properties?.[k], v);
       if (s && types(s).length === 0 && !s.enum) s = hints.batchData?.[k]?.create;
       nodes(v, s, hints, [...path, k], out);
     }
@@ -251,7 +294,7 @@ function boundaryValues(schema: JsonSchema | undefined): fc.Arbitrary<unknown> {
     if (schema.maximum !== undefined) out.push(schema.maximum, schema.maximum + 1, schema.maximum + 1e-9);
     if (schema.exclusiveMinimum !== undefined) out.push(schema.exclusiveMinimum, schema.exclusiveMinimum + 5e-324);
     if (types(schema).includes('integer')) out.push(1.5, 2 ** 31, -(2 ** 31) - 1, 1e21);
-    if (schema.format === 'date-time') {
+    if (schema.format === 'date-time' || schema.pattern === ACCEPTED_TIMESTAMP_PATTERN) {
       out.push('2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', '+275760-09-13T00:00:00.001Z',
         '-271821-04-20T00:00:00Z', '9999-12-31T23:59:59.999999999Z', '2024-01-01T24:00:00Z', '2024-01-01T00:00:00+25:00', 'tomorrow', '1e10', '');
     }

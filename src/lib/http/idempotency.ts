@@ -286,7 +286,7 @@ export function documentIdempotency(doc: Record<string, unknown>): void {
       'Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. ' +
       'Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored ' +
       'status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 ' +
-      "'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1. See docs/api.md.",
+      "'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.",
     schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH, pattern: '^[\\x20-\\x7E]+$' },
     example: '5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21',
   };

@@ -1,4 +1,4 @@
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Type, type TSchema } from '@sinclair/typebox';
@@ -74,19 +74,118 @@ export function errorResponses(route: Pick<RouteOptions, 'method' | 'url'>): Rec
   return out;
 }
 
-function replaceCiEnums(node: unknown): void {
-  if (Array.isArray(node)) return node.forEach(replaceCiEnums);
+/** A regular expression (ECMA 262, no flags) that matches exactly the spellings of `values` in any letter case. */
+export function anyCasePattern(values: readonly string[]): string {
+  const one = (v: string) =>
+    [...v]
+      .map((c) => {
+        const lower = c.toLowerCase();
+        const upper = c.toUpperCase();
+        if (lower !== upper) return `[${upper}${lower}]`;
+        return /[.*+?^${}()|[\]\\/]/.test(c) ? `\\${c}` : c;
+      })
+      .join('');
+  return `^(?:${values.map(one).join('|')})$`;
+}
+
+/** What the server accepts as a timestamp (src/lib/time.ts): ISO 8601, the offset optional (UTC), or a bare date. */
+export const ACCEPTED_TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}(?:[Tt ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:?\\d{2})?)?$';
+
+/**
+ * Input conventions the validators apply through private keywords, written out for every other tool:
+ * - an enumeration accepted in any letter case becomes `anyOf` the canonical `enum` (what responses
+ *   return) and a `pattern` matching every spelling the server accepts, so a validating proxy or a
+ *   generated client accepts `PICKUP` as the server does;
+ * - a timestamp accepted without an offset becomes a `pattern` of the accepted forms (a `date-time`
+ *   format would refuse `2025-01-31T14:00:00`, which the server reads as UTC).
+ */
+function publishInputConventions(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(publishInputConventions);
   if (!node || typeof node !== 'object') return;
   const obj = node as Record<string, unknown>;
   if (Array.isArray(obj[CI_ENUM])) {
     const values = obj[CI_ENUM] as string[];
-    obj.enum = Array.isArray(obj.type) && obj.type.includes('null') ? [...values, null] : values;
+    const nullable = Array.isArray(obj.type) && obj.type.includes('null');
     delete obj[CI_ENUM];
-    const note = 'Accepted in any letter case; returned in this spelling.';
+    delete obj.type;
+    obj.anyOf = [
+      { type: 'string', enum: values, description: 'The canonical spelling, returned in responses.' },
+      { type: 'string', pattern: anyCasePattern(values), description: 'The same values in any letter case.' },
+      ...(nullable ? [{ type: 'null' }] : []),
+    ];
+    const note = `One of ${values.join(', ')}, accepted in any letter case and returned in this spelling.`;
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
   }
-  delete obj[CANONICAL_TIMESTAMP];
-  for (const v of Object.values(obj)) replaceCiEnums(v);
+  if (obj[CANONICAL_TIMESTAMP]) {
+    delete obj[CANONICAL_TIMESTAMP];
+    delete obj.format;
+    obj.pattern = ACCEPTED_TIMESTAMP_PATTERN;
+    const note = 'ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.';
+    obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
+    obj.examples = ['2025-01-31T14:00:00Z'];
+  }
+  // A nullable enumeration lists null among its values (else validators refuse every null).
+  if (Array.isArray(obj.enum) && Array.isArray(obj.type) && obj.type.includes('null') && !obj.enum.includes(null)) obj.enum = [...obj.enum, null];
+  for (const v of Object.values(obj)) publishInputConventions(v);
+}
+
+const HEADER_COMPONENTS: Record<string, { description: string; required?: boolean; schema: Record<string, unknown> }> = {
+  RequestId: {
+    description: 'Identifies the request in the service logs: the X-Request-Id you sent, else one generated. Quote it when reporting a problem.',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+  },
+  RateLimitLimit: {
+    description: "Requests allowed per minute for this API key (default 100). Sent on every answer once the key is recognised, unless the deployment turned rate limits off.",
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RateLimitRemaining: {
+    description: 'Requests left in the current UTC minute for this API key.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RateLimitReset: {
+    description: 'When the current per-minute window resets, in Unix seconds.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before sending the request again.',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
+  EventsKeptAfter: {
+    description: 'The oldest sequence still kept: after resynchronising from the list endpoints, continue the feed with after set to this value.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
+};
+
+const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * The headers every API answer carries (D1, D9), declared on each response: X-Request-Id on all,
+ * X-RateLimit-* once the key is recognised (not on 401), Retry-After on 429 and 503, and the event
+ * feed's X-Events-Kept-After on its 410.
+ */
+function declareResponseHeaders(doc: Record<string, unknown>): void {
+  const components = (doc.components ??= {}) as Record<string, Record<string, unknown>>;
+  Object.assign((components.headers ??= {}), HEADER_COMPONENTS);
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!path.startsWith(API_PREFIX)) continue;
+    for (const op of Object.values(operations)) {
+      for (const [status, response] of Object.entries(op?.responses ?? {})) {
+        const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('RequestId') };
+        if (status !== '401') {
+          headers['X-RateLimit-Limit'] = headerRef('RateLimitLimit');
+          headers['X-RateLimit-Remaining'] = headerRef('RateLimitRemaining');
+          headers['X-RateLimit-Reset'] = headerRef('RateLimitReset');
+        }
+        if (status === '429' || status === '503') headers['Retry-After'] = headerRef('RetryAfter');
+        if (status === '410') headers['X-Events-Kept-After'] = headerRef('EventsKeptAfter');
+        response.headers = { ...headers, ...(response.headers ?? {}) };
+      }
+    }
+  }
 }
 
 /**
@@ -104,6 +203,56 @@ function optionalWhenDefaulted(doc: unknown): void {
   }
 }
 
+/** The document's introduction: what an integrator needs before the first call, in the document itself. */
+const API_DESCRIPTION = [
+  'Push customers, carriers, locations and loads from your TMS; read lane history, carrier recommendations and the change feed; receive it by webhook.',
+  '',
+  '**Authentication.** Every `/v2/tms-api` operation needs the `X-API-Key` header (`lbk_` followed by 64 hexadecimal characters). A missing or invalid key answers 401, a key without the operation\'s scope 403 naming it (`read:<resource>` for GET, `write:<resource>` for writes).',
+  '',
+  '**Errors.** Authentication, authorization and rate limiting answer `{"error":{"code","message"}}`; every other error `{"detail": …}`, where a 422 lists every problem as `{type, loc, msg}` with `loc` starting at `body`, `query`, `path` or `header`.',
+  '',
+  '**Input conventions.** Enumerations are accepted in any letter case and returned in one spelling (the `enum` of each field; `stop_type` is returned as Pickup, Delivery, Both). Timestamps are ISO 8601; one without an offset is read as UTC; every timestamp is returned in UTC with milliseconds and `Z`. Unknown body fields are ignored.',
+  '',
+  '**Lists** answer `{items, pagination}` and take `page` (from 1), `page_size` (1 to 100, default 50), `sort` (a field, `-field` for descending) and `updated_since` / `created_since` for delta sync; walk pages until `pagination.has_next` is false.',
+  '',
+  '**Rate limits.** Each key has a per-minute (default 100) and a per-day (default 10,000) budget; answers carry `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`, and a 429 carries `Retry-After`. A 503 (database unreachable) also carries `Retry-After`.',
+  '',
+  '**Safe retries.** Every POST, PUT and DELETE takes an optional `Idempotency-Key`: the same key with the same request answers the stored answer again (`Idempotent-Replayed: true`) and writes nothing.',
+  '',
+  '**Webhooks** are signed per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret\'s bytes after `whsec_`).',
+].join('\n');
+
+/**
+ * A route whose document shows another request body than the one its validator checks: the batch
+ * endpoints validate each item's data object on its own (so one bad item fails alone), while the
+ * document shows every item's exact schema; single-record writes name their body schema.
+ */
+export function documentedBody(body: unknown) {
+  return ({ schema, url }: { schema: FastifySchema; url: string }) => ({ schema: { ...schema, body } as FastifySchema, url });
+}
+
+/** Registers a request body schema as a named component of the document (a copy: validators keep theirs). */
+export function addDocumentSchema(app: FastifyInstance, id: string, schema: TSchema): { $ref: string } {
+  if (!app.getSchema(id)) app.addSchema({ ...structuredClone(schema), $id: id });
+  return { $ref: `${id}#` };
+}
+
+// The docs page's branding: served by the page itself (no outside request).
+const LANEBRIDGE_MARK =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0b3d5c"/>' +
+  '<path d="M4 22 Q16 6 28 22" fill="none" stroke="#f2a900" stroke-width="3"/><path d="M4 24h24" stroke="#fff" stroke-width="2"/>' +
+  '<path d="M10 24v-6M16 24v-9M22 24v-6" stroke="#fff" stroke-width="2"/></svg>';
+const LANEBRIDGE_LOGO =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 220 40" width="220" height="40"><rect x="2" y="4" width="32" height="32" rx="6" fill="#0b3d5c"/>' +
+  '<path d="M6 26 Q18 10 30 26" fill="none" stroke="#f2a900" stroke-width="3"/><path d="M6 28h24" stroke="#fff" stroke-width="2"/>' +
+  '<text x="44" y="28" font-family="Helvetica, Arial, sans-serif" font-size="22" font-weight="700" fill="#ffffff">Lanebridge API</text></svg>';
+const DOCS_CSS = [
+  '.swagger-ui .topbar { background-color: #0b3d5c; }',
+  '.swagger-ui .topbar .download-url-wrapper { display: none; }',
+  '.swagger-ui .info .title small.version-stamp { background-color: #f2a900; }',
+  '.swagger-ui .btn.authorize { border-color: #0b3d5c; color: #0b3d5c; }',
+].join('\n');
+
 export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchema[]) {
   for (const s of [...Object.values(ErrorSchemas), ...sharedSchemas]) app.addSchema(s);
   app.addHook('onRoute', (route) => {
@@ -119,9 +268,7 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
         title: 'Lanebridge freight integration API',
         version: '2.0.0',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Lanebridge-Proprietary' },
-        description:
-          'Push customers, carriers, locations and loads from your TMS; read lane history and carrier recommendations. ' +
-          'Every /v2/tms-api route needs the X-API-Key header. Decisions where the contract is silent are in docs/api.md.',
+        description: API_DESCRIPTION,
       },
       servers: [{ url: '/' }],
       components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
@@ -140,12 +287,26 @@ export async function installOpenApi(app: FastifyInstance, sharedSchemas: TSchem
       const doc = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
       // A copy: the document may share schema objects with the live validators.
       const copy = structuredClone(doc);
-      replaceCiEnums(copy);
+      publishInputConventions(copy);
       optionalWhenDefaulted(copy);
       documentIdempotency(copy as unknown as Record<string, unknown>);
+      declareResponseHeaders(copy as unknown as Record<string, unknown>);
       return copy;
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    // Stricter than the plugin's default: no outside host at all (it allows validator.swagger.io and any https: font or style).
+    transformStaticCSP: (header) => header.replace(/ validator\.swagger\.io/g, '').replace(/ https:/g, ''),
+    validatorUrl: false,
+    theme: {
+      title: 'Lanebridge API reference',
+      favicon: [{ filename: 'lanebridge.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: LANEBRIDGE_MARK }],
+      css: [{ filename: 'lanebridge.css', content: DOCS_CSS }],
+    },
+    logo: { type: 'image/svg+xml', content: LANEBRIDGE_LOGO, href: '/docs', target: '_self' },
+    uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, displayRequestDuration: true, tryItOutEnabled: false },
+  });
   app.get('/v2/tms-api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

@@ -2,9 +2,10 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type WritePipeline } from '../shared/write-pipeline.js';
-import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart } from '../../lib/http/errors.js';
+import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
+import { ErrorSchemas } from '../../lib/http/openapi.js';
 
 export const MAX_BATCH_ITEMS = 100;
 
@@ -22,7 +23,13 @@ export interface BatchResultEntry {
   operation: BatchOperation;
   success: boolean;
   id: string | null;
-  error?: { status: number; detail: unknown };
+  error?: BatchItemError;
+}
+
+/** A failed item's `error`: what the single-record endpoint would have answered. */
+export interface BatchItemError {
+  status: number;
+  detail: string | ValidationIssue[];
 }
 
 export interface BatchResult {
@@ -50,6 +57,47 @@ export function batchRequestSchema(dataKey: string, operations: readonly BatchOp
   );
 }
 
+/**
+ * The batch request as the document shows it: each item is one of the operations, with the data object
+ * of that operation (create: the create schema; update and upsert: the update schema; delete: none).
+ * The runtime schema above keeps the data object open so that each item is validated on its own.
+ */
+export function batchRequestDocument(dataKey: string, operations: readonly BatchOperation[], schemas: { create: unknown; update: unknown }) {
+  const operation = (ops: readonly BatchOperation[]) => CiEnum(ops);
+  const itemRef = ExternalReferenceId({ description: `Used when the ${dataKey} object omits its own; when both are given they must be equal.` });
+  const variants: TSchema[] = [];
+  if (operations.includes('create')) {
+    variants.push(
+      Type.Object(
+        { operation: operation(['create']), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe({ ...(schemas.create as object), description: `The new ${dataKey}, as the single create takes it.` }) },
+        { title: `Create ${dataKey}`, description: 'Creates the record; 409 in its result when the external_reference_id exists.' },
+      ),
+    );
+  }
+  const changing = operations.filter((op): op is 'update' | 'upsert' => op === 'update' || op === 'upsert');
+  if (changing.length > 0) {
+    variants.push(
+      Type.Object(
+        { operation: operation(changing), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe({ ...(schemas.update as object), description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).` }) },
+        { title: `Update or upsert ${dataKey}`, description: 'update: 404 in its result when the record does not exist; upsert creates it then (with the create rules).' },
+      ),
+    );
+  }
+  if (operations.includes('delete')) {
+    variants.push(
+      Type.Object(
+        { operation: operation(['delete']), external_reference_id: ExternalReferenceId({ description: `The ${dataKey} to delete.` }) },
+        { title: `Delete ${dataKey}`, description: `Deletes the ${dataKey}; no data object.` },
+      ),
+    );
+  }
+  return Type.Object({
+    // One variant per operation (their operations never overlap). anyOf rather than oneOf: the operation is
+    // matched in any letter case, which a discriminator cannot express, and linters cannot see the patterns exclude each other.
+    items: Type.Array(Type.Unsafe({ anyOf: variants }), { maxItems: MAX_BATCH_ITEMS, description: `At most ${MAX_BATCH_ITEMS} items, applied in order, each on its own.` }),
+  });
+}
+
 export const BatchResultSchema = Type.Object(
   {
     success_count: Type.Integer(),
@@ -58,14 +106,19 @@ export const BatchResultSchema = Type.Object(
       Type.Object({
         index: Type.Integer(),
         external_reference_id: Type.Union([Type.String(), Type.Null()]),
-        operation: Type.String(),
+        operation: Type.String({ enum: ['create', 'update', 'upsert', 'delete'], description: 'The operation, in lower case.' }),
         success: Type.Boolean(),
         id: Type.Union([Type.String(), Type.Null()], { description: 'The service id of the record; null when the item failed.' }),
         error: Type.Optional(
-          Type.Object({
-            status: Type.Integer({ description: '404, 409, 422 (as the single-record endpoints), 503 when not processed.' }),
-            detail: Type.Unknown({ description: 'A string, or for 422 the list of {type, loc, msg}.' }),
-          }),
+          Type.Object(
+            {
+              status: Type.Integer({ description: '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.' }),
+              detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue))], {
+                description: 'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem, loc starting at ["body", "items", index].',
+              }),
+            },
+            { description: 'Present on a failed item only.' },
+          ),
         ),
       }),
     ),
@@ -103,6 +156,8 @@ export interface BatchResource<Create, Update> {
   delete(tx: Executor, changes: ChangeSet, orgId: string, ref: string): Promise<{ id: string }>;
   /** Reads for every item at once, first in the batch's transaction (src/modules/shared/batch-reads.ts). */
   prefetch?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<void>;
+  /** D1a: a data object's problems beyond its schema (loc from `body`); `ref`: the record an update names. */
+  problems?(tx: Executor, orgId: string, data: unknown, ref: string | null): Promise<ValidationIssue[]>;
 }
 
 type ItemWork = (tx: Executor, changes: ChangeSet) => Promise<{ id: string }>;
@@ -138,7 +193,18 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     }
     if (dataRef === undefined && itemRef !== undefined) data.external_reference_id = itemRef;
     const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
-    if (issues) throw new ValidationError(issues);
+    if (issues) {
+      // D1a: one entry per problem, the checks that need the database included (read in the item's turn).
+      const problems = resource.problems;
+      if (!problems) throw new ValidationError(issues);
+      const named = typeof data.external_reference_id === 'string' ? data.external_reference_id : null;
+      const refused = new Set(issues.map((i) => JSON.stringify(i.loc)));
+      const work: ItemWork = async (tx) => {
+        const others = new ValidationError(await problems(tx, orgId, data, op === 'create' ? null : named)).nestedUnder([...at, dataKey]).issues;
+        throw new ValidationError([...issues, ...others.filter((i) => !refused.has(JSON.stringify(i.loc)))]);
+      };
+      return { ref: named ?? '', work, upsert: false };
+    }
     const ref = data.external_reference_id as string | undefined;
     if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
     const nested = (w: ItemWork): ItemWork => async (tx, ch) => {
@@ -166,9 +232,10 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         turnAt = Date.now();
       }
       const data = item[dataKey];
+      // D1a: the item's own external_reference_id when it has one, else its data object's.
       const declaredRef =
-        (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ??
         item.external_reference_id ??
+        (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ??
         null;
       const entry: BatchResultEntry = { index, external_reference_id: declaredRef, operation: item.operation, success: false, id: null };
       if (Date.now() > deadline) {
@@ -220,7 +287,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
 }
 
 /** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
-function batchItemError(err: unknown, onError?: (err: unknown) => void): { status: number; detail: unknown } {
+function batchItemError(err: unknown, onError?: (err: unknown) => void): BatchItemError {
   let known: ApiError;
   if (err instanceof ApiError) known = err;
   else if (isDatabaseUnavailable(err)) known = new ServiceUnavailableError();
@@ -229,5 +296,6 @@ function batchItemError(err: unknown, onError?: (err: unknown) => void): { statu
     known = new InternalError('');
   }
   const { status, body } = renderError(known);
-  return { status, detail: body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message };
+  const detail = (body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message) as BatchItemError['detail'];
+  return { status, detail };
 }

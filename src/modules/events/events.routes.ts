@@ -18,7 +18,7 @@ export function eventRoutes(app: FastifyInstance, events: EventsService, reader:
       description:
         'Store `next_after` and ask again with `after=next_after`; page at once while `has_more` is true. A 410 means the events after your `after` were pruned (retention 30 days): resynchronise with the list endpoints and `updated_since`, then continue from the sequence in the `X-Events-Kept-After` header.',
       querystring: EventListQuery,
-      response: { 200: Type.Ref(EventPage) },
+      response: { 200: Type.Ref(EventPage, { description: 'Events after `after`, oldest first, of the kinds the key may read.' }) },
     },
     // The page is sent as the service wrote it (the stored data is JSON already; see pageJson).
     handler: async (req, reply) => {

@@ -43,9 +43,9 @@ export function loadRoutes(
       tags: ['Loads'],
       operationId: 'getLoadCarrierRecommendations',
       summary: 'Carriers that ran this load’s lane, best first',
-      description: 'For any load, open or not (D7). The carrier already assigned to the load is left out.',
+      description: 'For any load, open or not: the carriers with delivered loads on its lane (origins and destinations within 100 miles, same equipment), ranked by recency-weighted lane history. The carrier already assigned to the load is left out.',
       params: RefParams,
-      response: { 200: Type.Ref(LoadRecommendations) },
+      response: { 200: Type.Ref(LoadRecommendations, { description: 'The load’s carrier recommendations, best first (at most 10).' }) },
     },
     handler: (req) => guardedRead(req, (g) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id, g)),
   });

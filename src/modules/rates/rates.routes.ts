@@ -15,9 +15,9 @@ export function marketRateRoutes(app: FastifyInstance, rates: MarketRatesService
       tags,
       operationId: 'createMarketRate',
       summary: 'Record a market rate snapshot for a lane',
-      description: 'A load without a caller max_buy_rate takes it from the latest snapshot on its lane and equipment (D8).',
+      description: 'A load without a caller max_buy_rate takes it from the latest snapshot on its lane and equipment: (rate_per_mile_high, else rate_per_mile) × total_distance.',
       body: MarketRateCreate,
-      response: { 201: Type.Ref(MarketRate) },
+      response: { 201: Type.Ref(MarketRate, { description: 'The snapshot recorded.' }) },
     },
     handler: async (req, reply) => reply.code(201).send(await rates.create(principalOf(req).orgId, req.body)),
   });
@@ -28,7 +28,7 @@ export function marketRateRoutes(app: FastifyInstance, rates: MarketRatesService
       operationId: 'listMarketRates',
       summary: 'List market rate snapshots',
       querystring: MarketRateListQuery,
-      response: { 200: Type.Ref(MarketRatePage) },
+      response: { 200: Type.Ref(MarketRatePage, { description: 'A page of market rate snapshots, with pagination.' }) },
     },
     handler: (req) => rates.list(principalOf(req).orgId, req.query),
   });

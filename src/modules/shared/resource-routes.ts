@@ -4,10 +4,12 @@ import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
 import type { Scope } from '../accounts/scopes.js';
-import { batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from '../batch/batch.js';
+import { batchRequestDocument, batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from '../batch/batch.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
+import { ValidationError } from '../../lib/http/errors.js';
+import { addDocumentSchema, documentedBody } from '../../lib/http/openapi.js';
 
 /** The service calls a resource with the standard endpoint set offers (list, CRUD, batch). */
 export interface ResourceService<Create, Update, Rec, ListQuery> {
@@ -16,6 +18,8 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   get(orgId: string, ref: string, guard?: KeyGuard | null): Promise<Rec>;
   create(orgId: string, input: Create): Promise<Rec>;
   update(orgId: string, ref: string, input: Update): Promise<Rec>;
+  /** D1a: a body that failed its schema, answered with every other problem too (checks needing the database). */
+  withBodyProblems?(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError>;
   delete(orgId: string, refOrId: string): Promise<{ id: string }>;
   batch(orgId: string, items: BatchItem[], opts: RunOptions): Promise<BatchResult>;
 }
@@ -59,9 +63,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const base = `/v2/tms-api/${o.collection}`;
   const tags = [o.tag];
-  const record = Type.Ref(o.recordSchema);
   const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
   const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
+  const record = (description: string) => Type.Ref(o.recordSchema, { description });
+  // The request bodies are named components of the document (CustomerCreate, CustomerUpdate, …).
+  const createBody = addDocumentSchema(app, `${Noun}Create`, o.createSchema);
+  const updateBody = addDocumentSchema(app, `${Noun}Update`, o.updateSchema);
 
   /**
    * A read answered from the read cache when what it depends on is unchanged, else read, serialised by
@@ -84,18 +91,32 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     return reply.type('application/json; charset=utf-8').send(body);
   };
 
+  /**
+   * D1a: a body that failed its schema is answered with the problems of the checks that need the
+   * database too, in one 422. A route error handler (the error goes on to the app's one handler): the
+   * request never reached its handler or its preHandler hooks (an Idempotency-Key is not claimed).
+   */
+  const withBodyProblems = (refOf: (req: FastifyRequest) => string | null) => async (error: Error, req: FastifyRequest) => {
+    const context = (error as { validationContext?: string }).validationContext;
+    if (error instanceof ValidationError && context === 'body' && service.withBodyProblems && req.principal) {
+      throw await service.withBodyProblems(req.principal.orgId, error, req.body, refOf(req));
+    }
+    throw error;
+  };
+
   const readConfig = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
   r.get(base, {
     config: readConfig,
-    schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema) } },
+    schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema, { description: `A page of ${o.collection}, with pagination.` }) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       return cachedRead(req, reply, orgId, `${o.collection}\u0001${req.url}`, () => guardedRead(req, (g) => service.list(orgId, req.query as Static<Q>, g)), () => true);
     },
   });
   r.post(base, {
-    config: { scope: o.writeScope },
-    schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record } },
+    config: { scope: o.writeScope, swaggerTransform: documentedBody(createBody) },
+    schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record(`The ${o.noun} created.`) } },
+    errorHandler: withBodyProblems(() => null),
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       const created = await service.create(orgId, req.body as Static<C>);
@@ -104,7 +125,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   });
   r.get(`${base}/:external_reference_id`, {
     config: readConfig,
-    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record } },
+    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record(`The ${o.noun}.`) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       const ref = req.params.external_reference_id;
@@ -112,8 +133,9 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
   });
   r.put(`${base}/:external_reference_id`, {
-    config: { scope: o.writeScope },
-    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record } },
+    config: { scope: o.writeScope, swaggerTransform: documentedBody(updateBody) },
+    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
+    errorHandler: withBodyProblems((req) => (req.params as { external_reference_id: string }).external_reference_id),
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
       return service.update(orgId, req.params.external_reference_id, req.body as Static<U>);
@@ -121,7 +143,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   });
   r.delete(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope },
-    schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: 'Deleted.' }) } },
+    schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: `Deleted: no body.` }) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       await service.delete(orgId, req.params.external_reference_id);
@@ -129,7 +151,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
   });
   r.post(`/v2/tms-api/batch/${o.collection}`, {
-    config: { scope: o.writeScope },
+    config: { scope: o.writeScope, swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })) },
     bodyLimit: o.batchBodyLimit,
     schema: {
       tags,
@@ -137,7 +159,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
       summary: `Apply up to 100 ${o.batchOperations.join('/')} operations on ${o.collection}`,
       description: 'Items are applied in order, each on its own and atomically; the response is 200 whatever each item’s outcome.',
       body: batchRequestSchema(o.noun, o.batchOperations),
-      response: { 200: Type.Ref(BatchResultSchema) },
+      response: { 200: Type.Ref(BatchResultSchema, { description: 'One result per item, in order: 200 whatever each item’s outcome.' }) },
     },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;

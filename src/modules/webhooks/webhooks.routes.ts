@@ -35,20 +35,20 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'createWebhookEndpoint',
       summary: 'Add a webhook endpoint',
       description:
-        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (docs/webhooks.md). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.',
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.',
       body: WebhookEndpointCreate,
-      response: { 201: Type.Ref(WebhookEndpointWithSecret) },
+      response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }) },
     },
     handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body)),
   });
   r.get(BASE, {
     config,
-    schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', querystring: WebhookEndpointListQuery, response: { 200: Type.Ref(WebhookEndpointPage) } },
+    schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', querystring: WebhookEndpointListQuery, response: { 200: Type.Ref(WebhookEndpointPage, { description: 'A page of webhook endpoints (without secrets).' }) } },
     handler: (req) => webhooks.list(principalOf(req).orgId, req.query),
   });
   r.get(`${BASE}/:id`, {
     config,
-    schema: { tags, operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint (without its secret)', params: WebhookEndpointIdParams, response: { 200: Type.Ref(WebhookEndpoint), ...notFound } },
+    schema: { tags, operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint (without its secret)', params: WebhookEndpointIdParams, response: { 200: Type.Ref(WebhookEndpoint, { description: 'The webhook endpoint.' }), ...notFound } },
     handler: (req) => webhooks.get(principalOf(req).orgId, req.params.id),
   });
   r.put(`${BASE}/:id`, {
@@ -60,13 +60,13 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       description: 'Only the fields sent change. `status: disabled` fails its pending deliveries; `status: enabled` resumes with the events committed from then on (replay the rest).',
       params: WebhookEndpointIdParams,
       body: WebhookEndpointUpdate,
-      response: { 200: Type.Ref(WebhookEndpoint), ...notFound },
+      response: { 200: Type.Ref(WebhookEndpoint, { description: 'The endpoint as updated.' }), ...notFound },
     },
     handler: (req) => webhooks.update(principalOf(req).orgId, req.params.id, req.body),
   });
   r.delete(`${BASE}/:id`, {
     config,
-    schema: { tags, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint and its delivery log', params: WebhookEndpointIdParams, response: { 204: Type.Null({ description: 'Deleted.' }), ...notFound } },
+    schema: { tags, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint and its delivery log', params: WebhookEndpointIdParams, response: { 204: Type.Null({ description: 'Deleted: no body.' }), ...notFound } },
     handler: async (req, reply) => {
       await webhooks.remove(principalOf(req).orgId, req.params.id);
       return reply.code(204).send(null);
@@ -80,7 +80,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       summary: 'Replace the signing secret',
       description: 'The previous secret keeps signing beside the new one for 24 hours (two signatures in webhook-signature); a second rotation within them drops the oldest.',
       params: WebhookEndpointIdParams,
-      response: { 200: Type.Ref(WebhookSecret), ...notFound },
+      response: { 200: Type.Ref(WebhookSecret, { description: 'The new signing secret.' }), ...notFound },
     },
     handler: (req) => webhooks.rotateSecret(principalOf(req).orgId, req.params.id),
   });
@@ -92,7 +92,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       summary: 'The delivery log of an endpoint, newest first',
       params: WebhookEndpointIdParams,
       querystring: WebhookDeliveryListQuery,
-      response: { 200: Type.Ref(WebhookDeliveryPage), ...notFound },
+      response: { 200: Type.Ref(WebhookDeliveryPage, { description: 'A page of deliveries, newest first.' }), ...notFound },
     },
     handler: (req) => webhooks.deliveries(principalOf(req).orgId, req.params.id, req.query),
   });
@@ -106,7 +106,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
         '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.',
       params: WebhookEndpointIdParams,
       body: WebhookReplay,
-      response: { 202: Type.Ref(WebhookReplayResult), ...notFound },
+      response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound },
     },
     handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body)),
   });

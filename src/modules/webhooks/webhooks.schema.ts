@@ -13,7 +13,7 @@ export const MAX_REPLAY_EVENTS = 10_000;
 const EventTypes = Type.Array(CiEnum(EVENT_TYPES), {
   minItems: 1,
   maxItems: EVENT_TYPES.length * 2,
-  description: `Event types sent to the endpoint (D11): one or more of ${EVENT_TYPES.join(', ')}. Default: every type.`,
+  description: `Event types sent to the endpoint: one or more of ${EVENT_TYPES.join(', ')}. Default: every type.`,
 });
 const Url = Type.String({
   minLength: 1,
