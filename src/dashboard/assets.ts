@@ -100,6 +100,37 @@ nav.pager { display: flex; gap: 1rem; align-items: center; margin: .75rem 0; }
 ul.plain { list-style: none; padding: 0; margin: 0; }
 .nowrap { white-space: nowrap; }
 @media (max-width: 40rem) { .two { grid-template-columns: 1fr; } }
+figure.map, figure.chart { margin: 0 0 1rem; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .5rem; }
+figure.map figcaption { font-size: .85rem; padding: .25rem .25rem 0; }
+figure.chart { max-width: 60rem; }
+figure.chart figcaption { font-size: .9rem; font-weight: 600; color: var(--muted); padding: .25rem .25rem 0; }
+svg.map, svg.chart { display: block; width: 100%; height: auto; }
+svg.map .sea { fill: #dceaf6; }
+svg.map .land { fill: #f4f1ea; stroke: #a3adb8; stroke-width: .6; }
+svg.map .line { fill: none; stroke-linecap: round; opacity: .85; }
+svg.map .line.route { stroke: #12355b; stroke-dasharray: 6 4; }
+svg.map a:focus-visible .line, svg.map a:hover .line { opacity: 1; stroke-width: 6; }
+svg.map .point { fill: #12355b; stroke: #fff; stroke-width: 1.5; }
+svg.map .point.origin { fill: #1d6b3a; }
+svg.map .point.destination { fill: #a1251b; }
+.eq-0 { stroke: #0b57a3; fill: #0b57a3; } .eq-1 { stroke: #c2410c; fill: #c2410c; } .eq-2 { stroke: #15803d; fill: #15803d; }
+.eq-3 { stroke: #7e22ce; fill: #7e22ce; } .eq-4 { stroke: #a16207; fill: #a16207; } .eq-5 { stroke: #be185d; fill: #be185d; }
+.eq-6 { stroke: #0f766e; fill: #0f766e; } .eq-7 { stroke: #475569; fill: #475569; }
+svg.chart .axis line { stroke: #d5dbe3; stroke-width: 1; }
+svg.chart .axis text { font-size: 11px; fill: var(--muted); }
+svg.chart .series { fill: none; stroke-width: 2.5; }
+.s0 { fill: #0b57a3; stroke: #0b57a3; } .s1 { fill: #c2410c; stroke: #c2410c; } .s2 { fill: #a1251b; stroke: #a1251b; } .s3 { fill: #7e22ce; stroke: #7e22ce; }
+svg.chart rect.bar { stroke: none; }
+ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1rem; padding: 0 .25rem; margin: .25rem 0 0; font-size: .88rem; }
+ul.legend li { display: flex; align-items: center; gap: .35rem; }
+svg.swatch { width: .8rem; height: .8rem; }
+ul.legend.lines svg.swatch rect { stroke: none; }
+.split { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.4fr); gap: 1rem; align-items: start; }
+.split > .card { margin: 0; }
+.flag { color: var(--bad); font-weight: 600; }
+p.empty { background: var(--card); border: 1px dashed var(--line); border-radius: 8px; padding: 1rem; }
+th.sortable a { color: inherit; }
+@media (max-width: 48rem) { .split { grid-template-columns: 1fr; } }
 `;
 
 const JS = `'use strict';

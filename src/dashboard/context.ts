@@ -9,6 +9,9 @@ import type { CustomersService } from '../modules/customers/customers.service.js
 import type { LoadsService } from '../modules/loads/loads.service.js';
 import type { LocationsService } from '../modules/locations/locations.service.js';
 import type { InsightsService } from '../modules/insights/insights.service.js';
+import type { LanesService } from '../modules/lanes/lanes.service.js';
+import type { UsageRecorder } from '../modules/ops/usage.js';
+import type { Executor } from '../lib/db/index.js';
 import type { FeedEvent } from '../modules/events/events.schema.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
@@ -30,6 +33,12 @@ export interface DashboardServices {
   locations: LocationsService;
   loads: LoadsService;
   insights: InsightsService;
+  /** D7 lanes: the lane pages rank carriers exactly as recommendations do. */
+  lanes: LanesService;
+  /** Reads for the detail pages (src/dashboard/queries.ts). */
+  reader: Executor;
+  /** API usage and failed writes (src/modules/ops/usage.ts). */
+  usage: UsageRecorder;
   /** The change feed, newest first (the Events page). */
   events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]> };
 }

@@ -20,6 +20,8 @@ import { page } from './layout.js';
 import { authRoutes } from './pages/auth.js';
 import { apiKeyRoutes } from './pages/api-keys.js';
 import { dataRoutes } from './pages/data.js';
+import { detailRoutes } from './pages/details.js';
+import { warmMaps } from './map.js';
 import { eventRoutes } from './pages/events.js';
 import { integrationRoutes } from './pages/integrations.js';
 import { userRoutes } from './pages/users.js';
@@ -150,6 +152,9 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
     apiKeyRoutes(app, ctx);
     userRoutes(app, ctx);
     dataRoutes(app, ctx);
+    detailRoutes(app, ctx);
+    // The map polygons are read and simplified once per process, off the first page's time.
+    setImmediate(warmMaps);
     eventRoutes(app, ctx);
     if (deps.webhooks) webhookPageRoutes(app, ctx, deps.webhooks);
   };

@@ -16,6 +16,7 @@ import {
 import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+import { integrationHealth } from './health.js';
 
 export const MIN_PASSWORD_LENGTH = 10;
 const MAX_PASSWORD_LENGTH = 1024;
@@ -85,7 +86,7 @@ ${message ?? ''}
 }
 
 async function overviewPage(ctx: DashboardContext, s: DashboardSession): Promise<SafeHtml> {
-  const [counts, integration] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId)]);
+  const [counts, integration, health] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId), integrationHealth(ctx, s.orgId)]);
   const stat = (value: number, label: string, path: string, extra?: string) =>
     html`<div class="card"><a href="${path}"><span class="stat">${count(value)}</span>${label}</a>${extra ? html`<div class="muted">${extra}</div>` : ''}</div>`;
   return page({
@@ -109,7 +110,8 @@ ${integration
 <div class="grid">
   ${stat(counts.activeKeys, 'Active API keys', '/settings/api-keys')}
   ${stat(counts.users, 'Users', '/users')}
-</div>`,
+</div>
+${health}`,
   });
 }
 

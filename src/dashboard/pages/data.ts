@@ -1,15 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { LocationsTable } from '../../lib/db/types.js';
 import type { Carrier } from '../../modules/carriers/carriers.schema.js';
-import { LOAD_STATUSES, OPEN_STATUSES, isPickup } from '../../domain/enums.js';
+import { EQUIPMENT_TYPES, LOAD_STATUSES, OPEN_STATUSES, isPickup } from '../../domain/enums.js';
 import { laneEnds } from '../../domain/lane.js';
 import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { cellBoxLabel, count, hours, inZone, label, miles, money, utc } from '../format.js';
-import { html, segment, type SafeHtml } from '../html.js';
+import { href, html, segment, type SafeHtml } from '../html.js';
 import { page, pager } from '../layout.js';
 import { pagination } from '../../lib/http/pagination.js';
+import { normalizeSubdivision } from '../../geo/index.js';
+import { mapSvg } from '../map.js';
+import { locationPoints, primaryContacts, searchLoadsFiltered, LOAD_SORTS } from '../queries.js';
+import { carrierPath, customerPath, emptyState, equipmentClass, lanePath, locationPath, placeLabel, recommendationTable } from './details.js';
+import { outsideHours } from '../hours.js';
 
 const PAGE_SIZE = 25;
 const OPEN = 'open';
@@ -34,10 +39,7 @@ function searchForm(path: string, labelText: string, value: string, extra: SafeH
 </form>`;
 }
 
-function statusBadge(status: string): SafeHtml {
-  const kind = OPEN_STATUSES.has(status) ? 'warn' : status === 'CANCELLED' || status === 'ON_HOLD' || status === 'INACTIVE' ? 'bad' : 'ok';
-  return html`<span class="badge ${kind}">${label(status)}</span>`;
-}
+import { statusBadge } from './details.js';
 
 const loadPath = (ref: string) => `/loads/${segment(ref)}`;
 
@@ -56,36 +58,103 @@ function rep(member: TeamMember | null): string {
   return [member.name, member.email ? `<${member.email}>` : null, member.external_reference_id ? `(${member.external_reference_id})` : null].filter(Boolean).join(' ');
 }
 
-async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: string) {
-  const text = queryText(req, 'q');
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const SORT_LABELS: Record<string, string> = { created_at: 'Created', updated_at: 'Updated', status: 'Status', external_reference_id: 'Reference', pickup_at: 'First pickup' };
+
+/** The Loads list's filters from the query string: anything unknown or malformed is ignored, never an error. */
+function loadFilters(req: FastifyRequest) {
   const statusParam = queryText(req, 'status', 40).toUpperCase();
   const status = statusParam === OPEN.toUpperCase() ? OPEN : (LOAD_STATUSES as readonly string[]).includes(statusParam) ? statusParam : '';
-  const statuses = status === OPEN ? [...OPEN_STATUSES] : status ? [status] : undefined;
+  const equipmentParam = queryText(req, 'equipment', 40).toUpperCase();
+  const state = (name: string) => {
+    const v = queryText(req, name, 10);
+    if (!v) return '';
+    const r = normalizeSubdivision(v, null);
+    return r.ok ? r.code : '';
+  };
+  const date = (name: string) => {
+    const v = queryText(req, name, 10);
+    return DATE.test(v) && !Number.isNaN(Date.parse(v)) ? v : '';
+  };
+  const sortParam = queryText(req, 'sort', 40);
+  const sortField = sortParam.replace(/^-/, '');
+  const sort = LOAD_SORTS[sortField] ? sortParam : '-created_at';
+  return {
+    text: queryText(req, 'q'),
+    status,
+    equipment: (EQUIPMENT_TYPES as readonly string[]).includes(equipmentParam) ? equipmentParam : '',
+    customer: queryText(req, 'customer', 255),
+    carrier: queryText(req, 'carrier', 255),
+    origin: state('origin'),
+    destination: state('destination'),
+    from: date('from'),
+    to: date('to'),
+    sort,
+  };
+}
+
+async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: string) {
+  const f = loadFilters(req);
+  const statuses = f.status === OPEN ? [...OPEN_STATUSES] : f.status ? [f.status] : undefined;
   const pageNo = pageNumber(req);
-  const { loads, total } = await ctx.services.insights.searchLoads(orgId, { statuses, text }, { page: pageNo, page_size: PAGE_SIZE, sort: '-created_at' });
-  const statusSelect = html`<div><label for="status">Status</label><select id="status" name="status">
-    <option value=""${status === '' ? html` selected` : ''}>All statuses</option>
-    <option value="${OPEN}"${status === OPEN ? html` selected` : ''}>Open (Active, Spot, Tendered, Tender rejected)</option>
-    ${LOAD_STATUSES.map((st) => html`<option value="${st}"${status === st ? html` selected` : ''}>${label(st)}</option>`)}
-  </select></div>`;
+  const { rows, total } = await searchLoadsFiltered(
+    ctx.services.reader,
+    orgId,
+    { statuses, text: f.text, equipment: f.equipment, customerRef: f.customer, carrierRef: f.carrier, originState: f.origin, destinationState: f.destination, pickupFrom: f.from, pickupTo: f.to },
+    { page: pageNo, page_size: PAGE_SIZE, sort: f.sort },
+  );
+  const loads = await ctx.services.loads.present(ctx.services.reader, orgId, rows);
+  const query = { q: f.text, status: f.status, equipment: f.equipment, customer: f.customer, carrier: f.carrier, origin: f.origin, destination: f.destination, from: f.from, to: f.to };
+  const keep = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v || undefined]));
+  const filtered = Object.values(query).some(Boolean);
+  const select = (name: string, text: string, value: string, options: [string, string][]) =>
+    html`<div><label for="f-${name}">${text}</label><select id="f-${name}" name="${name}">${options.map(([v, l]) => html`<option value="${v}"${v === value ? html` selected` : ''}>${l}</option>`)}</select></div>`;
+  const input = (name: string, text: string, value: string, type = 'text', extra = '') =>
+    html`<div><label for="f-${name}">${text}</label><input id="f-${name}" name="${name}" type="${type}" value="${value}"${extra ? html` placeholder="${extra}"` : ''} maxlength="255"></div>`;
+  const sortField = f.sort.replace(/^-/, '');
+  const descending = f.sort.startsWith('-');
+  const sortHeader = (field: string, extraClass = '') => {
+    const active = sortField === field;
+    const next = active && !descending ? `-${field}` : field;
+    return html`<th scope="col" class="sortable ${extraClass}"${active ? html` aria-sort="${descending ? 'descending' : 'ascending'}"` : ''}><a href="${href('/loads', { ...keep, sort: next })}">${SORT_LABELS[field]}${active ? (descending ? ' ▼' : ' ▲') : ''}</a></th>`;
+  };
+  const pages = pagination(pageNo, PAGE_SIZE, total);
+  const pastEnd = total > 0 && loads.length === 0;
   return {
     body: html`<h1>Loads</h1>
-${searchForm('/loads', 'Search reference, description or customer', text, statusSelect)}
-${loads.length === 0
-  ? html`<p>No loads${text || status ? ' match' : ' yet'}.</p>`
-  : html`<div class="table-wrap"><table>
-  <caption>Loads, newest first (times in UTC)</caption>
-  <thead><tr><th scope="col">Reference</th><th scope="col">Status</th><th scope="col">Customer</th><th scope="col">Carrier</th>
-  <th scope="col">Equipment</th><th scope="col">Origin → destination</th><th scope="col">First pickup</th><th scope="col" class="num">Distance</th></tr></thead>
+<form class="inline filters" method="get" action="/loads" role="search">
+  <div><label for="q">Search reference, description or customer</label><input id="q" name="q" type="search" value="${f.text}" maxlength="100"></div>
+  ${select('status', 'Status', f.status, [['', 'All statuses'], [OPEN, 'Open (Active, Spot, Tendered, Tender rejected)'], ...LOAD_STATUSES.map((st): [string, string] => [st, label(st)])])}
+  ${select('equipment', 'Equipment', f.equipment, [['', 'Any equipment'], ...EQUIPMENT_TYPES.map((e): [string, string] => [e, label(e)])])}
+  ${input('customer', 'Customer reference', f.customer)}
+  ${input('carrier', 'Carrier reference', f.carrier)}
+  ${input('origin', 'Origin state', f.origin, 'text', 'US-TX')}
+  ${input('destination', 'Destination state', f.destination, 'text', 'US-IL')}
+  ${input('from', 'First pickup from', f.from, 'date')}
+  ${input('to', 'First pickup to', f.to, 'date')}
+  ${f.sort !== '-created_at' ? html`<input type="hidden" name="sort" value="${f.sort}">` : ''}
+  <div><button type="submit">Search</button></div>
+  ${filtered ? html`<div><a href="/loads">Clear</a></div>` : ''}
+</form>
+${pastEnd
+  ? html`<p class="empty">Page ${pageNo} is past the end: there ${pages.total_pages === 1 ? 'is 1 page' : `are ${pages.total_pages} pages`} of loads${filtered ? ' matching these filters' : ''}. <a href="${href('/loads', { ...keep, sort: f.sort === '-created_at' ? undefined : f.sort })}">Go to the first page</a>.</p>`
+  : loads.length === 0
+    ? filtered
+      ? html`<p class="empty">No loads match these filters. <a href="/loads">Clear the filters</a>.</p>`
+      : emptyState('No loads yet.')
+    : html`<div class="table-wrap"><table>
+  <caption>Loads (times in UTC); select a column heading to sort</caption>
+  <thead><tr>${sortHeader('external_reference_id')}${sortHeader('status')}<th scope="col">Customer</th><th scope="col">Carrier</th>
+  <th scope="col">Equipment</th><th scope="col">Origin → destination</th>${sortHeader('pickup_at')}${sortHeader('created_at')}<th scope="col" class="num">Distance</th></tr></thead>
   <tbody>${loads.map((l) => {
     const ends = endsOf(l);
     return html`<tr><th scope="row"><a href="${loadPath(l.external_reference_id)}">${l.external_reference_id}</a></th>
-    <td>${statusBadge(l.status)}</td><td>${l.customer_name}</td><td>${l.carrier_name ?? html`<span class="muted">none</span>`}</td>
+    <td>${statusBadge(l.status)}</td><td><a href="${customerPath(l.customer_external_reference_id)}">${l.customer_name}</a></td><td>${l.carrier_name && l.carrier_external_reference_id ? html`<a href="${carrierPath(l.carrier_external_reference_id)}">${l.carrier_name}</a>` : html`<span class="muted">none</span>`}</td>
     <td>${label(l.equipment_type)} · ${l.transport_mode}</td><td>${ends.origin} → ${ends.destination}</td>
-    <td class="nowrap">${utc(l.stops.find((st) => isPickup(st.stop_type))?.early_arrival)}</td><td class="num">${miles(l.total_distance)}</td></tr>`;
+    <td class="nowrap">${utc(l.stops.find((st) => isPickup(st.stop_type))?.early_arrival)}</td><td class="nowrap">${utc(l.created_at)}</td><td class="num">${miles(l.total_distance)}</td></tr>`;
   })}</tbody>
 </table></div>`}
-${pager('/loads', pagination(pageNo, PAGE_SIZE, total), { q: text || undefined, status: status || undefined }, 'loads')}`,
+${pastEnd ? '' : pager('/loads', pages, { ...keep, sort: f.sort === '-created_at' ? undefined : f.sort }, 'loads')}`,
   };
 }
 
@@ -95,6 +164,26 @@ async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Prom
   const open = OPEN_STATUSES.has(load.status);
   const recs = load.carrier_recommendations ?? [];
   const stops = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
+  const contacts = await primaryContacts(ctx.services.reader, orgId, recs.map((r) => r.carrier_id));
+  const placed = stops.flatMap((st) => {
+    const loc = locations.get(st.location_id);
+    return loc ? [{ st, loc }] : [];
+  });
+  const routeMap = placed.length
+    ? mapSvg({
+        id: 'route-map',
+        title: `Route of load ${load.external_reference_id}`,
+        description: `${placed.length} stops in order: ${placed.map(({ st, loc }) => `${st.stop_number}. ${loc.name}`).join(', ')}.`,
+        points: placed.map(({ st, loc }, i) => ({
+          latitude: loc.latitude,
+          longitude: loc.longitude,
+          label: `Stop ${st.stop_number} (${st.stop_type}): ${loc.name}`,
+          kind: i === 0 ? 'origin' : i === placed.length - 1 ? 'destination' : '',
+          href: locationPath(loc.external_reference_id),
+        })),
+        lines: placed.slice(1).map(({ st, loc }, i) => ({ from: placed[i]!.loc, to: loc, kind: 'route', width: 3, label: `Leg to stop ${st.stop_number}: ${placed[i]!.loc.name} → ${loc.name}` })),
+      })
+    : '';
   return {
     title: `Load ${load.external_reference_id}`,
     body: html`<p><a href="/loads">← All loads</a></p>
@@ -103,8 +192,8 @@ ${load.description ? html`<p>${load.description}</p>` : ''}
 <section class="card" aria-labelledby="summary-title">
 <h2 id="summary-title">Summary</h2>
 <dl class="facts">
-  <dt>Customer</dt><dd>${load.customer_name} <span class="muted">(${load.customer_external_reference_id})</span></dd>
-  <dt>Carrier</dt><dd>${load.carrier_name ? html`${load.carrier_name} <span class="muted">(${load.carrier_external_reference_id})</span>` : 'not assigned'}</dd>
+  <dt>Customer</dt><dd><a href="${customerPath(load.customer_external_reference_id)}">${load.customer_name}</a> <span class="muted">(${load.customer_external_reference_id})</span></dd>
+  <dt>Carrier</dt><dd>${load.carrier_name && load.carrier_external_reference_id ? html`<a href="${carrierPath(load.carrier_external_reference_id)}">${load.carrier_name}</a> <span class="muted">(${load.carrier_external_reference_id})</span>` : 'not assigned'}</dd>
   <dt>Equipment</dt><dd>${label(load.equipment_type)} · ${load.transport_mode}</dd>
   <dt>Weight</dt><dd>${load.weight !== null ? `${count(load.weight)} ${load.weight_uom ?? ''}` : '—'}</dd>
   <dt>Total distance</dt><dd>${miles(load.total_distance)}${load.total_distance_source ? html` <span class="muted">(${load.total_distance_source === 'estimated' ? 'estimated from the stops' : 'as sent'})</span>` : ''}</dd>
@@ -116,6 +205,7 @@ ${load.description ? html`<p>${load.description}</p>` : ''}
 </dl>
 </section>
 <h2 id="stops-title">Stops</h2>
+${routeMap}
 <div class="table-wrap"><table aria-labelledby="stops-title">
   <caption>Arrival windows in each location’s local time, with its hours for scheduling</caption>
   <thead><tr><th scope="col" class="num">#</th><th scope="col">Type</th><th scope="col">Location</th><th scope="col">Arrival window (local)</th>
@@ -123,9 +213,10 @@ ${load.description ? html`<p>${load.description}</p>` : ''}
   <tbody>${stops.map((st) => {
     const loc = locations.get(st.location_id);
     const tz = loc?.timezone ?? null;
+    const flagged = outsideHours(st.early_arrival, st.late_arrival, loc);
     return html`<tr><td class="num">${st.stop_number}</td><td>${st.stop_type}</td>
-    <th scope="row">${st.location_name} <span class="muted">(${st.location_external_reference_id})</span><br><span class="muted">${placeOf(loc)}</span></th>
-    <td>${inZone(st.early_arrival, tz)}<br>to ${inZone(st.late_arrival, tz)}</td>
+    <th scope="row"><a href="${locationPath(st.location_external_reference_id)}">${st.location_name}</a> <span class="muted">(${st.location_external_reference_id})</span><br><span class="muted">${placeOf(loc)}</span></th>
+    <td>${inZone(st.early_arrival, tz)}<br>to ${inZone(st.late_arrival, tz)}${flagged ? html`<br><span class="flag" data-outside-hours>⚠ ${flagged}</span>` : ''}</td>
     <td>${tz ?? 'unknown (times in UTC)'}</td>
     <td class="nowrap">${hours(loc?.weekday_open_hours, loc?.weekday_close_hours)}</td>
     <td class="nowrap">${hours(loc?.weekend_open_hours, loc?.weekend_close_hours)}</td></tr>`;
@@ -145,22 +236,13 @@ ${!open
   ? html`<p>Recommendations are shown for open loads (Active, Spot, Tendered, Tender rejected); this load is ${label(load.status).toLowerCase()}.</p>`
   : recs.length === 0
     ? html`<p>No carrier has delivered a load on this lane yet.</p>`
-    : html`<div class="table-wrap"><table aria-labelledby="recs-title">
-  <caption>Carriers that ran this lane, best first: score = Σ proximity weight × ½^(age in days ÷ 90)</caption>
-  <thead><tr><th scope="col" class="num">Rank</th><th scope="col">Carrier</th><th scope="col">DOT number</th><th scope="col" class="num">Loads on lane</th>
-  <th scope="col">Last delivered</th><th scope="col" class="num">Score</th><th scope="col" class="num">Average carrier rate</th></tr></thead>
-  <tbody>${recs.map(
-    (r, i) => html`<tr><td class="num">${i + 1}</td><th scope="row">${r.carrier_name} <span class="muted">(${r.carrier_external_reference_id})</span></th>
-    <td>${r.dot_number ?? '—'}</td><td class="num">${r.lane_load_count}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
-    <td class="num">${r.score.toFixed(3)}</td><td class="num">${money(r.average_carrier_rate)}</td></tr>`,
-  )}</tbody>
-</table></div>`}`,
+    : recommendationTable('recs-title', recs, contacts)}`,
   };
 }
 
 function locationRows(items: Location[]): SafeHtml {
   return html`${items.map(
-    (l) => html`<tr><th scope="row">${l.name} <span class="muted">(${l.external_reference_id})</span></th>
+    (l) => html`<tr><th scope="row"><a href="${locationPath(l.external_reference_id)}">${l.name}</a> <span class="muted">(${l.external_reference_id})</span></th>
   <td>${[l.address_line1, l.address_line2].filter(Boolean).join(', ')}${l.address_line1 ? html`<br>` : ''}${placeOf(l)}</td>
   <td>${l.timezone ?? '—'}</td><td class="nowrap">${hours(l.weekday_open_hours, l.weekday_close_hours)}</td>
   <td class="nowrap">${hours(l.weekend_open_hours, l.weekend_close_hours)}</td>
@@ -198,11 +280,22 @@ export function dataRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     const text = queryText(req, 'q');
     const pageNo = pageNumber(req);
-    const result = await services.locations.list(s.orgId, { page: pageNo, page_size: PAGE_SIZE, sort: 'name', ...(text ? { name_contains: text } : {}) });
+    const [result, points] = await Promise.all([
+      services.locations.list(s.orgId, { page: pageNo, page_size: PAGE_SIZE, sort: 'name', ...(text ? { name_contains: text } : {}) }),
+      locationPoints(services.reader, s.orgId),
+    ]);
     const body = html`<h1>Locations</h1>
+${points.length
+  ? mapSvg({
+      id: 'locations-map',
+      title: 'Map of your locations',
+      description: `${points.length === 500 ? 'The first 500' : count(points.length)} locations by name; select a point to open the location.`,
+      points: points.map((l) => ({ latitude: l.latitude, longitude: l.longitude, label: `${l.name} (${placeLabel(l)})`, href: locationPath(l.external_reference_id) })),
+    })
+  : ''}
 ${searchForm('/locations', 'Search by name', text)}
 ${result.items.length === 0
-  ? html`<p>No locations${text ? ' match' : ' yet'}.</p>`
+  ? text ? html`<p class="empty">No locations match.</p>` : emptyState('No locations yet.')
   : html`<div class="table-wrap"><table>
   <caption>Locations by name, with hours in each location’s local time</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Address</th><th scope="col">Time zone</th><th scope="col">Weekday hours</th>
@@ -222,13 +315,13 @@ ${pager('/locations', result.pagination, { q: text || undefined }, 'locations')}
     const body = html`<h1>Carriers</h1>
 ${searchForm('/carriers', 'Search by name', text)}
 ${result.items.length === 0
-  ? html`<p>No carriers${text ? ' match' : ' yet'}.</p>`
+  ? text ? html`<p class="empty">No carriers match.</p>` : emptyState('No carriers yet.')
   : html`<div class="table-wrap"><table>
   <caption>Carriers by name</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">DOT number</th><th scope="col">MC number</th><th scope="col">Phone</th>
   <th scope="col">Email</th><th scope="col">City</th><th scope="col">Contacts</th></tr></thead>
   <tbody>${result.items.map(
-    (c) => html`<tr><th scope="row">${c.name} <span class="muted">(${c.external_reference_id})</span></th><td>${c.dot_number ?? '—'}</td>
+    (c) => html`<tr><th scope="row"><a href="${carrierPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.dot_number ?? '—'}</td>
     <td>${c.mc_number ?? '—'}</td><td>${c.phone_number ?? ''}</td><td>${c.email ?? ''}</td>
     <td>${c.address ? [c.address.city, c.address.state].filter(Boolean).join(', ') : ''}</td><td>${contactList(c)}</td></tr>`,
   )}</tbody>
@@ -246,13 +339,13 @@ ${pager('/carriers', result.pagination, { q: text || undefined }, 'carriers')}`;
     const body = html`<h1>Customers</h1>
 ${searchForm('/customers', 'Search by name', text)}
 ${result.items.length === 0
-  ? html`<p>No customers${text ? ' match' : ' yet'}.</p>`
+  ? text ? html`<p class="empty">No customers match.</p>` : emptyState('No customers yet.')
   : html`<div class="table-wrap"><table>
   <caption>Customers by name</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Reference number</th><th scope="col">Type</th><th scope="col">Domain</th>
   <th scope="col">Phone</th><th scope="col">Active</th></tr></thead>
   <tbody>${result.items.map(
-    (c) => html`<tr><th scope="row">${c.name} <span class="muted">(${c.external_reference_id})</span></th><td>${c.reference_number ?? ''}</td>
+    (c) => html`<tr><th scope="row"><a href="${customerPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.reference_number ?? ''}</td>
     <td>${c.customer_type ?? ''}</td><td>${c.domain ?? ''}</td><td>${c.phone ?? ''}</td>
     <td>${c.is_active ? 'Yes' : html`<span class="badge bad">No</span>`}</td></tr>`,
   )}</tbody>
@@ -266,22 +359,56 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     if (!s) return reply;
     const pageNo = pageNumber(req);
     const { rows, total, ends } = await ctx.services.insights.topLanes(s.orgId, pageNo, PAGE_SIZE);
+    const radius = ctx.services.lanes.rules.radiusMiles;
     const area = (cell: number, loc: LocationsTable | undefined) =>
       html`${loc ? html`near ${[loc.city ?? loc.name, loc.state].filter(Boolean).join(', ')}<br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
+    const d7 = (i: number) => {
+      const e = ends[i];
+      const r = rows[i]!;
+      return e?.origin && e.destination ? lanePath(e.origin.external_reference_id, e.destination.external_reference_id, r.equipment_type) : null;
+    };
+    const maxCount = Math.max(1, ...rows.map((r) => Number(r.load_count)));
+    const equipmentOnPage = [...new Set(rows.map((r) => r.equipment_type))];
     const body = html`<h1>Lanes</h1>
-<p>Lanes with the most delivered history first. A lane is an equipment type between two 1-degree grid cells; each end is named by a
-location of yours inside the cell.</p>
+<p>Lanes with the most delivered history first. For this list, history is grouped by equipment and by the 1-degree grid cells
+(about 69 by 55 miles) of its origin and destination. Recommendations use D7's definition instead: loads whose origins are within
+${radius} miles of each other and whose destinations are within ${radius} miles. Each row links to that D7 lane, centred on the
+locations of the group's latest delivered load; two neighbouring groups (Dallas → Houston and Fort Worth → Houston) lead to overlapping
+D7 lanes that count each other's loads.</p>
 ${rows.length === 0
-  ? html`<p>No lane history yet: it grows as loads with a carrier are delivered.</p>`
-  : html`<div class="table-wrap"><table>
+  ? emptyState('No lane history yet: it grows as loads with a carrier are delivered.')
+  : html`${mapSvg({
+      id: 'lanes-map',
+      title: 'Map of the lanes on this page',
+      description: `${rows.length} lanes from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
+      lines: rows.flatMap((r, i) => {
+        const e = ends[i];
+        if (!e?.origin || !e.destination) return [];
+        return [
+          {
+            from: e.origin,
+            to: e.destination,
+            curved: true,
+            kind: equipmentClass(r.equipment_type),
+            width: 1.5 + (6 * Number(r.load_count)) / maxCount,
+            label: `${placeLabel(e.origin)} → ${placeLabel(e.destination)}, ${label(r.equipment_type)}: ${count(Number(r.load_count))} delivered loads`,
+            href: d7(i) ?? undefined,
+          },
+        ];
+      }),
+    })}
+<ul class="legend lines">${equipmentOnPage.map((e) => html`<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect class="${equipmentClass(e)}" width="10" height="10"></rect></svg>${label(e)}</li>`)}</ul>
+<div class="table-wrap"><table>
   <caption>Lanes by delivered loads (times in UTC)</caption>
   <thead><tr><th scope="col">Equipment</th><th scope="col">Origin area</th><th scope="col">Destination area</th>
-  <th scope="col" class="num">Delivered loads</th><th scope="col" class="num">Carriers</th><th scope="col">Last delivered</th></tr></thead>
-  <tbody>${rows.map(
-    (r, i) => html`<tr><th scope="row">${label(r.equipment_type)}</th><td>${area(r.origin_cell, ends[i]?.origin)}</td>
+  <th scope="col" class="num">Delivered loads</th><th scope="col" class="num">Carriers</th><th scope="col">Last delivered</th><th scope="col">D7 lane</th></tr></thead>
+  <tbody>${rows.map((r, i) => {
+    const link = d7(i);
+    return html`<tr><th scope="row">${label(r.equipment_type)}</th><td>${area(r.origin_cell, ends[i]?.origin)}</td>
     <td>${area(r.destination_cell, ends[i]?.destination)}</td><td class="num">${count(r.load_count)}</td>
-    <td class="num">${count(r.carrier_count)}</td><td class="nowrap">${utc(r.last_delivered_at)}</td></tr>`,
-  )}</tbody>
+    <td class="num">${count(r.carrier_count)}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
+    <td>${link ? html`<a href="${link}">${ends[i]!.origin!.name} → ${ends[i]!.destination!.name}</a>` : '—'}</td></tr>`;
+  })}</tbody>
 </table></div>`}
 ${pager('/lanes', pagination(pageNo, PAGE_SIZE, total), {}, 'lanes')}`;
     return sendPage(reply, page({ title: 'Lanes', session: s, active: 'lanes', body }));

@@ -12,7 +12,7 @@ interface UserForm {
   email: string;
 }
 
-async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string } = {}) {
+async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string; passwordErrors?: FieldErrors } = {}) {
   const users = await ctx.services.accounts.listUsers(s.orgId);
   const values = o.values ?? { name: '', email: '' };
   const errors = o.errors ?? {};
@@ -48,6 +48,18 @@ ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
     })}
     <div><button type="submit">Add user</button></div>
   </form>
+</section>
+<section class="card" aria-labelledby="set-password-title">
+  <h2 id="set-password-title">Set a password</h2>
+  <p>Lets a user of your organization sign in (one added without a password, or who forgot it). The command line does the same: <code>bin/lanebridge user set-password</code>.</p>
+  ${errorSummary(o.passwordErrors ?? {})}
+  <form class="stack" method="post" action="/users/password" novalidate>
+    ${csrfField(s.csrfToken)}
+    <div><label for="f-user_id">User</label>
+    <select id="f-user_id" name="user_id">${users.map((u) => html`<option value="${u.id}">${u.name} (${u.email})</option>`)}</select></div>
+    ${field({ name: 'new_password', label: 'New password', type: 'password', errors: o.passwordErrors ?? {}, required: true, autocomplete: 'new-password', hint: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
+    <div><button type="submit">Set password</button></div>
+  </form>
 </section>`,
   });
 }
@@ -56,7 +68,8 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
   app.get('/users', async (req, reply) => {
     const s = requireSession(req, reply);
     if (!s) return reply;
-    const done = (req.query as Record<string, string | undefined>).done === 'added' ? 'The user is added.' : undefined;
+    const q = (req.query as Record<string, string | undefined>).done;
+    const done = q === 'added' ? 'The user is added.' : q === 'password' ? 'The password is set: that user can sign in with it.' : undefined;
     return sendPage(reply, await usersPage(ctx, s, { done }));
   });
 
@@ -81,5 +94,17 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
       throw err;
     }
     return reply.redirect('/users?done=added', 303);
+  });
+
+  app.post('/users/password', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    checkSessionCsrf(req);
+    const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
+    const password = formText(req.body, 'new_password');
+    const problem = !user ? 'Choose a user of your organization.' : passwordProblem(password);
+    if (problem) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: problem } }), 422);
+    await ctx.services.accounts.setPassword(user!.email, password);
+    return reply.redirect('/users?done=password', 303);
   });
 }

@@ -1,0 +1,302 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../../lib/clock.js';
+import type { Db } from '../../lib/db/index.js';
+import type { Principal } from '../../lib/http/principal.js';
+
+/**
+ * Integration health (issue 19): API usage per key and UTC hour split 2xx / 4xx / 5xx / 429, and a
+ * bounded log of failed writes (single requests and batch items) with their reference, status and
+ * detail. A request only bumps counters in memory and, when it failed a write, queues a row; a timer
+ * flushes both every few seconds as upserts in one transaction, so the request path never writes.
+ */
+
+export interface ApiUsageHourlyTable {
+  org_id: string;
+  key_id: string;
+  hour: string;
+  ok: number;
+  client_errors: number;
+  server_errors: number;
+  rate_limited: number;
+  last_request_at: string;
+}
+
+export interface FailedWritesTable {
+  id: string;
+  org_id: string;
+  key_id: string;
+  occurred_at: string;
+  method: string;
+  path: string;
+  resource: string;
+  operation: string;
+  reference: string | null;
+  batch_index: number | null;
+  status: number;
+  detail: string;
+  request_id: string | null;
+}
+
+interface UsageTables {
+  api_usage_hourly: ApiUsageHourlyTable;
+  failed_writes: FailedWritesTable;
+}
+
+export interface UsageOptions {
+  db: Db;
+  clock: Clock;
+  log?: FastifyBaseLogger;
+  /** How often the counters are written (ms); 0: only by `flush()` (tests, benchmarks). */
+  flushMs?: number;
+  /** Failed writes are kept this many days (the Overview shows the last 7). */
+  retentionDays?: number;
+  /** At most this many failed writes are kept per organization (the newest). */
+  maxFailedPerOrg?: number;
+  /** A 429 is answered before the key's principal is set: the key is found again (a cached read). */
+  keyOf?: (presented: string) => Promise<Principal | null>;
+}
+
+export const USAGE_FLUSH_MS = 10_000;
+export const FAILED_WRITES_RETENTION_DAYS = 7;
+export const MAX_FAILED_WRITES_PER_ORG = 2_000;
+// Rows queued between flushes; past this (a flood of failures) the newest are dropped, not the process's memory.
+const MAX_PENDING_FAILED = 10_000;
+const MAX_DETAIL_CHARS = 4_000;
+const API_PREFIX = '/v2/tms-api/';
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const OPERATION_OF: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+
+interface Counter {
+  orgId: string;
+  keyId: string;
+  hour: string;
+  ok: number;
+  clientErrors: number;
+  serverErrors: number;
+  rateLimited: number;
+  last: string;
+}
+
+const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00Z`;
+
+function parseJson(payload: unknown): unknown {
+  if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return undefined;
+  try {
+    return JSON.parse(String(payload));
+  } catch {
+    return undefined;
+  }
+}
+
+function detailText(detail: unknown): string {
+  const text = typeof detail === 'string' ? detail : JSON.stringify(detail ?? null);
+  return text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS - 1)}…` : text;
+}
+
+/** `/v2/tms-api/batch/loads` → `loads` (batch), `/v2/tms-api/locations/LOC-1` → `locations`. */
+function resourceOf(path: string): { resource: string; batch: boolean } {
+  const parts = path.slice(API_PREFIX.length).split('/');
+  if (parts[0] === 'batch') return { resource: parts[1] ?? 'batch', batch: true };
+  return { resource: parts[0] ?? '', batch: false };
+}
+
+export function usageRecorder(o: UsageOptions) {
+  const db = (o.db as unknown as Kysely<UsageTables>);
+  const counters = new Map<string, Counter>();
+  let pending: FailedWritesTable[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  let flushing: Promise<void> | null = null;
+  let lastPrune = 0;
+  const retentionDays = o.retentionDays ?? FAILED_WRITES_RETENTION_DAYS;
+  const maxPerOrg = o.maxFailedPerOrg ?? MAX_FAILED_WRITES_PER_ORG;
+
+  function count(principal: Pick<Principal, 'orgId' | 'keyId'>, status: number, nowIso = o.clock.now().toISOString()) {
+    const hour = hourOf(nowIso);
+    const id = `${principal.orgId}|${principal.keyId}|${hour}`;
+    let c = counters.get(id);
+    if (!c) {
+      c = { orgId: principal.orgId, keyId: principal.keyId, hour, ok: 0, clientErrors: 0, serverErrors: 0, rateLimited: 0, last: nowIso };
+      counters.set(id, c);
+    }
+    if (status === 429) c.rateLimited++;
+    else if (status >= 500) c.serverErrors++;
+    else if (status >= 400) c.clientErrors++;
+    else c.ok++;
+    if (nowIso > c.last) c.last = nowIso;
+  }
+
+  function queueFailure(row: Omit<FailedWritesTable, 'id'>) {
+    if (pending.length >= MAX_PENDING_FAILED) return;
+    pending.push({ id: randomUUID(), ...row });
+  }
+
+  /** The failed writes in a write's answer: the request itself (4xx/5xx), or a batch's failed items. */
+  function captureFailures(req: FastifyRequest, reply: FastifyReply, payload: unknown) {
+    const principal = req.principal;
+    if (!principal || !WRITE_METHODS.has(req.method)) return;
+    const path = (req.routeOptions.url ?? req.url.split('?')[0] ?? '').startsWith(API_PREFIX) ? req.url.split('?')[0]! : '';
+    if (!path) return;
+    const status = reply.statusCode;
+    if (status === 429 || status < 200) return;
+    if (reply.getHeader('idempotent-replayed')) return;
+    const { resource, batch } = resourceOf(path);
+    const base = { org_id: principal.orgId, key_id: principal.keyId, occurred_at: o.clock.now().toISOString(), method: req.method, path, resource, request_id: String(req.id) };
+    if (status < 400) {
+      // Batches answer 200 whatever their items did; only a body that names a failure is parsed.
+      if (!batch || typeof payload !== 'string' || !payload.includes('"success":false')) return;
+      const body = parseJson(payload) as { results?: { index: number; external_reference_id: string | null; operation: string; success: boolean; error?: { status: number; detail: unknown } }[] } | undefined;
+      for (const r of body?.results ?? []) {
+        if (r.success) continue;
+        queueFailure({ ...base, operation: r.operation, reference: r.external_reference_id, batch_index: r.index, status: r.error?.status ?? 0, detail: detailText(r.error?.detail) });
+      }
+      return;
+    }
+    const params = (req.params ?? {}) as Record<string, unknown>;
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const fromParams = Object.values(params).find((v) => typeof v === 'string');
+    const reference = typeof fromParams === 'string' ? fromParams : typeof body.external_reference_id === 'string' ? body.external_reference_id : null;
+    const answer = parseJson(payload) as { detail?: unknown; error?: { message?: string } } | undefined;
+    queueFailure({
+      ...base,
+      operation: batch ? 'batch' : (OPERATION_OF[req.method] ?? req.method.toLowerCase()),
+      reference: reference === null ? null : reference.slice(0, 255),
+      batch_index: null,
+      status,
+      detail: detailText(answer?.detail ?? answer?.error?.message ?? null),
+    });
+  }
+
+  async function writeOut(): Promise<void> {
+    const rows = [...counters.values()];
+    counters.clear();
+    const failed = pending;
+    pending = [];
+    if (rows.length === 0 && failed.length === 0) return;
+    try {
+      await db.transaction().execute(async (tx) => {
+        for (const c of rows) {
+          await tx
+            .insertInto('api_usage_hourly')
+            .values({ org_id: c.orgId, key_id: c.keyId, hour: c.hour, ok: c.ok, client_errors: c.clientErrors, server_errors: c.serverErrors, rate_limited: c.rateLimited, last_request_at: c.last })
+            .onConflict((oc) =>
+              oc.columns(['org_id', 'hour', 'key_id']).doUpdateSet({
+                ok: sql`api_usage_hourly.ok + excluded.ok`,
+                client_errors: sql`api_usage_hourly.client_errors + excluded.client_errors`,
+                server_errors: sql`api_usage_hourly.server_errors + excluded.server_errors`,
+                rate_limited: sql`api_usage_hourly.rate_limited + excluded.rate_limited`,
+                last_request_at: sql`case when excluded.last_request_at > api_usage_hourly.last_request_at then excluded.last_request_at else api_usage_hourly.last_request_at end`,
+              }),
+            )
+            .execute();
+        }
+        for (let i = 0; i < failed.length; i += 100) await tx.insertInto('failed_writes').values(failed.slice(i, i + 100)).execute();
+      });
+    } catch (err) {
+      // Usage is best effort: a database away for a moment loses these counts, never a request.
+      o.log?.warn({ err }, 'usage counters not written');
+      return;
+    }
+    const now = o.clock.now().getTime();
+    if (failed.length > 0 || now - lastPrune > 60_000) await prune(new Set(failed.map((f) => f.org_id))).catch((err) => o.log?.warn({ err }, 'usage prune failed'));
+  }
+
+  /** Keeps the log bounded: older than the retention, or past the per-organization cap, goes. */
+  async function prune(orgs: Set<string>) {
+    const now = o.clock.now();
+    lastPrune = now.getTime();
+    const cutoff = new Date(now.getTime() - retentionDays * 86_400_000).toISOString();
+    await db.deleteFrom('failed_writes').where('occurred_at', '<', cutoff).execute();
+    // Hourly usage is kept a day longer than the 7 days the charts show.
+    await db.deleteFrom('api_usage_hourly').where('hour', '<', hourOf(new Date(now.getTime() - (retentionDays + 1) * 86_400_000).toISOString())).execute();
+    for (const orgId of orgs) {
+      const edge = await db
+        .selectFrom('failed_writes')
+        .select(['occurred_at', 'id'])
+        .where('org_id', '=', orgId)
+        .orderBy('occurred_at', 'desc')
+        .orderBy('id', 'desc')
+        .offset(maxPerOrg)
+        .limit(1)
+        .executeTakeFirst();
+      if (edge) {
+        await db
+          .deleteFrom('failed_writes')
+          .where('org_id', '=', orgId)
+          .where((eb) => eb.or([eb('occurred_at', '<', edge.occurred_at), eb.and([eb('occurred_at', '=', edge.occurred_at), eb('id', '<=', edge.id)])]))
+          .execute();
+      }
+    }
+  }
+
+  /** Writes what is counted so far (the timer, the dashboard before it reads, shutdown). */
+  function flush(): Promise<void> {
+    if (flushing) return flushing.then(() => flush());
+    flushing = writeOut().finally(() => (flushing = null));
+    return flushing;
+  }
+
+  return {
+    count,
+    captureFailures,
+    flush,
+    prune: () => prune(new Set()),
+    /** Counters and failures waiting for the next flush (tests, benchmarks). */
+    pendingSize: () => ({ counters: counters.size, failed: pending.length }),
+    start() {
+      const every = o.flushMs ?? USAGE_FLUSH_MS;
+      if (every > 0 && !timer) {
+        timer = setInterval(() => void flush(), every);
+        timer.unref();
+      }
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await flush();
+    },
+
+    /** The organization's hourly usage since `sinceIso`, every key. */
+    hourly(orgId: string, sinceIso: string) {
+      return db.selectFrom('api_usage_hourly').selectAll().where('org_id', '=', orgId).where('hour', '>=', hourOf(sinceIso)).orderBy('hour').execute();
+    },
+
+    /** Failed writes since `sinceIso`, newest first, at most `limit`; with the count of them all. */
+    async failedWrites(orgId: string, sinceIso: string, limit: number) {
+      const [rows, total] = await Promise.all([
+        db.selectFrom('failed_writes').selectAll().where('org_id', '=', orgId).where('occurred_at', '>=', sinceIso).orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(limit).execute(),
+        db
+          .selectFrom('failed_writes')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('org_id', '=', orgId)
+          .where('occurred_at', '>=', sinceIso)
+          .executeTakeFirst()
+          .then((r) => Number(r?.n ?? 0)),
+      ]);
+      return { rows, total };
+    },
+  };
+}
+
+export type UsageRecorder = ReturnType<typeof usageRecorder>;
+
+/**
+ * The hooks: failures are read from the answer as it is sent (its 422 detail, a batch's failed items),
+ * counts when it has gone. Only requests with an API key are counted (a 401 names no key).
+ */
+export function installUsage(app: FastifyInstance, usage: UsageRecorder, keyOf?: UsageOptions['keyOf']) {
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.principal) usage.captureFailures(req, reply, payload);
+    return payload;
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.principal) return usage.count(req.principal, reply.statusCode);
+    if (reply.statusCode !== 429 || !keyOf) return;
+    const header = req.headers['x-api-key'];
+    if (typeof header !== 'string') return;
+    const principal = await keyOf(header).catch(() => null);
+    if (principal) usage.count(principal, 429);
+  });
+  app.addHook('onClose', () => usage.stop());
+}
