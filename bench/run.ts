@@ -407,6 +407,7 @@ async function benchEngine(engine: string) {
   const nextOpenForSingle = cycle(openRefs.filter((_, i) => i % 2 === 0));
   let singleCounter = 0;
   let feedCounter = 0;
+  let nameCounter = 0;
   let mixedCounter = 0;
   const mixedWriter = (url: string): Writer => {
     const single: number[] = [];
@@ -507,6 +508,25 @@ async function benchEngine(engine: string) {
               }),
             }),
           }),
+        },
+      ],
+    },
+    {
+      // D1a: name_contains on customers and carriers, folded on both engines (migration 0013's columns;
+      // PostgreSQL: the pg_trgm index). Needles in mixed letter case, non-ASCII capitals among them;
+      // read cache off, so every request reads. 'shipper 1'/'trucking 2' also match an older seed.
+      name: 'name_contains on customers and carriers (folded), read cache off',
+      target: 'cold',
+      connections: 10,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (r: autocannon.Request) => {
+            const needles = ['ölwerk', 'QUÉBEC', 'Müller', 'río bravo', 'LOGÍSTICA', 'shipper 1', 'TRUCKING 2', 'saint-éloi', 'łódź', 'zz-no-match'];
+            const n = nameCounter++;
+            const resource = n % 2 === 0 ? 'customers' : 'carriers';
+            return { ...r, path: `/v2/tms-api/${resource}?name_contains=${encodeURIComponent(needles[Math.floor(n / 2) % needles.length]!)}&page_size=50` };
+          },
         },
       ],
     },

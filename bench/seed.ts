@@ -19,6 +19,7 @@ import { allUsZipCodes } from '../src/geo/postal.js';
 import { haversineMiles, timezoneAt } from '../src/geo/index.js';
 import { isPostgresUrl, openDataStore, sqlitePathFromUrl } from '../src/lib/db/index.js';
 import { newId } from '../src/lib/ids.js';
+import { foldCase } from '../src/lib/fold.js';
 import { accountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
 import { cellOf } from '../src/domain/grid.js';
@@ -44,6 +45,11 @@ const OPEN_STATUSES: [string, number][] = [['ACTIVE', 5], ['SPOT', 2], ['TENDERE
 const OTHER_STATUSES: [string, number][] = [['COVERED', 4], ['DISPATCHED', 4], ['AT_SHIPPER', 2], ['EN_ROUTE', 5], ['AT_RECEIVER', 1], ['CANCELLED', 3], ['ON_HOLD', 1]];
 const EQUIPMENT: [string, number][] = [['DRY_VAN', 60], ['REEFER', 25], ['FLATBED', 10], ['STEPDECK', 3], ['POWER_ONLY', 2]];
 const DAY = 86_400_000;
+
+// Company names for the name_contains scenario: words from a few languages (Québec and Mexican names
+// among them, with capitals outside ASCII), picked by position so the random sequence stays as it was.
+const NAME_WORDS = ['Ölwerk', 'Müller', 'Québec', 'Énergie', 'Transportes', 'Logística', 'Northern', 'Atlantic', 'Prairie', 'Summit', 'Great Lakes', 'Río Bravo', 'Señor', 'Łódź', 'Blue Ridge', 'Pacific', 'Lone Star', 'Mañana', 'Saint-Éloi', 'Ironwood'];
+const companyName = (i: number, kind: string) => `${NAME_WORDS[i % NAME_WORDS.length]} ${NAME_WORDS[(i * 7 + 3) % NAME_WORDS.length]} ${kind} ${i + 1}`;
 
 /** Deterministic pseudo-random numbers (mulberry32), so every seed of a size is the same data. */
 function rng(seed: number) {
@@ -183,9 +189,9 @@ async function main() {
     const ref = `LOC-${String(i + 1).padStart(5, '0')}`;
     locations.push({ id, ref, market, latitude: z.latitude, longitude: z.longitude });
     const t = iso(now - 800 * DAY + i * 1000);
-    locationRows.push([id, orgId, ref, `Facility ${z.zip}`, null, null, null, z.state, z.zip, 'US', z.latitude, z.longitude, null, null, '07:00', '17:00', null, null, null, timezoneAt(z.latitude, z.longitude), 'postal_code', t, t]);
+    locationRows.push([id, orgId, ref, `Facility ${z.zip}`, foldCase(`Facility ${z.zip}`), null, null, null, null, z.state, z.zip, 'US', z.latitude, z.longitude, null, null, '07:00', '17:00', null, null, null, timezoneAt(z.latitude, z.longitude), 'postal_code', t, t]);
   }
-  await w.insert('locations', ['id', 'org_id', 'external_reference_id', 'name', 'address_line1', 'address_line2', 'city', 'state', 'postal_code', 'country', 'latitude', 'longitude', 'email', 'phone_number', 'weekday_open_hours', 'weekday_close_hours', 'weekend_open_hours', 'weekend_close_hours', 'internal_notes', 'timezone', 'geocode_source', 'created_at', 'updated_at'], locationRows);
+  await w.insert('locations', ['id', 'org_id', 'external_reference_id', 'name', 'name_folded', 'address_line1', 'address_line2', 'city', 'city_folded', 'state', 'postal_code', 'country', 'latitude', 'longitude', 'email', 'phone_number', 'weekday_open_hours', 'weekday_close_hours', 'weekend_open_hours', 'weekend_close_hours', 'internal_notes', 'timezone', 'geocode_source', 'created_at', 'updated_at'], locationRows);
   const locationsByMarket = MARKETS.map((_, m) => locations.filter((l) => l.market === m));
 
   const customers: string[] = [];
@@ -194,9 +200,10 @@ async function main() {
     const id = newId('cust', now - 800 * DAY + i);
     customers.push(id);
     const t = iso(now - 800 * DAY + i * 1000);
-    customerRows.push([id, orgId, `CUST-${String(i + 1).padStart(5, '0')}`, `Shipper ${i + 1}`, null, null, null, 1, i % 3 === 0 ? 'consignee' : 'shipper', t, t]);
+    const name = companyName(i, 'Shipper');
+    customerRows.push([id, orgId, `CUST-${String(i + 1).padStart(5, '0')}`, name, foldCase(name), null, null, null, 1, i % 3 === 0 ? 'consignee' : 'shipper', t, t]);
   }
-  await w.insert('customers', ['id', 'org_id', 'external_reference_id', 'name', 'reference_number', 'domain', 'phone', 'is_active', 'customer_type', 'created_at', 'updated_at'], customerRows);
+  await w.insert('customers', ['id', 'org_id', 'external_reference_id', 'name', 'name_folded', 'reference_number', 'domain', 'phone', 'is_active', 'customer_type', 'created_at', 'updated_at'], customerRows);
   const carriers: { id: string; ref: string }[] = [];
   const carrierRows: unknown[][] = [];
   for (let i = 0; i < 3000; i++) {
@@ -204,9 +211,10 @@ async function main() {
     const ref = `CAR-${String(i + 1).padStart(5, '0')}`;
     carriers.push({ id, ref });
     const t = iso(now - 800 * DAY + i * 1000);
-    carrierRows.push([id, orgId, ref, `Carrier ${i + 1} Trucking`, `MC${100000 + i}`, `DOT${300000 + i}`, null, null, null, null, null, null, null, null, t, t]);
+    const name = companyName(i, 'Trucking');
+    carrierRows.push([id, orgId, ref, name, foldCase(name), `MC${100000 + i}`, `DOT${300000 + i}`, null, null, null, null, null, null, null, null, t, t]);
   }
-  await w.insert('carriers', ['id', 'org_id', 'external_reference_id', 'name', 'mc_number', 'dot_number', 'phone_number', 'email', 'address_line1', 'address_line2', 'address_city', 'address_state', 'address_postal_code', 'address_country', 'created_at', 'updated_at'], carrierRows);
+  await w.insert('carriers', ['id', 'org_id', 'external_reference_id', 'name', 'name_folded', 'mc_number', 'dot_number', 'phone_number', 'email', 'address_line1', 'address_line2', 'address_city', 'address_state', 'address_postal_code', 'address_country', 'created_at', 'updated_at'], carrierRows);
   log('customers, carriers, locations written');
 
   const pickLocation = () => {
@@ -222,7 +230,7 @@ async function main() {
   const loadCols = ['id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id', 'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep', 'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at', 'created_at', 'updated_at'];
   const stopCols = ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival'];
   const rateCols = ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description'];
-  const laneCols = ['load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at', 'carrier_rate_total'];
+  const laneCols = ['load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at', 'carrier_rate_total', 'carrier_rate_currency'];
   const span = 730 * DAY;
   for (let start = 0; start < loadCount; start += BATCH) {
     const loads: unknown[][] = [];
@@ -264,7 +272,7 @@ async function main() {
         if (carrier) rates.push([newId('rate', created), orgId, id, 1, 'CARRIER', carrierAmount, 'USD', 'LINEHAUL', null]);
       }
       if (history && carrier) {
-        lanes.push([id, orgId, carrier.id, carrier.ref, equipment, origin.id, destination.id, origin.latitude, origin.longitude, destination.latitude, destination.longitude, cellOf(origin.latitude, origin.longitude), cellOf(destination.latitude, destination.longitude), deliveredAt, carrierAmount]);
+        lanes.push([id, orgId, carrier.id, carrier.ref, equipment, origin.id, destination.id, origin.latitude, origin.longitude, destination.latitude, destination.longitude, cellOf(origin.latitude, origin.longitude), cellOf(destination.latitude, destination.longitude), deliveredAt, carrierAmount, 'USD']);
         if (sample.history.length < 2000 && rand() < 0.05) sample.history.push(ref);
       }
       if (!history && ['ACTIVE', 'SPOT', 'TENDERED', 'TENDER_REJECTED'].includes(status) && sample.open.length < 1000 && rand() < 0.2) sample.open.push(ref);

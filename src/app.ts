@@ -22,6 +22,7 @@ import { locationRoutes } from './modules/locations/locations.routes.js';
 import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
+import { installUsage, usageRecorder } from './modules/ops/usage.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
@@ -176,6 +177,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
 
   opsRoutes(app, { store, metrics, rateLimiter });
+  // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
+  const usage = usageRecorder({ db: store.db, clock, log: app.log });
+  installUsage(app, usage, (presented) => accounts.authenticate(presented));
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });
@@ -195,7 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      services: { ...services, insights, lanes, reader: pipeline.reader, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
       webhooks: webhooks.service,
       store,
       clock,
@@ -214,5 +218,6 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   await app.ready();
   const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
+  if (deps.recommendationFollowUp !== 'manual') usage.start();
   return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks };
 }

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openDataStore, type DataStore } from './lib/db/index.js';
+import { DatabaseSetupError, openDataStore, type DataStore, type OpenOptions } from './lib/db/index.js';
 import { ApiError, ValidationError } from './lib/http/errors.js';
 import { accountsService, parseScopes } from './modules/accounts/accounts.service.js';
 
@@ -10,15 +10,43 @@ const USAGE = `Usage: lanebridge <command>
   serve                                           run the HTTP service (PORT, HOST, DATABASE_URL)
   worker                                          deliver webhooks only, no HTTP (DATABASE_URL)
   org create --name NAME
-  user create --org ORG_ID --email EMAIL --name NAME [--password P]
+  org list
+  user create --org ORG_ID --email EMAIL --name NAME [--password P | --password-stdin]
+  user set-password --email EMAIL (--password P | --password-stdin)
   key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
   key revoke --org ORG_ID --id KEY_ID
   key rotate --org ORG_ID --id KEY_ID
   key list --org ORG_ID
 
-Each command prints one JSON object on stdout; messages go to stderr.`;
+Each command prints one JSON object on stdout; messages go to stderr. Passwords (for the dashboard's
+sign-in) have at least 10 characters; --password-stdin reads one from the first line of stdin
+(kept out of the shell history and the process list).`;
 
 class UsageError extends Error {}
+
+/** As the dashboard asks (src/dashboard/pages/auth.ts). */
+const MIN_PASSWORD_LENGTH = 10;
+const MAX_PASSWORD_LENGTH = 1024;
+
+async function readStdinLine(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
+}
+
+/** The password of --password or --password-stdin, checked; undefined when neither is given. */
+async function passwordOption(values: Record<string, unknown>): Promise<string | undefined> {
+  if (values.password !== undefined && values['password-stdin']) throw new UsageError('give --password or --password-stdin, not both');
+  const password = values['password-stdin'] ? await readStdinLine() : (values.password as string | undefined);
+  if (password === undefined) return undefined;
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw new UsageError(`the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
+  }
+  return password;
+}
+
+/** Says on stderr which database a command opened when it had to create it (DATABASE_URL unset opens ./data/lanebridge.db). */
+const storeOptions: OpenOptions = { onCreated: (message) => process.stderr.write(`lanebridge: ${message}\n`) };
 
 function required(values: Record<string, unknown>, name: string): string {
   const v = values[name];
@@ -41,7 +69,7 @@ function print(obj: unknown) {
 }
 
 async function withStore<T>(config: Config, work: (store: DataStore) => Promise<T>): Promise<T> {
-  const store = openDataStore(config.databaseUrl, { poolSize: 2 });
+  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: 2 });
   try {
     await store.migrate();
     return await work(store);
@@ -56,7 +84,7 @@ async function serve(config: Config) {
   if (!process.execArgv.concat(process.env.NODE_OPTIONS ?? '').some((a) => a.includes('heap-growing-percent'))) {
     setFlagsFromString('--heap-growing-percent=100');
   }
-  const store = openDataStore(config.databaseUrl, { poolSize: config.dbPoolSize });
+  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: config.dbPoolSize });
   await store.migrate();
   // Loaded only for `serve`: the admin commands stay quick to start.
   const { buildApp } = await import('./app.js');
@@ -98,7 +126,7 @@ async function serve(config: Config) {
  * the outbox and due retries. Any number may run beside the servers (PostgreSQL; SQLite: one host).
  */
 async function worker(config: Config) {
-  const store = openDataStore(config.databaseUrl, { poolSize: Math.min(config.dbPoolSize, 4) });
+  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: Math.min(config.dbPoolSize, 4) });
   await store.migrate();
   const { webhooksModule } = await import('./modules/webhooks/webhooks.js');
   const log = {
@@ -136,6 +164,7 @@ const OPTIONS = {
   org: { type: 'string' },
   email: { type: 'string' },
   password: { type: 'string' },
+  'password-stdin': { type: 'boolean' },
   id: { type: 'string' },
   system: { type: 'string' },
   scopes: { type: 'string' },
@@ -167,15 +196,29 @@ export async function main(argv: string[]): Promise<number> {
       case 'org create':
         print(await accounts.createOrganization(required(values, 'name')));
         return 0;
-      case 'user create':
+      case 'org list':
+        print({ items: await accounts.listOrganizations() });
+        return 0;
+      case 'user create': {
+        const password = await passwordOption(values);
         print(
           await accounts.createUser(required(values, 'org'), {
             email: required(values, 'email'),
             name: required(values, 'name'),
-            ...(values.password ? { password: values.password } : {}),
+            ...(password !== undefined ? { password } : {}),
           }),
         );
         return 0;
+      }
+      case 'user set-password': {
+        const email = required(values, 'email');
+        const password = await passwordOption(values);
+        if (password === undefined) throw new UsageError('--password or --password-stdin is required');
+        const user = await accounts.setPassword(email, password);
+        process.stderr.write(`lanebridge: ${user.email} can now sign in to the dashboard\n`);
+        print(user);
+        return 0;
+      }
       case 'key create': {
         const perMinute = optionalInt(values, 'per-minute');
         const perDay = optionalInt(values, 'per-day');
@@ -218,7 +261,7 @@ export async function runCli(argv: string[]) {
     } else if (err instanceof ValidationError) {
       process.stderr.write(`lanebridge: ${err.issues.map((i) => i.msg).join('; ')}\n`);
       process.exitCode = 2;
-    } else if (err instanceof ApiError || err instanceof ConfigError) {
+    } else if (err instanceof ApiError || err instanceof ConfigError || err instanceof DatabaseSetupError) {
       process.stderr.write(`lanebridge: ${err.message}\n`);
       process.exitCode = 1;
     } else {

@@ -51,7 +51,7 @@ describe('bin/lanebridge', () => {
     expect(org.out).toMatchObject({ id: expect.stringMatching(/^org_/), name: 'Acme Freight' });
     expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
-    const user = await cli('user', 'create', '--org', org.out.id, '--email', 'ops@acme.test', '--name', 'Olive Ops', '--password', 'pw-123456');
+    const user = await cli('user', 'create', '--org', org.out.id, '--email', 'ops@acme.test', '--name', 'Olive Ops', '--password', 'pw-1234567890');
     expect(user.out).toEqual({ id: expect.stringMatching(/^user_/), email: 'ops@acme.test', name: 'Olive Ops' });
 
     const all = await cli('key', 'create', '--org', org.out.id, '--name', 'McLeod prod', '--system', 'McLeod', '--scopes', 'all');

@@ -87,6 +87,7 @@ describe('carrier recommendations (D7)', () => {
         last_delivered_at: NOW.toISOString(),
         score: 1.5,
         average_carrier_rate: 1200,
+        average_carrier_rate_currency: 'USD',
       },
     ]);
     expect(await w.recs('OPEN')).toEqual(got.carrier_recommendations);

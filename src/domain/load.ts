@@ -42,6 +42,14 @@ export interface StopPlan {
   issues: RuleIssue[];
 }
 
+/** D4: a stop's location the organization does not have. */
+export const unknownLocationIssue = (index: number, ref: string): RuleIssue =>
+  ruleIssue(['body', 'stops', index, 'location_external_reference_id'], `no location with external_reference_id '${ref}' in your organization: create locations before the loads that use them`);
+
+/** D4: a stop whose late_arrival is before its early_arrival (both canonical UTC text). */
+export const windowIssue = (index: number, early: string, late: string): RuleIssue =>
+  ruleIssue(['body', 'stops', index, 'late_arrival'], `late_arrival (${late}) is before early_arrival (${early})`);
+
 /**
  * A full stops array checked against D4: numbers default to the position and are unique, late not
  * before early, at least one pickup and one delivery, every location known (`locations` by reference).
@@ -56,10 +64,8 @@ export function planStops(stops: readonly StopRequest[], locations: ReadonlyMap<
     if (seen.has(number)) issues.push(ruleIssue([...at, 'stop_number'], `stop_number ${number} is used twice (also by stops[${seen.get(number)}]); stop numbers must be unique`));
     seen.set(number, i);
     const point = locations.get(s.location_external_reference_id);
-    if (!point) {
-      issues.push(ruleIssue([...at, 'location_external_reference_id'], `no location with external_reference_id '${s.location_external_reference_id}' in your organization: create locations before the loads that use them`));
-    }
-    if (s.late_arrival < s.early_arrival) issues.push(ruleIssue([...at, 'late_arrival'], `late_arrival (${s.late_arrival}) is before early_arrival (${s.early_arrival})`));
+    if (!point) issues.push(unknownLocationIssue(i, s.location_external_reference_id));
+    if (s.late_arrival < s.early_arrival) issues.push(windowIssue(i, s.early_arrival, s.late_arrival));
     planned.push({ stop_number: number, stop_type: s.stop_type, location_id: point?.id ?? '', early_arrival: s.early_arrival, late_arrival: s.late_arrival, point });
   });
   if (!stops.some((s) => isPickup(s.stop_type))) issues.push(ruleIssue(['body', 'stops'], 'a load needs at least one Pickup (or Both) stop'));

@@ -30,8 +30,10 @@ export interface HistoryLoad {
   deliveredAt: string;
   /** deliveredAt as epoch milliseconds, when the caller parsed it once for many rankings. */
   deliveredAtMs?: number;
-  /** Sum of the load's CARRIER financial rates; null when it has none. */
+  /** Sum of the load's CARRIER financial rates in carrierRateCurrency; null when it has none. */
   carrierRateTotal: number | null;
+  /** The currency of carrierRateTotal (the one most of the load's CARRIER rates use); USD when unknown. */
+  carrierRateCurrency?: string | null;
 }
 
 export interface CarrierScore {
@@ -40,12 +42,33 @@ export interface CarrierScore {
   lastDeliveredAt: string;
   score: number;
   averageCarrierRate: number | null;
+  /** The currency of averageCarrierRate; null when no history load has a carrier rate. */
+  averageCarrierRateCurrency: string | null;
 }
 
 export const MAX_RECOMMENDATIONS = 10;
 
 /** Scores are compared and returned at 1e-6, so the order never hangs on floating-point noise. */
 export const roundScore = (s: number) => Math.round(s * 1e6) / 1e6;
+
+/**
+ * D1a: the currency of a carrier's average rate: the one most of its history loads' rates use
+ * (ties: USD, then the first by code); null when none has a rate.
+ */
+export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>): string | null {
+  let best: string | null = null;
+  let bestCount = 0;
+  for (const [currency, { count }] of rates) {
+    const better =
+      count > bestCount ||
+      (count === bestCount && best !== null && best !== 'USD' && (currency === 'USD' || currency < best));
+    if (better) {
+      best = currency;
+      bestCount = count;
+    }
+  }
+  return best;
+}
 
 /**
  * D7 ranking over candidate history loads (already narrowed to the lane's cells and equipment):
@@ -59,30 +82,38 @@ export function rankCarriers(
   rules: LaneRules,
   refOf: (carrierId: string) => string,
 ): CarrierScore[] {
-  const byCarrier = new Map<string, { count: number; last: string; score: number; rateSum: number; rateCount: number }>();
+  const byCarrier = new Map<string, { count: number; last: string; score: number; rates: Map<string, { sum: number; count: number }> }>();
   for (const h of history) {
     if (h.carrierId === lane.assignedCarrierId) continue;
     const farther = Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination));
     const weight = proximityWeight(farther, rules);
     if (weight === 0) continue;
-    const acc = byCarrier.get(h.carrierId) ?? { count: 0, last: h.deliveredAt, score: 0, rateSum: 0, rateCount: 0 };
+    const acc = byCarrier.get(h.carrierId) ?? { count: 0, last: h.deliveredAt, score: 0, rates: new Map() };
     acc.count += 1;
     if (h.deliveredAt > acc.last) acc.last = h.deliveredAt;
     acc.score += weight * recencyWeight(h.deliveredAt, now, h.deliveredAtMs ?? Date.parse(h.deliveredAt));
     if (h.carrierRateTotal !== null) {
-      acc.rateSum += h.carrierRateTotal;
-      acc.rateCount += 1;
+      const currency = h.carrierRateCurrency ?? 'USD';
+      const r = acc.rates.get(currency) ?? { sum: 0, count: 0 };
+      r.sum += h.carrierRateTotal;
+      r.count += 1;
+      acc.rates.set(currency, r);
     }
     byCarrier.set(h.carrierId, acc);
   }
   return [...byCarrier.entries()]
-    .map(([carrierId, a]) => ({
-      carrierId,
-      laneLoadCount: a.count,
-      lastDeliveredAt: a.last,
-      score: roundScore(a.score),
-      averageCarrierRate: a.rateCount > 0 ? Math.round((a.rateSum / a.rateCount) * 100) / 100 : null,
-    }))
+    .map(([carrierId, a]) => {
+      const currency = mostUsedCurrency(a.rates);
+      const r = currency === null ? undefined : a.rates.get(currency);
+      return {
+        carrierId,
+        laneLoadCount: a.count,
+        lastDeliveredAt: a.last,
+        score: roundScore(a.score),
+        averageCarrierRate: r ? Math.round((r.sum / r.count) * 100) / 100 : null,
+        averageCarrierRateCurrency: currency,
+      };
+    })
     .sort(
       (x, y) =>
         y.score - x.score ||

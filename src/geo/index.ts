@@ -30,6 +30,8 @@ export {
   CROSS_BORDER_TOLERANCE_KM,
   locateSubdivision,
   subdivisionAt,
+  SUBDIVISION_BORDER_TOLERANCE_KM,
+  withinSubdivision,
 } from './subdivisions.js';
 export type { LocateSubdivisionOptions, SubdivisionLocation } from './subdivisions.js';
 

@@ -336,3 +336,22 @@ export function locateSubdivision(latitude: number, longitude: number, options: 
 export function subdivisionAt(latitude: number, longitude: number, country?: string | null): string | null {
   return locateSubdivision(latitude, longitude, { country })?.code ?? null;
 }
+
+/**
+ * How far past a subdivision's border a point may lie and still be said to be in it (D1a): the
+ * positional accuracy of the 10m boundaries, as for borders between countries.
+ */
+export const SUBDIVISION_BORDER_TOLERANCE_KM = CROSS_BORDER_TOLERANCE_KM;
+
+/**
+ * Whether coordinates may be said to lie in subdivision `code` (D1a): inside its polygon, or no farther
+ * from it than SUBDIVISION_BORDER_TOLERANCE_KM beyond the subdivision the point resolves to (a point
+ * off a simplified coastline is `resolved.distanceKm` from land already). `resolved` is
+ * locateSubdivision's answer for the point.
+ */
+export function withinSubdivision(latitude: number, longitude: number, code: string, resolved: SubdivisionLocation): boolean {
+  if (resolved.code === code) return true;
+  const maxKm = resolved.distanceKm + SUBDIVISION_BORDER_TOLERANCE_KM;
+  const nearest = nearestSubdivision(boundaryIndex(), latitude, longitude, maxKm, (p) => p.code === code);
+  return nearest !== null;
+}

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
@@ -8,6 +8,7 @@ import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
+import { foldCase } from '../fold.js';
 
 export type { Dialect };
 import type { Db } from './executor.js';
@@ -84,19 +85,80 @@ export function sqlitePathFromUrl(url: string): string {
 
 export interface OpenOptions {
   poolSize?: number;
+  /**
+   * Told when a database is created because none was there (a new SQLite file, or a PostgreSQL
+   * database created by migrate()): the CLI says on stderr which one it opened.
+   */
+  onCreated?: (message: string) => void;
   /** PostgreSQL: the statement timeout (default STATEMENT_TIMEOUT_MS; tests shorten it). */
   statementTimeoutMs?: number;
 }
 
 export function openDataStore(databaseUrl: string, opts: OpenOptions = {}): DataStore {
   if (isPostgresUrl(databaseUrl)) return openPostgres(databaseUrl, opts);
-  return openSqlite(databaseUrl);
+  return openSqlite(databaseUrl, opts);
 }
 
-function openSqlite(url: string): DataStore {
+/** The database cannot be opened or set up; the message is one line that names the fix. */
+export class DatabaseSetupError extends Error {}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * PostgreSQL: creates the database DATABASE_URL names when the server says it does not exist (as the
+ * SQLite file is created), connecting to the server's `postgres` (else `template1`) database with the
+ * same credentials. When it cannot be reached or created, a DatabaseSetupError says what to do.
+ */
+async function ensurePostgresDatabase(url: string, onCreated?: (message: string) => void): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, '')) || decodeURIComponent(target.username) || 'postgres';
+  const where = `${target.hostname || 'localhost'}:${target.port || '5432'}`;
+  const attempt = async (connectionString: string, work?: (c: pg.Client) => Promise<void>) => {
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await work?.(client);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  };
+  try {
+    await attempt(url);
+    return;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== '3D000') {
+      throw new DatabaseSetupError(`cannot open PostgreSQL database "${name}" at ${where}: ${(err as Error).message || code}. Check that the server runs and DATABASE_URL is right`);
+    }
+  }
+  let lastError: unknown;
+  for (const maintenance of ['postgres', 'template1']) {
+    const admin = new URL(url);
+    admin.pathname = `/${maintenance}`;
+    try {
+      await attempt(admin.toString(), async (c) => {
+        await c.query(`create database ${quoteIdent(name)}`);
+      });
+      onCreated?.(`created PostgreSQL database "${name}" at ${where}`);
+      return;
+    } catch (err) {
+      // Created by another process meanwhile: there now.
+      if ((err as { code?: string }).code === '42P04') return;
+      lastError = err;
+    }
+  }
+  throw new DatabaseSetupError(
+    `PostgreSQL database "${name}" does not exist at ${where} and could not be created (${(lastError as Error)?.message ?? 'unknown error'}): create it as a role that may, e.g. \`createdb -h ${target.hostname || 'localhost'} -p ${target.port || '5432'} -U postgres${target.username ? ` -O ${decodeURIComponent(target.username)}` : ''} ${name}\`, or point DATABASE_URL at an existing database`,
+  );
+}
+
+function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   const path = sqlitePathFromUrl(url);
+  const isNew = path !== ':memory:' && !existsSync(path);
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const raw = new SqliteDatabase(path);
+  if (isNew) opts.onCreated?.(`created a new SQLite database at ${path} (set DATABASE_URL to use another)`);
   raw.pragma('journal_mode = WAL');
   // NORMAL in WAL mode is durable against process crashes (only an OS crash can lose the last commits).
   raw.pragma('synchronous = NORMAL');
@@ -203,6 +265,7 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
     // Migrations run on a connection of their own without the statement timeout (an index built on a
     // million loads takes longer than any request may).
     async migrate() {
+      await ensurePostgresDatabase(url, opts.onCreated);
       const migrator = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) });
       try {
         await runMigrations(migrator, 'postgres');
@@ -321,12 +384,24 @@ async function runMigrations(db: Db, dialect: Dialect): Promise<void> {
   }
 }
 
-/** Case-insensitive "contains" that behaves the same on both engines (LIKE is case-sensitive in PostgreSQL). */
+/**
+ * Case-insensitive "contains" on a folded column (D1a): the column holds foldCase(text) written by the
+ * write path, the needle is folded the same way here, so both engines compare the same bytes (LIKE is
+ * case-sensitive in PostgreSQL and ASCII-only case-insensitive in SQLite; neither matters on folded text).
+ * PostgreSQL answers it from a pg_trgm GIN index when the extension exists (migration 0013).
+ */
+export function containsFolded(foldedColumn: string, needle: string) {
+  const escaped = foldCase(needle).replace(/[\\%_]/g, (ch) => `\\${ch}`);
+  return sql<boolean>`${sql.ref(foldedColumn)} like ${`%${escaped}%`} escape '\\'`;
+}
+
+/** Case-insensitive equality on a folded column (D1a), e.g. locations' city. */
+export function equalsFolded(foldedColumn: string, value: string) {
+  return sql<boolean>`${sql.ref(foldedColumn)} = ${foldCase(value)}`;
+}
+
+/** Case-insensitive "contains" by SQL lower(): ASCII letters only (text without a folded column). */
 export function containsInsensitive(column: string, needle: string) {
   const escaped = needle.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`);
   return sql<boolean>`lower(${sql.ref(column)}) like ${`%${escaped}%`} escape '\\'`;
-}
-
-export function equalsInsensitive(column: string, value: string) {
-  return sql<boolean>`lower(${sql.ref(column)}) = ${value.toLowerCase()}`;
 }

@@ -52,6 +52,8 @@ export interface CustomersTable {
   customer_type: string | null;
   created_at: string;
   updated_at: string;
+  /** name folded for the case-insensitive filters (src/lib/fold.ts); never in responses. */
+  name_folded?: string | null;
 }
 
 export interface CarriersTable {
@@ -71,6 +73,8 @@ export interface CarriersTable {
   address_country: string | null;
   created_at: string;
   updated_at: string;
+  /** name folded for the case-insensitive filters (src/lib/fold.ts); never in responses. */
+  name_folded?: string | null;
 }
 
 export interface CarrierContactsTable {
@@ -110,6 +114,9 @@ export interface LocationsTable {
   geocode_source: 'coordinates' | 'postal_code';
   created_at: string;
   updated_at: string;
+  /** name and city folded for the case-insensitive filters (src/lib/fold.ts); never in responses. */
+  name_folded?: string | null;
+  city_folded?: string | null;
 }
 
 export interface LoadsTable {
@@ -172,7 +179,9 @@ export interface LaneHistoryTable {
   origin_cell: number;
   destination_cell: number;
   delivered_at: string;
+  /** The load's CARRIER rates in carrier_rate_currency (its most used currency; ties USD). */
   carrier_rate_total: number | null;
+  carrier_rate_currency: string | null;
 }
 
 /** Per lane (equipment and the origin and destination cells): what the dashboard lists. */

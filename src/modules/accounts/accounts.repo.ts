@@ -10,6 +10,7 @@ export function accountsRepo(db: Executor) {
       tx.insertInto('organizations').values(row).execute(),
     findOrganization: (id: string, tx: Executor = db) =>
       tx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst(),
+    listOrganizations: (tx: Executor = db) => tx.selectFrom('organizations').selectAll().orderBy('created_at').orderBy('id').execute(),
     countOrganizations: async (tx: Executor = db) => {
       const r = await tx.selectFrom('organizations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
       return Number(r?.n ?? 0);
@@ -56,6 +57,8 @@ export function accountsRepo(db: Executor) {
     /** Emails are unique across organizations (users.email_lower), so sign-in needs no organization. */
     findUserByEmail: (email: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst(),
+    setUserPassword: (id: string, passwordHash: string, tx: Executor = db) =>
+      tx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).executeTakeFirst(),
     findUser: (orgId: string, id: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };

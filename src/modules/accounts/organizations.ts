@@ -38,6 +38,8 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     },
 
     countOrganizations: () => repo.countOrganizations(),
+    /** Every organization, oldest first (the CLI's `org list`). */
+    listOrganizations: async () => (await repo.listOrganizations()).map((o) => ({ id: o.id, name: o.name, created_at: o.created_at })),
     getOrganization: (orgId: string) => repo.findOrganization(orgId),
     getIntegration: (orgId: string) => repo.findIntegration(orgId),
     isIntegrationConnected: async (orgId: string) => (await repo.findIntegration(orgId)) !== undefined,

@@ -6,7 +6,7 @@ import type { UsersTable } from '../../lib/db/types.js';
 import { bumpVersions } from '../../lib/db/versions.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import { ConflictError, DetailError, ValidationError } from '../../lib/http/errors.js';
 import type { AccountsRepo } from './accounts.repo.js';
 import { hashPassword, verifyPassword } from './secrets.js';
 
@@ -70,6 +70,17 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       const matches = await verifyPassword(password, stored);
       if (!matches || !user?.password_hash) return null;
       return { id: user.id, org_id: user.org_id, name: user.name, email: user.email };
+    },
+
+    /**
+     * Sets (or replaces) the dashboard password of the user with this email, in any organization
+     * (emails are unique across them): how a user made without one, or who forgot it, signs in.
+     */
+    async setPassword(email: string, password: string) {
+      const user = await repo.findUserByEmail(email);
+      if (!user) throw new DetailError('not_found', `No user with email '${email.trim()}': create one with user create`);
+      await repo.setUserPassword(user.id, await hashPassword(password));
+      return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
     },
 
     findUser: (orgId: string, userId: string) => repo.findUser(orgId, userId),

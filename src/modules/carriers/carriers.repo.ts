@@ -1,5 +1,5 @@
 import type { Executor } from '../../lib/db/index.js';
-import { containsInsensitive } from '../../lib/db/index.js';
+import { containsFolded } from '../../lib/db/index.js';
 import { fetchPage, sinceFilters } from '../../lib/db/paging.js';
 import type { CarrierContactsTable, CarriersTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
@@ -38,7 +38,7 @@ export async function replaceContacts(tx: Executor, orgId: string, carrierId: st
 
 export function listCarriers(tx: Executor, orgId: string, filter: CarrierFilter, page: PageRequest) {
   let q = tx.selectFrom('carriers').where('org_id', '=', orgId);
-  if (filter.name_contains) q = q.where(containsInsensitive('name', filter.name_contains));
+  if (filter.name_contains) q = q.where(containsFolded('name_folded', filter.name_contains));
   if (filter.mc_number !== undefined) q = q.where('mc_number', '=', filter.mc_number);
   if (filter.dot_number !== undefined) q = q.where('dot_number', '=', filter.dot_number);
   return fetchPage<'carriers', CarriersTable>(sinceFilters(q, filter), page, SORT_COLUMNS);

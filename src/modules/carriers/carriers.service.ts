@@ -1,6 +1,7 @@
 import type { Executor } from '../../lib/db/index.js';
 import type { CarrierContactsTable, CarriersTable } from '../../lib/db/types.js';
 import type { Clock } from '../../lib/clock.js';
+import { foldCase } from '../../lib/fold.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { pagination } from '../../lib/http/pagination.js';
@@ -73,6 +74,7 @@ function toCarrier(row: CarriersTable, contacts: CarrierContactsTable[]): Carrie
 function scalarColumns(input: CarrierUpdate): Partial<CarriersTable> {
   const patch: Partial<CarriersTable> = sentFields(input, ['name', 'mc_number', 'dot_number', 'phone_number', 'email']);
   if (input.address !== undefined) Object.assign(patch, addressColumns(input.address));
+  if (input.name !== undefined) patch.name_folded = foldCase(input.name);
   return patch;
 }
 
@@ -142,6 +144,7 @@ export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: Se
       const row: CarriersTable = {
         ...base,
         name: input.name,
+        name_folded: foldCase(input.name),
         mc_number: input.mc_number ?? null,
         dot_number: input.dot_number ?? null,
         phone_number: input.phone_number ?? null,

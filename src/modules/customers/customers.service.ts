@@ -1,5 +1,6 @@
 import type { CustomersTable } from '../../lib/db/types.js';
 import type { Clock } from '../../lib/clock.js';
+import { foldCase } from '../../lib/fold.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { recordLifecycle, tenantRecords, type ServiceHooks } from '../shared/record-store.js';
 import { sentFields } from '../shared/records.js';
@@ -25,6 +26,7 @@ function toCustomer(row: CustomersTable): Customer {
 function patchColumns(input: CustomerUpdate): Partial<CustomersTable> {
   const patch: Partial<CustomersTable> = sentFields(input, ['name', 'reference_number', 'domain', 'phone', 'customer_type']);
   if (input.is_active !== undefined) patch.is_active = input.is_active ? 1 : 0;
+  if (input.name !== undefined) patch.name_folded = foldCase(input.name);
   return patch;
 }
 
@@ -42,6 +44,7 @@ export function customersService(pipeline: WritePipeline, clock: Clock, hooks: S
       const row: CustomersTable = {
         ...base,
         name: input.name,
+        name_folded: foldCase(input.name),
         reference_number: input.reference_number ?? null,
         domain: input.domain ?? null,
         phone: input.phone ?? null,

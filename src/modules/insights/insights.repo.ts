@@ -1,4 +1,4 @@
-import { containsInsensitive, type Executor } from '../../lib/db/index.js';
+import { containsFolded, containsInsensitive, type Executor } from '../../lib/db/index.js';
 import { fetchPage } from '../../lib/db/paging.js';
 import type { LaneStatsTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
@@ -60,7 +60,7 @@ export function searchLoads(db: Executor, orgId: string, search: LoadSearch, pag
         eb(
           'loads.customer_id',
           'in',
-          eb.selectFrom('customers').select('customers.id').where('customers.org_id', '=', orgId).where(containsInsensitive('customers.name', text)),
+          eb.selectFrom('customers').select('customers.id').where('customers.org_id', '=', orgId).where(containsFolded('customers.name_folded', text)),
         ),
       ]),
     );

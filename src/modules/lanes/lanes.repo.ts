@@ -30,6 +30,22 @@ const stopsWithPlaces = prepared<
 const historyLaneOf = prepared<{ loadId: string }, LaneKey>((db, p) =>
   db.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', p('loadId')),
 );
+/** The currency most of a load's CARRIER rates use (ties: USD, then by code); null without any. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a correlated subquery of historyInputs
+function mainCarrierCurrency(eb: any) {
+  return eb
+    .selectFrom('load_rates as rc')
+    .select('rc.currency')
+    .whereRef('rc.org_id', '=', 'ld.org_id')
+    .whereRef('rc.load_id', '=', 'ld.id')
+    .where('rc.rate_entity', '=', 'CARRIER')
+    .groupBy('rc.currency')
+    .orderBy(sql`count(*)`, 'desc')
+    .orderBy(sql`case when rc.currency = 'USD' then 0 else 1 end`)
+    .orderBy('rc.currency')
+    .limit(1);
+}
+
 /**
  * Everything a load's lane history row is made of, in one statement: the load, its carrier's reference,
  * its history row as it is, its carrier rates' total, and its stops with their places (a row per stop).
@@ -46,7 +62,7 @@ const historyInputs = prepared<
     h_origin_cell: number | null;
     h_destination_cell: number | null;
     carrier_total: number | null;
-    carrier_rates: number | string;
+    carrier_currency: string | null;
     stop_number: number | null;
     stop_type: string | null;
     location_id: string | null;
@@ -64,8 +80,16 @@ const historyInputs = prepared<
     .select(['ld.status', 'ld.carrier_id', 'ld.equipment_type', 'ld.delivered_at', 'c.external_reference_id as carrier_ref'])
     .select(['h.equipment_type as h_equipment_type', 'h.origin_cell as h_origin_cell', 'h.destination_cell as h_destination_cell'])
     .select((eb) => [
-      eb.selectFrom('load_rates as r').select((e) => e.fn.sum<number>('r.amount').as('t')).whereRef('r.org_id', '=', 'ld.org_id').whereRef('r.load_id', '=', 'ld.id').where('r.rate_entity', '=', 'CARRIER').as('carrier_total'),
-      eb.selectFrom('load_rates as r').select((e) => e.fn.countAll<number>().as('n')).whereRef('r.org_id', '=', 'ld.org_id').whereRef('r.load_id', '=', 'ld.id').where('r.rate_entity', '=', 'CARRIER').as('carrier_rates'),
+      // D1a: the load's CARRIER rates in one currency, the one most of them use (ties: USD, then by code).
+      eb
+        .selectFrom('load_rates as r')
+        .select((e) => e.fn.sum<number>('r.amount').as('t'))
+        .whereRef('r.org_id', '=', 'ld.org_id')
+        .whereRef('r.load_id', '=', 'ld.id')
+        .where('r.rate_entity', '=', 'CARRIER')
+        .where('r.currency', '=', mainCarrierCurrency(eb))
+        .as('carrier_total'),
+      mainCarrierCurrency(eb).as('carrier_currency'),
     ])
     .select(['s.stop_number', 's.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
     .where('ld.org_id', '=', p('orgId'))
@@ -88,6 +112,7 @@ const HISTORY_COLUMNS = [
   'destination_cell',
   'delivered_at',
   'carrier_rate_total',
+  'carrier_rate_currency',
 ] as const;
 const insertHistory = preparedInsert('lane_history', HISTORY_COLUMNS);
 const deleteHistory = prepared<{ loadId: string }, unknown>((db, p) => db.deleteFrom('lane_history').where('load_id', '=', p('loadId')));
@@ -188,7 +213,8 @@ export async function syncLaneHistory(tx: Executor, orgId: string, loadId: strin
         destination_cell: cellOf(ends.destination.latitude, ends.destination.longitude),
         // D7: the last delivery stop's late_arrival (always present: stops require it).
         delivered_at: ends.destination.lateArrival ?? load.delivered_at,
-        carrier_rate_total: Number(load.carrier_rates) > 0 ? Number(load.carrier_total) : null,
+        carrier_rate_total: load.carrier_currency !== null ? Number(load.carrier_total) : null,
+        carrier_rate_currency: load.carrier_currency,
       };
     }
   }
@@ -254,6 +280,7 @@ export interface LaneCandidate {
   destination_longitude: number;
   delivered_at: string;
   carrier_rate_total: number | null;
+  carrier_rate_currency: string | null;
   carrier_name?: string | null;
   carrier_dot_number?: string | null;
 }
@@ -267,6 +294,7 @@ const CANDIDATE_COLUMNS = [
   'lane_history.destination_longitude',
   'lane_history.delivered_at',
   'lane_history.carrier_rate_total',
+  'lane_history.carrier_rate_currency',
 ] as const;
 
 /**

@@ -10,7 +10,13 @@ export const CarrierRecommendation = Type.Object(
     lane_load_count: Type.Integer({ description: 'History loads of this carrier on the lane.' }),
     last_delivered_at: Type.String({ format: 'date-time' }),
     score: Type.Number({ description: 'Sum over those loads of proximity weight × 0.5^(age in days / 90), to 6 decimals.' }),
-    average_carrier_rate: Nullable(Type.Number({ description: 'Mean total of CARRIER financial rates over those loads that have any; null when none.' })),
+    average_carrier_rate: Nullable(
+      Type.Number({
+        description:
+          "Mean over those loads of their CARRIER financial rates' total, in one currency: the one most used among them (ties: USD); loads rated in another currency are left out. null when none has a carrier rate.",
+      }),
+    ),
+    average_carrier_rate_currency: Nullable(Type.String({ description: 'ISO 4217 currency of average_carrier_rate; null when it is null.' })),
   },
   { $id: 'CarrierRecommendation' },
 );

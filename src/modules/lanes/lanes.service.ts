@@ -74,6 +74,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       deliveredAt: c.delivered_at,
       deliveredAtMs: Date.parse(c.delivered_at),
       carrierRateTotal: c.carrier_rate_total === null ? null : Number(c.carrier_rate_total),
+      carrierRateCurrency: c.carrier_rate_currency,
     }));
     const now = clock.now();
     const rankings = lanes.map((l) => rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, rules, (id) => refs.get(id) ?? ''));
@@ -94,6 +95,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
             last_delivered_at: r.lastDeliveredAt,
             score: r.score,
             average_carrier_rate: r.averageCarrierRate,
+            average_carrier_rate_currency: r.averageCarrierRateCurrency,
           },
         ];
       }),

@@ -15,6 +15,7 @@ import { loadDocumentByRef, loadDocumentsByIds } from './loads.documents.js';
 import { prefetchLoadBatch } from './loads.batch.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
 import { loadWrites } from './loads.write.js';
+import { loadBodyProblems } from './loads.checks.js';
 
 export interface LoadsOptions {
   /** Road miles per great-circle mile for estimated distances (D4: 1.2, the usual truck circuity). */
@@ -78,6 +79,8 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     lanesOfDeleted: (tx, _orgId, row) => lanes.laneOfLoad(tx, row.id),
     // A batch reads its loads and everything they name at once (and locks its loads on PostgreSQL).
     prefetch: (tx, orgId, items) => prefetchLoadBatch(tx, orgId, items, pipeline.dialect === 'postgres'),
+    // D1a: a body that failed its schema is also checked against the database (one 422 with everything).
+    problems: (tx, orgId, body) => loadBodyProblems(tx, orgId, body),
   });
 
   const recommendations = (orgId: string, load: Load, stops?: LaneStop[]): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops);

@@ -2,7 +2,7 @@ import type { Executor } from '../../lib/db/index.js';
 import type { LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ValidationError } from '../../lib/http/errors.js';
+import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import {
   cleanTeamMember,
   deliveredAt,
@@ -11,7 +11,6 @@ import {
   estimatedDistance,
   normalizeRates,
   planStops,
-  ruleIssue,
   sameRates,
   sameStops,
   type RateRequest,
@@ -21,6 +20,7 @@ import {
 } from '../../domain/load.js';
 import { sameLaneEnds } from '../../domain/lane.js';
 import { sentFields } from '../shared/records.js';
+import { unknownReferenceIssue } from './loads.checks.js';
 import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
 import type { NewRecordBase } from '../shared/record-store.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
@@ -30,36 +30,47 @@ const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user',
 
 /** The rules of writing a load (D4): references resolved through the repo, the rest by the domain core. */
 export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
-  async function requireRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string): Promise<string> {
+  // D1a: every problem of a body in one 422. The checks below add to `issues` instead of throwing; the
+  // write throws them all together before its first write.
+  async function resolveRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string, issues: ValidationIssue[]): Promise<string> {
     const [row] = await findByRefs(tx, table, orgId, [ref]);
-    if (!row) throw new ValidationError([ruleIssue(['body', field], `no ${table.slice(0, -1)} with external_reference_id '${ref}' in your organization: create it first`)]);
-    return row.id;
+    if (!row) issues.push(unknownReferenceIssue(table, field, ref));
+    return row?.id ?? '';
   }
-  const customerId = (tx: Executor, orgId: string, ref: string) => requireRef(tx, 'customers', orgId, ref, 'customer_external_reference_id');
-  const carrierId = (tx: Executor, orgId: string, ref: string | null) => (ref === null ? null : requireRef(tx, 'carriers', orgId, ref, 'carrier_external_reference_id'));
+  const customerId = (tx: Executor, orgId: string, ref: string, issues: ValidationIssue[]) => resolveRef(tx, 'customers', orgId, ref, 'customer_external_reference_id', issues);
+  const carrierId = (tx: Executor, orgId: string, ref: string | null, issues: ValidationIssue[]) =>
+    ref === null ? null : resolveRef(tx, 'carriers', orgId, ref, 'carrier_external_reference_id', issues);
 
-  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[]): Promise<StopPlan> {
+  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan> {
     const places = await findByRefs(tx, 'locations', orgId, stops.map((s) => s.location_external_reference_id));
     const plan = planStops(stops, new Map(places.map((l) => [l.external_reference_id, l])), opts.circuityFactor);
-    if (plan.issues.length > 0) throw new ValidationError(plan.issues);
+    issues.push(...plan.issues);
     return plan;
   }
+
+  const refuse = (issues: ValidationIssue[]) => {
+    if (issues.length > 0) throw new ValidationError(issues);
+  };
 
   const stopRows = (orgId: string, loadId: string, plan: StopPlan): LoadStopsTable[] => plan.stops.map((s) => ({ id: newId('stop'), org_id: orgId, load_id: loadId, ...s }));
   const rateRows = (orgId: string, loadId: string, rates: RateRequest[]): LoadRatesTable[] =>
     normalizeRates(rates).map((r) => ({ id: newId('rate'), org_id: orgId, load_id: loadId, ...r }));
 
-  function teamMember(input: TeamMemberRequest | null, field: string): string | null {
+  function teamMember(input: TeamMemberRequest | null, field: string, issues: ValidationIssue[]): string | null {
     const { rep, issue } = cleanTeamMember(input, field);
-    if (issue) throw new ValidationError([issue]);
+    if (issue) issues.push(issue);
     return rep === null ? null : JSON.stringify(rep);
   }
 
   async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase, changes: ChangeSet): Promise<LoadsTable> {
     const { id, org_id: orgId, created_at: now } = base;
-    const customer = await customerId(tx, orgId, input.customer_external_reference_id);
-    const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null);
-    const plan = await stopPlan(tx, orgId, input.stops);
+    const issues: ValidationIssue[] = [];
+    const customer = await customerId(tx, orgId, input.customer_external_reference_id, issues);
+    const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null, issues);
+    const plan = await stopPlan(tx, orgId, input.stops, issues);
+    const salesRep = teamMember(input.sales_rep ?? null, 'sales_rep', issues);
+    const dispatcherRep = teamMember(input.dispatcher_rep ?? null, 'dispatcher_rep', issues);
+    refuse(issues);
     const status = input.status ?? 'ACTIVE';
     const sent = input.total_distance ?? null;
     const distance = sent !== null ? { total_distance: sent, total_distance_source: 'caller' as const } : estimatedDistance(plan.estimatedMiles);
@@ -76,8 +87,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       ...distance,
       max_buy_rate: input.max_buy_rate ?? null,
       max_buy_rate_source: input.max_buy_rate !== undefined && input.max_buy_rate !== null ? 'caller' : null,
-      sales_rep: teamMember(input.sales_rep ?? null, 'sales_rep'),
-      dispatcher_rep: teamMember(input.dispatcher_rep ?? null, 'dispatcher_rep'),
+      sales_rep: salesRep,
+      dispatcher_rep: dispatcherRep,
       assigned_dispatcher: input.assigned_dispatcher ?? null,
       actual_dispatcher: input.actual_dispatcher ?? null,
       operation_user: input.operation_user ?? null,
@@ -94,10 +105,10 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   }
 
   /** The plain columns an update sets (no reads, no writes elsewhere). */
-  function plainPatch(row: LoadsTable, input: LoadUpdate, now: string): Partial<LoadsTable> {
+  function plainPatch(row: LoadsTable, input: LoadUpdate, now: string, issues: ValidationIssue[]): Partial<LoadsTable> {
     const patch: Partial<LoadsTable> = sentFields(input, ['equipment_type', 'transport_mode', 'description', 'weight', 'weight_uom', ...FREE_TEXT]);
-    if (input.sales_rep !== undefined) patch.sales_rep = teamMember(input.sales_rep, 'sales_rep');
-    if (input.dispatcher_rep !== undefined) patch.dispatcher_rep = teamMember(input.dispatcher_rep, 'dispatcher_rep');
+    if (input.sales_rep !== undefined) patch.sales_rep = teamMember(input.sales_rep, 'sales_rep', issues);
+    if (input.dispatcher_rep !== undefined) patch.dispatcher_rep = teamMember(input.dispatcher_rep, 'dispatcher_rep', issues);
     if (input.max_buy_rate !== undefined) {
       patch.max_buy_rate = input.max_buy_rate;
       patch.max_buy_rate_source = input.max_buy_rate === null ? null : 'caller';
@@ -111,16 +122,17 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   }
 
   async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate, changes: ChangeSet) {
-    const patch = plainPatch(row, input, toIso(clock.now()));
+    const issues: ValidationIssue[] = [];
+    const patch = plainPatch(row, input, toIso(clock.now()), issues);
     let touched = false;
     // What can change the load's own recommendations (the follow-up of load.recommendations_changed).
     let laneMoved = false;
-    if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id);
-    if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id);
+    if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id, issues);
+    if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id, issues);
+    const plan = input.stops !== undefined ? await stopPlan(tx, orgId, input.stops, issues) : undefined;
+    refuse(issues);
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
-    let plan: StopPlan | undefined;
-    if (input.stops !== undefined) {
-      plan = await stopPlan(tx, orgId, input.stops);
+    if (input.stops !== undefined && plan) {
       const current = await stopsOf(tx, orgId, [row.id]);
       if (!sameStops(current, plan.stops)) {
         await replaceStops(tx, orgId, row.id, stopRows(orgId, row.id, plan));

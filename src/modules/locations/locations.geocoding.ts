@@ -1,9 +1,12 @@
 import {
   geocodePostalInState,
+  locateSubdivision,
   normalizeSubdivision,
   parseCountry,
-  subdivisionAt,
+  SUBDIVISION_BORDER_TOLERANCE_KM,
+  subdivisionName,
   timezoneAt,
+  withinSubdivision,
 } from '../../geo/index.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 
@@ -63,10 +66,19 @@ export function geocodeLocation(input: GeoInput): GeocodedLocation {
   if (hasLat && hasLon) {
     const latitude = input.latitude as number;
     const longitude = input.longitude as number;
+    const resolved = locateSubdivision(latitude, longitude, { country: countryCode });
+    // D1a: a state sent with coordinates must be theirs (within the border tolerance); coordinates
+    // that resolve to no subdivision keep the state as sent (D5).
+    if (state && resolved && !withinSubdivision(latitude, longitude, state, resolved)) {
+      fail(
+        'state',
+        `Value error, state ${state} contradicts the coordinates (${latitude}, ${longitude}), which lie in ${resolved.code} (${subdivisionName(resolved.code) ?? resolved.code}), more than ${SUBDIVISION_BORDER_TOLERANCE_KM} km from ${state}: send the state of the coordinates, or omit state to have it resolved`,
+      );
+    }
     return {
       latitude,
       longitude,
-      state: state ?? subdivisionAt(latitude, longitude, countryCode),
+      state: state ?? resolved?.code ?? null,
       postal_code: postalCode,
       country: countryCode,
       timezone: timezoneAt(latitude, longitude),

@@ -4,7 +4,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js
 import { prepared } from '../../lib/db/prepared.js';
 import type { Database } from '../../lib/db/types.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
-import { ConflictError, NotFoundError, ValidationError, type ResourceKind } from '../../lib/http/errors.js';
+import { ConflictError, NotFoundError, ValidationError, type ResourceKind, type ValidationIssue } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId, type IdKind } from '../../lib/ids.js';
@@ -96,6 +96,25 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
   lanesOfDeleted?(tx: Executor, orgId: string, row: RowOf<T>): Promise<LaneKey[]>;
   /** A batch's reads for all its items at once (each item's data object, unvalidated). */
   prefetch?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<void>;
+  /**
+   * D1a: the checks of a body beyond its schema (those that need the database, geocoding), run on a
+   * body that failed its schema (types unchecked), so that one 422 lists every problem. `row`: the
+   * record an update changes, null on create.
+   */
+  problems?(tx: Executor, orgId: string, body: unknown, row: RowOf<T> | null): Promise<ValidationIssue[]>;
+}
+
+/** D1a: an external_reference_id of only white space names nothing a caller could tell apart. */
+export function blankReferenceIssues(ref: unknown): ValidationIssue[] {
+  return typeof ref === 'string' && ref.length > 0 && ref.trim() === ''
+    ? [{ type: 'value_error', loc: ['body', 'external_reference_id'], msg: 'Value error, external_reference_id must not be only white space' }]
+    : [];
+}
+
+/** The schema's problems, then the other checks' (one entry per place: a field the schema refused is not checked again). */
+export function allProblems(schemaIssues: readonly ValidationIssue[], others: readonly ValidationIssue[]): ValidationIssue[] {
+  const refused = new Set(schemaIssues.map((i) => JSON.stringify(i.loc)));
+  return [...schemaIssues, ...others.filter((i) => !refused.has(JSON.stringify(i.loc)))];
 }
 
 /**
@@ -123,7 +142,17 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     ...(followUp ? { followUp } : {}),
   });
 
+  /** D1a: every problem of a body beside its schema's (a body that failed its schema; `ref`: the record it updates). */
+  async function bodyProblems(tx: Executor, orgId: string, schemaIssues: readonly ValidationIssue[], body: unknown, ref: string | null): Promise<ValidationIssue[]> {
+    const row = ref === null ? null : ((await repo.findByRef(tx, orgId, ref)) ?? null);
+    const sentRef = typeof body === 'object' && body !== null ? (body as { external_reference_id?: unknown }).external_reference_id : undefined;
+    const others = [...(row === null ? blankReferenceIssues(sentRef ?? ref) : []), ...((await o.problems?.(tx, orgId, body, row)) ?? [])];
+    return allProblems(schemaIssues, others);
+  }
+
   async function insert(tx: Executor, changes: ChangeSet, orgId: string, input: Create): Promise<RowOf<T>> {
+    const blank = blankReferenceIssues(input.external_reference_id);
+    if (blank.length > 0) throw new ValidationError([...blank, ...((await o.problems?.(tx, orgId, input, null)) ?? [])]);
     const now = toIso(o.clock.now());
     const row = await o.insert(tx, input, { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now }, changes);
     changes.record(changeOf('created', row), (await o.afterSave?.(tx, orgId, row, null)) ?? []);
@@ -172,7 +201,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       if (found) return applyUpdate(tx, changes, orgId, found, input);
       const candidate = { ...input, external_reference_id: ref };
       const issues = validateCreate(candidate, ['body']);
-      if (issues) throw new ValidationError(issues);
+      if (issues) throw new ValidationError(await bodyProblems(tx, orgId, issues, candidate, null));
       return insert(tx, changes, orgId, candidate as unknown as Create);
     },
     /** `refOrId` is the external reference id or the service id (published clients delete by id). */
@@ -206,6 +235,10 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   return {
     repo,
     steps,
+    /** D1a: a single write's body that failed its schema, answered with every other problem too. */
+    async withBodyProblems(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError> {
+      return new ValidationError(await bodyProblems(o.pipeline.reader, orgId, invalid.issues, body, ref));
+    },
     async get(orgId: string, ref: string): Promise<Out> {
       return presentOne(o.pipeline.reader, orgId, await existing(o.pipeline.reader, orgId, ref));
     },
@@ -229,6 +262,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       update: (tx, changes, orgId, ref, data) => idOnly(steps.update(tx, changes, orgId, ref, data)),
       upsert: (tx, changes, orgId, ref, data) => idOnly(steps.upsert(tx, changes, orgId, ref, data)),
       delete: (tx, changes, orgId, ref) => steps.delete(tx, changes, orgId, ref),
+      problems: (tx, orgId, data, ref) => bodyProblems(tx, orgId, [], data, ref),
       ...(o.prefetch ? { prefetch: o.prefetch } : {}),
     }),
   };

@@ -11,6 +11,8 @@ import { migration0009 } from './0009_org_versions.js';
 import { migration0010 } from './0010_events.js';
 import { migration0011 } from './0011_idempotency.js';
 import { migration0012 } from './0012_webhooks.js';
+import { migration0013 } from './0013_folded_search.js';
+import { migration0014 } from './0014_usage.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -26,6 +28,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0010_events': migration0010(dialect),
     '0011_idempotency': migration0011(dialect),
     '0012_webhooks': migration0012(dialect),
+    '0013_folded_search': migration0013(dialect),
+    '0014_usage': migration0014(dialect),
   };
 }
 
