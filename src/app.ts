@@ -35,6 +35,7 @@ import { marketRatesService, type MarketRatesService } from './modules/rates/rat
 import { loadRoutes } from './modules/loads/loads.routes.js';
 import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
+import { loadJson } from './modules/loads/loads.present.js';
 import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { insightsService } from './modules/insights/insights.service.js';
 import { eventRoutes } from './modules/events/events.routes.js';
@@ -134,7 +135,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const metrics = createMetrics();
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
-  const events = eventsService(clock, { retentionDays: config.eventRetentionDays });
+  // A load's event data is written by the schema GET answers with (the same text, faster to make).
+  const events = eventsService(clock, { retentionDays: config.eventRetentionDays, serializers: { 'load.created': loadJson, 'load.updated': loadJson } });
   const webhooks = webhooksModule({ db: store.db, clock, allowInsecure: config.webhookAllowInsecure, leaseMs: config.webhookLeaseMs, log: app.log, outcomes: metrics.webhookOutcomes, retentionDays: config.eventRetentionDays });
   metrics.registerWebhookQueue(() => webhooks.service.queue());
   // Load and location writes are followed up beside the request (load.recommendations_changed).

@@ -101,6 +101,71 @@ describe('events of every type carry the record as GET returns it', () => {
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => start + 1 + i));
   });
 
+  it("a batch's load events carry what GET returns, whether the write held the parts (full upserts) or not", async () => {
+    const a = await newTenant(t);
+    await seedFreight(a);
+    for (const [url, body] of [
+      ['/v2/tms-api/customers', { external_reference_id: 'CUST-2', name: 'Bravo Goods' }],
+      ['/v2/tms-api/carriers', { external_reference_id: 'CAR-2', name: 'Northern Haul' }],
+      ['/v2/tms-api/locations', { external_reference_id: 'AUS', name: 'Austin Yard', postal_code: '78701', state: 'TX' }],
+    ] as const) {
+      expect((await a.post(url, body)).statusCode).toBe(201);
+    }
+    // D8: loads without the caller's max_buy_rate are priced from this snapshot (the lane from the stops' places).
+    const snapshot = await a.post('/v2/tms-api/market-rates', { origin: { postal_code: '75201', state: 'TX' }, destination: { postal_code: '77002', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.4 });
+    expect(snapshot.statusCode, snapshot.body).toBe(201);
+    const rep = { name: 'Dana Rep', email: 'dana@example.com' };
+    for (const ref of ['E-1', 'E-2', 'E-3', 'E-4']) {
+      expect((await a.post('/v2/tms-api/loads', dallasToHouston(ref, { carrier_external_reference_id: 'CAR-1', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }] }))).statusCode).toBe(201);
+    }
+    const start = (await feed(a, '?limit=500')).next_after;
+    const toAustin = dallasToHouston('x').stops.map((s, i) => (i === 1 ? { ...s, location_external_reference_id: 'AUS' } : s));
+    const res = await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        // New, with reps and a carrier.
+        { operation: 'create', load: dallasToHouston('N-1', { carrier_external_reference_id: 'CAR-2', sales_rep: rep, financial_rates: [{ rate_entity: 'CARRIER', amount: 900, currency: 'CAD' }] }) },
+        // Full upsert: stops, rates, customer and carrier all change.
+        { operation: 'upsert', external_reference_id: 'E-1', load: { ...dallasToHouston('E-1'), stops: toAustin, customer_external_reference_id: 'CUST-2', carrier_external_reference_id: 'CAR-2', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1234.56 }, { rate_entity: 'CARRIER', amount: 1000.1 }] } },
+        // Full upsert with the same stops and rates (only the status changes): the stored ones stand.
+        { operation: 'upsert', external_reference_id: 'E-2', load: dallasToHouston('E-2', { status: 'COVERED', carrier_external_reference_id: 'CAR-1', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }] }) },
+        // Partial upsert (no stops, no customer): read back.
+        { operation: 'upsert', external_reference_id: 'E-3', load: { description: 'partial' } },
+        // Full, then partial, in one batch: the answer is the load as it stands at commit.
+        { operation: 'upsert', external_reference_id: 'E-4', load: { ...dallasToHouston('E-4'), stops: toAustin, carrier_external_reference_id: null } },
+        { operation: 'upsert', external_reference_id: 'E-4', load: { description: 'then partial', dispatcher_rep: rep } },
+        // Fails after its customer and carrier were looked up: leaves nothing behind.
+        { operation: 'upsert', external_reference_id: 'E-1', load: { ...dallasToHouston('E-1'), stops: [{ ...toAustin[0]!, location_external_reference_id: 'NOWHERE' }, toAustin[1]!] } },
+      ],
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(json(res).results.map((r: { success: boolean }) => r.success)).toEqual([true, true, true, true, true, true, false]);
+    const events = (await allEvents(a, start)).filter((e) => e.type === 'load.created' || e.type === 'load.updated');
+    expect(events.map((e) => e.data.external_reference_id)).toEqual(['N-1', 'E-1', 'E-2', 'E-3', 'E-4', 'E-4']);
+    for (const e of events) expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
+    // The parts did differ from what the loads had (the comparison above is not of unchanged loads).
+    const byRef = new Map(events.map((e) => [e.data.external_reference_id, e.data]));
+    expect(byRef.get('E-1')!.stops.map((s: any) => s.location_name)).toEqual(['Dallas DC', 'Austin Yard']);
+    expect(byRef.get('E-1')!.customer_name).toBe('Bravo Goods');
+    expect(byRef.get('E-1')!.carrier_name).toBe('Northern Haul');
+    expect(byRef.get('E-2')!.max_buy_rate_source).toBe('market');
+    expect(byRef.get('N-1')!.sales_rep.email).toBe('dana@example.com');
+    expect(byRef.get('E-4')!.carrier_id).toBeNull();
+
+    // A batch of full writes only (every load's parts held: PostgreSQL reads no documents either).
+    const next = (await feed(a, '?limit=500')).next_after;
+    const full = await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        { operation: 'upsert', external_reference_id: 'E-2', load: { ...dallasToHouston('E-2'), stops: toAustin, carrier_external_reference_id: 'CAR-2', dispatcher_rep: rep, financial_rates: [{ rate_entity: 'CARRIER', amount: 777 }] } },
+        { operation: 'create', load: dallasToHouston('N-2', { customer_external_reference_id: 'CUST-2', max_buy_rate: 1500 }) },
+      ],
+    });
+    expect(json(full).success_count, full.body).toBe(2);
+    const fullEvents = (await allEvents(a, next)).filter((e) => e.type === 'load.created' || e.type === 'load.updated');
+    expect(fullEvents.map((e) => e.data.external_reference_id)).toEqual(['E-2', 'N-2']);
+    for (const e of fullEvents) expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
+    expect(fullEvents[0]!.data.stops.map((s: any) => s.location_name)).toEqual(['Dallas DC', 'Austin Yard']);
+  });
+
   it('a load updated without a status change has no status_changed event', async () => {
     const a = await newTenant(t);
     await seedFreight(a);

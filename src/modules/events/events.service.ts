@@ -49,7 +49,8 @@ interface StatusRow {
 /**
  * The change feed (D11): the outbox the write pipeline calls at seal, the feed's pages, and retention.
  */
-export function eventsService(clock: Clock, opts: { retentionDays: number }) {
+export function eventsService(clock: Clock, opts: { retentionDays: number; serializers?: Readonly<Record<string, (data: unknown) => string>> }) {
+  const serialize = (type: string, data: unknown) => (opts.serializers?.[type] ?? JSON.stringify)(data);
   /** Each created or updated record's answer: one presenter call per kind for a whole unit of work. */
   async function dataOf(tx: Executor, orgId: string, records: readonly RecordChange[]): Promise<Map<RecordChange, unknown>> {
     const out = new Map<RecordChange, unknown>();
@@ -61,9 +62,11 @@ export function eventsService(clock: Clock, opts: { retentionDays: number }) {
       else throw new Error(`change of ${r.kind} ${r.id} has neither data nor a presenter`);
     }
     for (const [present, changes] of pending) {
-      // A record changed twice in one unit of work is shown once, as it stands at commit.
+      // A record changed twice in one unit of work is shown once, as it stands at commit (its last change).
       const rows = new Map(changes.map((c) => [c.id, c.row]));
-      const answers = await present(tx, orgId, [...rows.values()] as never[]);
+      const last = new Map(changes.map((c) => [c.id, c.parts]));
+      const known = new Map([...last].filter((e): e is [string, object] => e[1] !== undefined));
+      const answers = await present(tx, orgId, [...rows.values()] as never[], known.size > 0 ? known : undefined);
       const byId = new Map([...rows.keys()].map((id, i) => [id, answers[i]]));
       for (const c of changes) out.set(c, byId.get(c.id));
     }
@@ -95,7 +98,7 @@ export function eventsService(clock: Clock, opts: { retentionDays: number }) {
     async write(tx, orgId, drafts, firstSequence) {
       await insertEvents(
         tx,
-        drafts.map((d, i) => ({ org_id: orgId, sequence: firstSequence + i, id: d.id, type: d.type, kind: d.kind, record_id: d.record_id, created_at: d.created_at, data: JSON.stringify(d.data), lanes: d.lanes ? JSON.stringify(d.lanes) : null })),
+        drafts.map((d, i) => ({ org_id: orgId, sequence: firstSequence + i, id: d.id, type: d.type, kind: d.kind, record_id: d.record_id, created_at: d.created_at, data: serialize(d.type, d.data), lanes: d.lanes ? JSON.stringify(d.lanes) : null })),
       );
     },
   };

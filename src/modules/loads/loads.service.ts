@@ -9,7 +9,7 @@ import { recordLifecycle, type ServiceHooks } from '../shared/record-store.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
-import { loadPresenter } from './loads.present.js';
+import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
 import { loadDocumentByRef, loadDocumentsByIds } from './loads.documents.js';
 import { prefetchLoadBatch } from './loads.batch.js';
@@ -49,8 +49,10 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
    * Answers of stored loads. On PostgreSQL several at once (a batch's events, built at seal) come from
    * the one-statement documents instead of a statement per kind of part.
    */
-  const presentRows = async (tx: Executor, orgId: string, rows: LoadsTable[]): Promise<Load[]> => {
-    if (!oneStatementReads || rows.length < 2) return present(tx, orgId, rows);
+  const presentRows = async (tx: Executor, orgId: string, rows: LoadsTable[], known?: ReadonlyMap<string, KnownParts>): Promise<Load[]> => {
+    // Loads whose writes hold their parts (full upserts, the usual TMS push) read only reps and D8's
+    // equipment, on either engine; otherwise PostgreSQL reads a batch's loads as documents in one statement.
+    if (!oneStatementReads || rows.length < 2 || (known && rows.every((r) => known.has(r.id)))) return present(tx, orgId, rows, known);
     const byId = new Map((await presentDocuments(tx, orgId, await loadDocumentsByIds(tx, orgId, rows.map((r) => r.id)))).map((l) => [l.id, l]));
     // A load deleted later in the same unit of work is no longer there to read: presented from its row.
     const gone = rows.filter((r) => !byId.has(r.id));

@@ -1,5 +1,5 @@
 import type { Executor } from '../../lib/db/index.js';
-import type { LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
+import type { LoadRatesTable, LoadStopsTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
@@ -21,7 +21,8 @@ import {
 import { sameLaneEnds } from '../../domain/lane.js';
 import { sentFields } from '../shared/records.js';
 import { unknownReferenceIssue } from './loads.checks.js';
-import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf } from './loads.repo.js';
+import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf, type StopWithLocation } from './loads.repo.js';
+import type { KnownParts, NamedRecord } from './loads.present.js';
 import type { NewRecordBase } from '../shared/record-store.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
 import type { LoadCreate, LoadUpdate } from './loads.schema.js';
@@ -32,20 +33,20 @@ const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user',
 export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   // D1a: every problem of a body in one 422. The checks below add to `issues` instead of throwing; the
   // write throws them all together before its first write.
-  async function resolveRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string, issues: ValidationIssue[]): Promise<string> {
+  async function resolveRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string, issues: ValidationIssue[]): Promise<NamedRecord> {
     const [row] = await findByRefs(tx, table, orgId, [ref]);
     if (!row) issues.push(unknownReferenceIssue(table, field, ref));
-    return row?.id ?? '';
+    return { id: row?.id ?? '', external_reference_id: row?.external_reference_id ?? ref, name: row?.name ?? '' };
   }
   const customerId = (tx: Executor, orgId: string, ref: string, issues: ValidationIssue[]) => resolveRef(tx, 'customers', orgId, ref, 'customer_external_reference_id', issues);
   const carrierId = (tx: Executor, orgId: string, ref: string | null, issues: ValidationIssue[]) =>
     ref === null ? null : resolveRef(tx, 'carriers', orgId, ref, 'carrier_external_reference_id', issues);
 
-  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan> {
+  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan & { places: Map<string, LocationsTable> }> {
     const places = await findByRefs(tx, 'locations', orgId, stops.map((s) => s.location_external_reference_id));
     const plan = planStops(stops, new Map(places.map((l) => [l.external_reference_id, l])), opts.circuityFactor);
     issues.push(...plan.issues);
-    return plan;
+    return { ...plan, places: new Map(places.map((l) => [l.id, l])) };
   }
 
   const refuse = (issues: ValidationIssue[]) => {
@@ -53,6 +54,12 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   };
 
   const stopRows = (orgId: string, loadId: string, plan: StopPlan): LoadStopsTable[] => plan.stops.map((s) => ({ id: newId('stop'), org_id: orgId, load_id: loadId, ...s }));
+  /** Written stops as a read returns them (with their places), for the load's answer at seal. */
+  const placed = (rows: LoadStopsTable[], places: Map<string, LocationsTable>): StopWithLocation[] =>
+    rows.map((r) => {
+      const l = places.get(r.location_id)!;
+      return { ...r, location_external_reference_id: l.external_reference_id, location_name: l.name, latitude: l.latitude, longitude: l.longitude };
+    });
   const rateRows = (orgId: string, loadId: string, rates: RateRequest[]): LoadRatesTable[] =>
     normalizeRates(rates).map((r) => ({ id: newId('rate'), org_id: orgId, load_id: loadId, ...r }));
 
@@ -80,8 +87,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       equipment_type: input.equipment_type,
       transport_mode: input.transport_mode,
       description: input.description ?? null,
-      customer_id: customer,
-      carrier_id: carrier,
+      customer_id: customer.id,
+      carrier_id: carrier?.id ?? null,
       weight: input.weight ?? null,
       weight_uom: input.weight_uom ?? null,
       ...distance,
@@ -99,8 +106,11 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     };
     await insertLoad(tx, row);
     countStatusChange(changes, null, status);
-    await replaceStops(tx, orgId, id, stopRows(orgId, id, plan));
-    await replaceRates(tx, orgId, id, rateRows(orgId, id, input.financial_rates ?? []));
+    const stops = stopRows(orgId, id, plan);
+    const rates = rateRows(orgId, id, input.financial_rates ?? []);
+    await replaceStops(tx, orgId, id, stops);
+    await replaceRates(tx, orgId, id, rates);
+    changes.keep(id, { stops: placed(stops, plan.places), rates, customer, carrier } satisfies KnownParts);
     return row;
   }
 
@@ -127,15 +137,30 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     let touched = false;
     // What can change the load's own recommendations (the follow-up of load.recommendations_changed).
     let laneMoved = false;
-    if (input.customer_external_reference_id !== undefined) patch.customer_id = await customerId(tx, orgId, input.customer_external_reference_id, issues);
-    if (input.carrier_external_reference_id !== undefined) patch.carrier_id = await carrierId(tx, orgId, input.carrier_external_reference_id, issues);
+    // What this write learns of the load's answer beside its row: when it is all known (a full upsert,
+    // the usual TMS push), the answer at seal is built from it instead of read back.
+    let customer: NamedRecord | undefined;
+    let carrier: NamedRecord | null | undefined = row.carrier_id === null ? null : undefined;
+    let stops: StopWithLocation[] | undefined;
+    let rates: LoadRatesTable[] | undefined;
+    if (input.customer_external_reference_id !== undefined) {
+      customer = await customerId(tx, orgId, input.customer_external_reference_id, issues);
+      patch.customer_id = customer.id;
+    }
+    if (input.carrier_external_reference_id !== undefined) {
+      carrier = await carrierId(tx, orgId, input.carrier_external_reference_id, issues);
+      patch.carrier_id = carrier?.id ?? null;
+    }
     const plan = input.stops !== undefined ? await stopPlan(tx, orgId, input.stops, issues) : undefined;
     refuse(issues);
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     if (input.stops !== undefined && plan) {
       const current = await stopsOf(tx, orgId, [row.id]);
+      stops = current;
       if (!sameStops(current, plan.stops)) {
-        await replaceStops(tx, orgId, row.id, stopRows(orgId, row.id, plan));
+        const next = stopRows(orgId, row.id, plan);
+        await replaceStops(tx, orgId, row.id, next);
+        stops = placed(next, plan.places);
         touched = true;
         laneMoved = !sameLaneEnds(current, plan.stops);
       }
@@ -146,11 +171,14 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     if (rule === 'estimate') Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await stopPoints(tx, orgId, row.id), opts.circuityFactor)));
     if (input.financial_rates !== undefined) {
       const next = rateRows(orgId, row.id, input.financial_rates);
-      if (!sameRates(await ratesOf(tx, orgId, [row.id]), next)) {
+      rates = await ratesOf(tx, orgId, [row.id]);
+      if (!sameRates(rates, next)) {
         await replaceRates(tx, orgId, row.id, next);
+        rates = next;
         touched = true;
       }
     }
+    if (customer && carrier !== undefined && stops && rates) changes.keep(row.id, { stops, rates, customer, carrier } satisfies KnownParts);
     const followUp = laneMoved || ['status', 'equipment_type', 'carrier_id'].some((k) => k in patch && patch[k as keyof LoadsTable] !== row[k as keyof LoadsTable]);
     return { patch, touched, followUp };
   }

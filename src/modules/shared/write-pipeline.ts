@@ -6,8 +6,11 @@ import { laneKeyId, type LaneKey } from '../../domain/lane.js';
 
 export type ChangeOp = 'created' | 'updated' | 'deleted';
 
-/** Builds the answers of stored rows (a record kind's presenter): what an event's data is made of. */
-export type Presenter = (tx: Executor, orgId: string, rows: never[]) => Promise<unknown[]>;
+/**
+ * Builds the answers of stored rows (a record kind's presenter): what an event's data is made of. `known`
+ * (by row id) is what the writes already hold of the answers beside the rows (RecordChange.parts).
+ */
+export type Presenter = (tx: Executor, orgId: string, rows: never[], known?: ReadonlyMap<string, unknown>) => Promise<unknown[]>;
 
 export interface RecordChange {
   kind: VersionedKind;
@@ -22,6 +25,11 @@ export interface RecordChange {
   previous?: unknown;
   /** The event's data when already known (a single write's own answer, a market rate snapshot). */
   data?: unknown;
+  /**
+   * What the write holds of the record's answer beside its row (a load's stops, rates, customer and
+   * carrier as written), handed to the presenter so it need not read them back (kind-specific).
+   */
+  parts?: unknown;
   /** The lanes whose history this change moved (kept with its event for the recommendations follow-up). */
   lanes?: readonly LaneKey[];
   /** The change may move recommendations by itself (a new, deleted or re-laned load): followed up after commit. */
@@ -62,10 +70,24 @@ export class ChangeSet {
   readonly lanes = new Map<string, LaneKey>();
   /** Counter moves (counter → key → delta), written once at seal in key order (see Counters). */
   readonly tallies = new Map<string, Map<string, number>>();
+  /** Parts of answers kept by a write step until its record is recorded (see keep). */
+  private readonly kept = new Map<string, unknown>();
 
   record(change: RecordChange, lanes: readonly LaneKey[] = []): void {
-    this.records.push(lanes.length > 0 ? { ...change, lanes } : change);
+    const parts = this.kept.get(change.id);
+    if (parts !== undefined) this.kept.delete(change.id);
+    const withParts = parts !== undefined && change.op !== 'deleted' ? { ...change, parts } : change;
+    this.records.push(lanes.length > 0 ? { ...withParts, lanes } : withParts);
     this.touchLanes(lanes);
+  }
+
+  /**
+   * A write step's knowledge of record `id`'s answer beside its row (RecordChange.parts), attached to the
+   * record's change when it is recorded in this unit of work. Kept here, not in a cache beside the
+   * transaction, so a batch item that fails takes it away with its change set.
+   */
+  keep(id: string, parts: unknown): void {
+    this.kept.set(id, parts);
   }
 
   /** An event beside the records' own (it moves no record counter). */
