@@ -19,12 +19,9 @@
  * is the same either way).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
+import { onScratchDatabases } from './scratch-databases.js';
 import { loadConfig } from '../src/config.js';
 import { openDataStore } from '../src/lib/db/index.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
@@ -38,7 +35,6 @@ const { values: args } = parseArgs({
 });
 const ROUNDS = Number(args.rounds);
 const BATCH_ROUNDS = Number(args['batch-rounds']);
-const PG_ADMIN_URL = process.env.LANEBRIDGE_BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -156,30 +152,7 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
   }
 }
 
-const results: Result[] = [];
-if (args.db === 'sqlite' || args.db === 'both') {
-  const dir = mkdtempSync(join(tmpdir(), 'lanebridge-idem-bench-'));
-  try {
-    results.push(...(await measure('sqlite', join(dir, 'bench.db'))));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-if (args.db === 'postgres' || args.db === 'both') {
-  const dbName = `lanebridge_idem_bench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(PG_ADMIN_URL);
-    url.pathname = `/${dbName}`;
-    results.push(...(await measure('postgres', url.toString())));
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-  }
-}
+const results: Result[] = await onScratchDatabases(args.db!, 'idem', measure);
 
 process.stdout.write(
   '| engine | scenario | rounds | no key: ms | with key: ms | ratio | no key: CPU ms | with key: CPU ms | CPU ratio |\n|---|---|---|---|---|---|---|---|---|\n',

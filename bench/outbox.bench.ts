@@ -18,12 +18,9 @@
  * indexes are of that size); an organization of its own is added to it, with the same small set of
  * records and `--loads` history loads.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
+import { onScratchDatabases } from './scratch-databases.js';
 import { loadConfig } from '../src/config.js';
 import { openDataStore } from '../src/lib/db/index.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
@@ -38,7 +35,6 @@ const { values: args } = parseArgs({
 });
 const ROUNDS = Number(args.rounds);
 const HISTORY = Number(args.loads);
-const PG_ADMIN_URL = process.env.LANEBRIDGE_BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -188,32 +184,9 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
   }
 }
 
-const results: Result[] = [];
-if (args.url) {
-  results.push(...(await measure(args.url.startsWith('postgres') ? 'postgres' : 'sqlite', args.url)));
-} else if (args.db === 'sqlite' || args.db === 'both') {
-  const dir = mkdtempSync(join(tmpdir(), 'lanebridge-outbox-bench-'));
-  try {
-    results.push(...(await measure('sqlite', join(dir, 'bench.db'))));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-if (!args.url && (args.db === 'postgres' || args.db === 'both')) {
-  const dbName = `lanebridge_outbox_bench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(PG_ADMIN_URL);
-    url.pathname = `/${dbName}`;
-    results.push(...(await measure('postgres', url.toString())));
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-  }
-}
+const results: Result[] = args.url
+  ? await measure(args.url.startsWith('postgres') ? 'postgres' : 'sqlite', args.url)
+  : await onScratchDatabases(args.db!, 'outbox', measure);
 
 process.stdout.write(`| engine | scenario | rounds | no events: ms | with events: ms | ratio | no events: CPU ms | with events: CPU ms | CPU ratio | in draft: ms | in write: ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`);
 for (const r of results) {

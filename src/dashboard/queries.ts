@@ -1,10 +1,8 @@
 import { containsFolded, containsInsensitive, type Executor } from '../lib/db/index.js';
-import type { ExpressionBuilder } from 'kysely';
-import type { Database } from '../lib/db/types.js';
+import { laneAreaOf, onLane } from '../lib/db/lane-area.js';
 import { fetchPage } from '../lib/db/paging.js';
 import type { LoadsTable, LocationsTable } from '../lib/db/types.js';
 import type { PageRequest } from '../lib/http/pagination.js';
-import { boxWithin, cellsWithin } from '../domain/grid.js';
 import { withinRadius } from '../domain/lane.js';
 import type { Coordinates } from '../geo/index.js';
 
@@ -119,48 +117,6 @@ export async function primaryContacts(db: Executor, orgId: string, carrierIds: s
   return out;
 }
 
-interface LaneArea {
-  orgId: string;
-  equipmentType: string;
-  originCells: number[];
-  destinationCells: number[];
-  originBox: { minLat: number; maxLat: number; minLon: number; maxLon: number };
-  destinationBox: { minLat: number; maxLat: number; minLon: number; maxLon: number };
-}
-
-function laneArea(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number): LaneArea {
-  return {
-    orgId,
-    equipmentType,
-    originCells: cellsWithin(origin.latitude, origin.longitude, radiusMiles),
-    destinationCells: cellsWithin(destination.latitude, destination.longitude, radiusMiles),
-    originBox: boxWithin(origin.latitude, origin.longitude, radiusMiles),
-    destinationBox: boxWithin(destination.latitude, destination.longitude, radiusMiles),
-  };
-}
-
-/**
- * The lane condition of D7 reads (the same cells and boxes as the recommendation reads, so the same
- * index serves it); callers then keep the rows within the radius exactly.
- */
-function onLaneArea(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table: 'lane_history.' | '') {
-  const c = (name: string) => `${table}${name}` as 'org_id';
-  return eb.and([
-    eb(c('org_id'), '=', a.orgId),
-    eb(c('equipment_type'), '=', a.equipmentType),
-    eb(c('origin_cell'), 'in', a.originCells as never),
-    eb(c('destination_cell'), 'in', a.destinationCells as never),
-    eb(c('origin_latitude'), '>=', a.originBox.minLat as never),
-    eb(c('origin_latitude'), '<=', a.originBox.maxLat as never),
-    eb(c('origin_longitude'), '>=', a.originBox.minLon as never),
-    eb(c('origin_longitude'), '<=', a.originBox.maxLon as never),
-    eb(c('destination_latitude'), '>=', a.destinationBox.minLat as never),
-    eb(c('destination_latitude'), '<=', a.destinationBox.maxLat as never),
-    eb(c('destination_longitude'), '>=', a.destinationBox.minLon as never),
-    eb(c('destination_longitude'), '<=', a.destinationBox.maxLon as never),
-  ]);
-}
-
 export interface LaneHistoryLoad {
   load_id: string;
   external_reference_id: string;
@@ -176,7 +132,7 @@ export interface LaneHistoryLoad {
  * the radius of the lane's ends (the same index and exact filter as recommendations), newest first.
  */
 export async function laneHistory(db: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number) {
-  const area = laneArea(orgId, equipmentType, origin, destination, radiusMiles);
+  const area = laneAreaOf(orgId, equipmentType, origin, destination, radiusMiles);
   const rows = await db
     .selectFrom('lane_history')
     .innerJoin('loads', 'loads.id', 'lane_history.load_id')
@@ -193,7 +149,7 @@ export async function laneHistory(db: Executor, orgId: string, equipmentType: st
       'lane_history.destination_latitude',
       'lane_history.destination_longitude',
     ])
-    .where((eb) => onLaneArea(eb as never, area, 'lane_history.'))
+    .where((eb) => onLane(eb as never, area, 'lane_history.'))
     .orderBy('lane_history.delivered_at', 'desc')
     .limit(LANE_HISTORY_LIMIT)
     .execute();
@@ -218,11 +174,11 @@ export async function laneHistory(db: Executor, orgId: string, equipmentType: st
 
 /** Market rate snapshots on the lane (D8 matching), newest first, at most 200. */
 export async function laneSnapshots(db: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number) {
-  const area = laneArea(orgId, equipmentType, origin, destination, radiusMiles);
+  const area = laneAreaOf(orgId, equipmentType, origin, destination, radiusMiles);
   const rows = await db
     .selectFrom('market_rate_snapshots')
     .select(['id', 'as_of', 'rate_per_mile', 'rate_per_mile_low', 'rate_per_mile_high', 'currency', 'source', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude'])
-    .where((eb) => onLaneArea(eb as never, area, ''))
+    .where((eb) => onLane(eb as never, area, ''))
     .orderBy('as_of', 'desc')
     .limit(200)
     .execute();

@@ -1,11 +1,14 @@
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../../lib/db/index.js';
 import { prepared, preparedInsert } from '../../lib/db/prepared.js';
-import type { Database, LaneHistoryTable } from '../../lib/db/types.js';
+import type { LaneHistoryTable } from '../../lib/db/types.js';
 import { DELIVERED_STATUSES } from '../../domain/enums.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
 import { batchReadsOf } from '../shared/batch-reads.js';
+import { onLane, type LaneArea } from '../../lib/db/lane-area.js';
+
+export { onLane, type LaneArea };
 
 const keyOf = (r: LaneKey): LaneKey => ({ equipment_type: r.equipment_type, origin_cell: r.origin_cell, destination_cell: r.destination_cell });
 
@@ -264,8 +267,6 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
   return [...before, ...(await affected())].map(keyOf);
 }
 
-type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
-
 /**
  * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
@@ -332,44 +333,6 @@ export async function carrierCards(tx: Executor, orgId: string, candidates: Lane
   }
   const rows: Card[] = await tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', [...wanted]).execute();
   return new Map(rows.map((c) => [c.id, c]));
-}
-
-export interface LaneArea {
-  orgId: string;
-  equipmentType: string;
-  originCells: number[];
-  destinationCells: number[];
-  originBox: Box;
-  destinationBox: Box;
-}
-
-/**
- * The lane condition shared by the history and the market snapshots (both carry the same columns):
- * equipment, origin and destination cells (what the index serves) and boxes (checked in the database).
- * `cellArrays` (PostgreSQL): the cells as two array parameters, `= any($n::integer[])`, so the
- * statement's text and its 13 parameters are the same for every lane: it is a named prepared statement,
- * parsed and planned once per connection. As an `IN` list its text varied with the number of cells
- * and its 40-odd parameters kept it unnamed (src/lib/db/index.ts), parsed and planned on every request
- * (about 0.3 ms of PostgreSQL's time per recommendation read, docs/deployment.md).
- */
-export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '', cellArrays = false) {
-  const c = (name: string) => `${table}${name}` as 'org_id';
-  const inCells = (column: string, cells: number[]) =>
-    cellArrays ? sql<boolean>`${sql.ref(c(column))} = any(${cells}::integer[])` : eb(c(column), 'in', cells as never);
-  return eb.and([
-    eb(c('org_id'), '=', a.orgId),
-    eb(c('equipment_type'), '=', a.equipmentType),
-    inCells('origin_cell', a.originCells),
-    inCells('destination_cell', a.destinationCells),
-    eb(c('origin_latitude'), '>=', a.originBox.minLat as never),
-    eb(c('origin_latitude'), '<=', a.originBox.maxLat as never),
-    eb(c('origin_longitude'), '>=', a.originBox.minLon as never),
-    eb(c('origin_longitude'), '<=', a.originBox.maxLon as never),
-    eb(c('destination_latitude'), '>=', a.destinationBox.minLat as never),
-    eb(c('destination_latitude'), '<=', a.destinationBox.maxLat as never),
-    eb(c('destination_longitude'), '>=', a.destinationBox.minLon as never),
-    eb(c('destination_longitude'), '<=', a.destinationBox.maxLon as never),
-  ]);
 }
 
 /** Every lane with history in the organization. */

@@ -1,7 +1,8 @@
+import { laneAreaOf } from '../../lib/db/lane-area.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
-import { boxWithin, cellOf, cellsWithin } from '../../domain/grid.js';
+import { cellOf } from '../../domain/grid.js';
 import { latestOnLane, maxBuyRate, type LaneKey } from '../../domain/lane.js';
 import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
@@ -30,14 +31,8 @@ export interface LaneLoad {
 const NEWEST_SNAPSHOTS = 20;
 
 export function lanesService(clock: Clock, rules: LaneRules) {
-  const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea => ({
-    orgId,
-    equipmentType,
-    originCells: cellsWithin(origin.latitude, origin.longitude, rules.radiusMiles),
-    destinationCells: cellsWithin(destination.latitude, destination.longitude, rules.radiusMiles),
-    originBox: boxWithin(origin.latitude, origin.longitude, rules.radiusMiles),
-    destinationBox: boxWithin(destination.latitude, destination.longitude, rules.radiusMiles),
-  });
+  const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
+    laneAreaOf(orgId, equipmentType, origin, destination, rules.radiusMiles);
 
   /** Areas around several lanes at once: the union of their cells and boxes (a superset of each). */
   const unionArea = (orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[]): LaneArea => {

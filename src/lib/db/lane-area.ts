@@ -1,0 +1,58 @@
+import { sql, type ExpressionBuilder } from 'kysely';
+import { boxWithin, cellsWithin } from '../../domain/grid.js';
+import type { Coordinates } from '../../geo/index.js';
+import type { Database } from './types.js';
+
+type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
+
+/** D7's area of a lane as the reads see it: the grid cells and boxes around both ends, by equipment. */
+export interface LaneArea {
+  orgId: string;
+  equipmentType: string;
+  originCells: number[];
+  destinationCells: number[];
+  originBox: Box;
+  destinationBox: Box;
+}
+
+/** The area within `radiusMiles` of both ends of a lane (D7); callers keep the rows within the radius exactly. */
+export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number): LaneArea {
+  return {
+    orgId,
+    equipmentType,
+    originCells: cellsWithin(origin.latitude, origin.longitude, radiusMiles),
+    destinationCells: cellsWithin(destination.latitude, destination.longitude, radiusMiles),
+    originBox: boxWithin(origin.latitude, origin.longitude, radiusMiles),
+    destinationBox: boxWithin(destination.latitude, destination.longitude, radiusMiles),
+  };
+}
+
+/**
+ * The lane condition shared by the history and the market snapshots (both carry the same columns), for
+ * the recommendations and the dashboard's lane pages alike: equipment, origin and destination cells (what
+ * the index serves) and boxes (checked in the database).
+ * `cellArrays` (PostgreSQL): the cells as two array parameters, `= any($n::integer[])`, so the
+ * statement's text and its 13 parameters are the same for every lane: it is a named prepared statement,
+ * parsed and planned once per connection. As an `IN` list its text varied with the number of cells
+ * and its 40-odd parameters kept it unnamed (src/lib/db/index.ts), parsed and planned on every request
+ * (about 0.3 ms of PostgreSQL's time per recommendation read, docs/deployment.md).
+ */
+export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '', cellArrays = false) {
+  const c = (name: string) => `${table}${name}` as 'org_id';
+  const inCells = (column: string, cells: number[]) =>
+    cellArrays ? sql<boolean>`${sql.ref(c(column))} = any(${cells}::integer[])` : eb(c(column), 'in', cells as never);
+  return eb.and([
+    eb(c('org_id'), '=', a.orgId),
+    eb(c('equipment_type'), '=', a.equipmentType),
+    inCells('origin_cell', a.originCells),
+    inCells('destination_cell', a.destinationCells),
+    eb(c('origin_latitude'), '>=', a.originBox.minLat as never),
+    eb(c('origin_latitude'), '<=', a.originBox.maxLat as never),
+    eb(c('origin_longitude'), '>=', a.originBox.minLon as never),
+    eb(c('origin_longitude'), '<=', a.originBox.maxLon as never),
+    eb(c('destination_latitude'), '>=', a.destinationBox.minLat as never),
+    eb(c('destination_latitude'), '<=', a.destinationBox.maxLat as never),
+    eb(c('destination_longitude'), '>=', a.destinationBox.minLon as never),
+    eb(c('destination_longitude'), '<=', a.destinationBox.maxLon as never),
+  ]);
+}
