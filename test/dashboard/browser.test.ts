@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers.js';
-import { checkPageStructure, startDashboardApp } from './support.js';
+import { checkPageStructure, startDashboardApp, watchPage } from './support.js';
 
 /**
  * End to end in real headless Chromium (Debian's `chromium`, driven by playwright-core) against a
@@ -48,12 +48,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1366, height: 768 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   page = await context.newPage();
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) outsideRequests.push(r.url());
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
+  watchPage(page, base, outsideRequests, consoleErrors);
 }, 120_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import type { TestApp } from '../helpers.js';
-import { checkPageStructure, orgWithUser, startDashboardApp } from './support.js';
+import { checkPageStructure, orgWithUser, startDashboardApp, watchPage } from './support.js';
 
 /**
  * Issue 19 in headless Chromium: every new page (location, carrier, customer and lane detail pages,
@@ -113,12 +113,7 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
   context = await browser.newContext({ viewport: WIDTHS.desktop });
   page = await context.newPage();
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) outsideRequests.push(r.url());
-  });
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
+  watchPage(page, base, outsideRequests, consoleErrors);
 }, 120_000);
 
 afterAll(async () => {

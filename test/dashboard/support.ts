@@ -171,3 +171,13 @@ export async function checkPageStructure(p: Page) {
   expect(found.levels.filter((l) => l === 1)).toHaveLength(1);
   for (let i = 1; i < found.levels.length; i++) expect(found.levels[i]!, p.url()).toBeLessThanOrEqual(found.levels[i - 1]! + 1);
 }
+
+/** Records every request the page makes to another origin than the app's (`base`), and its console errors. */
+export function watchPage(p: Page, base: string, outsideRequests: string[], consoleErrors: string[]): void {
+  p.on('request', (r) => {
+    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) outsideRequests.push(r.url());
+  });
+  p.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
+}
