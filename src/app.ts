@@ -181,7 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   opsRoutes(app, { store, metrics, rateLimiter });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
-  installUsage(app, usage, (presented) => accounts.authenticate(presented));
+  if (config.usageRecording !== false) installUsage(app, usage, (presented) => accounts.authenticate(presented));
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });

@@ -25,6 +25,8 @@ const EnvSchema = Type.Object({
   RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** `off` reads every GET by reference and every list from the database even when nothing changed (benchmarks, diagnosis). */
   READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /** `off` keeps no API usage counts and no failed-writes log (the dashboard's integration health; benchmarks). */
+  USAGE_RECORDING: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
   RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
   /** How long the change feed keeps events (D11), in days. */
@@ -61,6 +63,8 @@ export type Config = {
   rateLimitKeyPrefix: string;
   /** GET-by-reference and list answers reused while the database is unchanged (READ_CACHE=on, the default). */
   readCache: boolean;
+  /** API usage per key and hour and the failed-writes log, for the dashboard (USAGE_RECORDING=on, the default). */
+  usageRecording: boolean;
   /** Days the change feed keeps events (D11; default 30). */
   eventRetentionDays: number;
   /** Hours an Idempotency-Key is remembered with its answer (D13; default 24). */
@@ -105,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
     readCache: env2.READ_CACHE === 'on',
+    usageRecording: env2.USAGE_RECORDING === 'on',
     eventRetentionDays: env2.EVENT_RETENTION_DAYS,
     idempotencyTtlHours: env2.IDEMPOTENCY_TTL_HOURS,
     webhookAllowInsecure: env2.WEBHOOK_ALLOW_INSECURE === 'on',

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outsideHours } from '../../src/dashboard/hours.js';
 import { usageRecorder } from '../../src/modules/ops/usage.js';
-import type { TestApp } from '../helpers.js';
+import { newTenant, startApp, type TestApp } from '../helpers.js';
 import { Visitor, orgWithUser, startDashboardApp } from './support.js';
 
 /** API usage counters and the failed-writes log (src/modules/ops/usage.ts), and the stop-hours check. */
@@ -44,6 +44,21 @@ describe('usage counters', () => {
     const again = await usageRows(org.orgId);
     expect(again).toHaveLength(2);
     expect(again.find((r) => r.key_id === limited.id)!.ok).toBe(1);
+  });
+
+  it('USAGE_RECORDING=off counts nothing and logs no failed write', async () => {
+    const off = await startApp({ usageRecording: false });
+    try {
+      const a = await newTenant(off);
+      expect((await a.get('/v2/tms-api/customers')).statusCode).toBe(200);
+      expect((await a.post('/v2/tms-api/customers', { external_reference_id: 'NO-NAME' })).statusCode).toBe(422);
+      await off.app.close();
+      const org = a.orgId;
+      const rows = await sql<{ n: number }>`select (select count(*) from api_usage_hourly where org_id = ${org}) + (select count(*) from failed_writes where org_id = ${org}) as n`.execute(off.store.db);
+      expect(Number(rows.rows[0]!.n)).toBe(0);
+    } finally {
+      await off.close();
+    }
   });
 
   it('the failed-writes log is bounded by age and by count per organization', async () => {
