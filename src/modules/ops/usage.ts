@@ -286,17 +286,30 @@ export type UsageRecorder = ReturnType<typeof usageRecorder>;
  * counts when it has gone. Only requests with an API key are counted (a 401 names no key).
  */
 export function installUsage(app: FastifyInstance, usage: UsageRecorder, keyOf?: UsageOptions['keyOf']) {
-  app.addHook('onSend', async (req, reply, payload) => {
+  // Callback-style hooks, not async ones (every API request passes onResponse). Recording still costs
+  // the SQLite get-load benchmark 11-14% (bench/usage.bench.ts; BENCHMARKS.md): an open finding.
+  // Failures are only looked for on write routes (declared after this call), so reads pass no onSend hook.
+  const capture = (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     if (req.principal) usage.captureFailures(req, reply, payload);
-    return payload;
+    done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    if (![route.method].flat().some((m) => WRITE_METHODS.has(String(m)))) return;
+    route.onSend = [...(route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend]), capture] as never;
   });
-  app.addHook('onResponse', async (req, reply) => {
-    if (req.principal) return usage.count(req.principal, reply.statusCode);
-    if (reply.statusCode !== 429 || !keyOf) return;
+  app.addHook('onResponse', (req, reply, done) => {
+    if (req.principal) {
+      usage.count(req.principal, reply.statusCode);
+      return done();
+    }
     const header = req.headers['x-api-key'];
-    if (typeof header !== 'string') return;
-    const principal = await keyOf(header).catch(() => null);
-    if (principal) usage.count(principal, 429);
+    if (reply.statusCode !== 429 || !keyOf || typeof header !== 'string') return done();
+    keyOf(header)
+      .then((principal) => {
+        if (principal) usage.count(principal, 429);
+      })
+      .catch(() => undefined)
+      .finally(() => done());
   });
   app.addHook('onClose', () => usage.stop());
 }
