@@ -61,6 +61,39 @@ describe('usage counters', () => {
     }
   });
 
+  it('splits counts at each UTC hour, keeps each hour its last request time, and adds to rows already written', async () => {
+    const org = await orgWithUser(t);
+    let at = Date.parse('2026-03-04T13:59:58.250Z');
+    const usage = usageRecorder({ db: t.store.db, clock: { now: () => new Date(at) }, flushMs: 0 });
+    const a = { orgId: org.orgId, keyId: 'key_a' };
+    const b = { orgId: org.orgId, keyId: 'key_b' };
+    usage.count(a, 200);
+    usage.count(b, 422);
+    at += 1_000; // 13:59:59.250
+    usage.count(a, 503);
+    at += 1_000; // 14:00:00.250: the next hour
+    usage.count(a, 201);
+    usage.count(a, 429);
+    at -= 3_600_000; // a clock set back an hour (13:00:00.250): its own row, not mixed into 14:00
+    usage.count(a, 404);
+    usage.count(b, 200); // key_b's 13:00 counter is still open: its last request stays 13:59:58.250
+    expect(usage.pendingSize().counters).toBe(4);
+    await usage.flush();
+    at = Date.parse('2026-03-04T14:30:00.000Z');
+    usage.count(a, 200); // written into the 14:00 row already there
+    await usage.flush();
+    expect(usage.pendingSize().counters).toBe(0);
+    const rows = await usage.hourly(org.orgId, '2026-03-04T00:00:00.000Z');
+    const shape = rows
+      .map((r) => ({ key: r.key_id, hour: r.hour, ok: Number(r.ok), c4: Number(r.client_errors), c5: Number(r.server_errors), c429: Number(r.rate_limited), last: r.last_request_at }))
+      .sort((x, y) => `${x.hour}${x.key}`.localeCompare(`${y.hour}${y.key}`));
+    expect(shape).toEqual([
+      { key: 'key_a', hour: '2026-03-04T13:00:00Z', ok: 1, c4: 1, c5: 1, c429: 0, last: '2026-03-04T13:59:59.250Z' },
+      { key: 'key_b', hour: '2026-03-04T13:00:00Z', ok: 1, c4: 1, c5: 0, c429: 0, last: '2026-03-04T13:59:58.250Z' },
+      { key: 'key_a', hour: '2026-03-04T14:00:00Z', ok: 2, c4: 0, c5: 0, c429: 1, last: '2026-03-04T14:30:00.000Z' },
+    ]);
+  });
+
   it('the failed-writes log is bounded by age and by count per organization', async () => {
     const org = await orgWithUser(t);
     const now = Date.now();

@@ -68,18 +68,21 @@ const API_PREFIX = '/v2/tms-api/';
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const OPERATION_OF: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
 
+/** One key's counts in one UTC hour; times as epoch milliseconds, turned into text only when written. */
 interface Counter {
   orgId: string;
   keyId: string;
-  hour: string;
+  hour: number;
   ok: number;
   clientErrors: number;
   serverErrors: number;
   rateLimited: number;
-  last: string;
+  last: number;
 }
 
+const HOUR_MS = 3_600_000;
 const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00Z`;
+const hourText = (hour: number) => hourOf(new Date(hour * HOUR_MS).toISOString());
 
 function parseJson(payload: unknown): unknown {
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return undefined;
@@ -104,7 +107,10 @@ function resourceOf(path: string): { resource: string; batch: boolean } {
 
 export function usageRecorder(o: UsageOptions) {
   const db = (o.db as unknown as Kysely<UsageTables>);
+  // The current hour's counter of each key (a key belongs to one organization), and counters of hours
+  // that ended (or of a clock set back) since the last flush.
   const counters = new Map<string, Counter>();
+  let closed: Counter[] = [];
   let pending: FailedWritesTable[] = [];
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
@@ -112,19 +118,21 @@ export function usageRecorder(o: UsageOptions) {
   const retentionDays = o.retentionDays ?? FAILED_WRITES_RETENTION_DAYS;
   const maxPerOrg = o.maxFailedPerOrg ?? MAX_FAILED_WRITES_PER_ORG;
 
-  function count(principal: Pick<Principal, 'orgId' | 'keyId'>, status: number, nowIso = o.clock.now().toISOString()) {
-    const hour = hourOf(nowIso);
-    const id = `${principal.orgId}|${principal.keyId}|${hour}`;
-    let c = counters.get(id);
-    if (!c) {
-      c = { orgId: principal.orgId, keyId: principal.keyId, hour, ok: 0, clientErrors: 0, serverErrors: 0, rateLimited: 0, last: nowIso };
-      counters.set(id, c);
+  // On every API request: numbers and one lookup by the key's id (a string the key cache keeps, so
+  // its hash is computed once), no date text. bench/usage.bench.ts measures what this costs a read.
+  function count(principal: Pick<Principal, 'orgId' | 'keyId'>, status: number, nowMs = o.clock.now().getTime()) {
+    const hour = Math.floor(nowMs / HOUR_MS);
+    let c = counters.get(principal.keyId);
+    if (c === undefined || c.hour !== hour) {
+      if (c !== undefined) closed.push(c);
+      c = { orgId: principal.orgId, keyId: principal.keyId, hour, ok: 0, clientErrors: 0, serverErrors: 0, rateLimited: 0, last: nowMs };
+      counters.set(principal.keyId, c);
     }
-    if (status === 429) c.rateLimited++;
+    if (status < 400) c.ok++;
+    else if (status === 429) c.rateLimited++;
     else if (status >= 500) c.serverErrors++;
-    else if (status >= 400) c.clientErrors++;
-    else c.ok++;
-    if (nowIso > c.last) c.last = nowIso;
+    else c.clientErrors++;
+    if (nowMs > c.last) c.last = nowMs;
   }
 
   function queueFailure(row: Omit<FailedWritesTable, 'id'>) {
@@ -169,8 +177,9 @@ export function usageRecorder(o: UsageOptions) {
   }
 
   async function writeOut(): Promise<void> {
-    const rows = [...counters.values()];
+    const rows = [...closed, ...counters.values()];
     counters.clear();
+    closed = [];
     const failed = pending;
     pending = [];
     if (rows.length === 0 && failed.length === 0) return;
@@ -179,7 +188,7 @@ export function usageRecorder(o: UsageOptions) {
         for (const c of rows) {
           await tx
             .insertInto('api_usage_hourly')
-            .values({ org_id: c.orgId, key_id: c.keyId, hour: c.hour, ok: c.ok, client_errors: c.clientErrors, server_errors: c.serverErrors, rate_limited: c.rateLimited, last_request_at: c.last })
+            .values({ org_id: c.orgId, key_id: c.keyId, hour: hourText(c.hour), ok: c.ok, client_errors: c.clientErrors, server_errors: c.serverErrors, rate_limited: c.rateLimited, last_request_at: new Date(c.last).toISOString() })
             .onConflict((oc) =>
               oc.columns(['org_id', 'hour', 'key_id']).doUpdateSet({
                 ok: sql`api_usage_hourly.ok + excluded.ok`,
@@ -243,7 +252,7 @@ export function usageRecorder(o: UsageOptions) {
     flush,
     prune: () => prune(new Set()),
     /** Counters and failures waiting for the next flush (tests, benchmarks). */
-    pendingSize: () => ({ counters: counters.size, failed: pending.length }),
+    pendingSize: () => ({ counters: counters.size + closed.length, failed: pending.length }),
     start() {
       const every = o.flushMs ?? USAGE_FLUSH_MS;
       if (every > 0 && !timer) {
@@ -286,9 +295,8 @@ export type UsageRecorder = ReturnType<typeof usageRecorder>;
  * counts when it has gone. Only requests with an API key are counted (a 401 names no key).
  */
 export function installUsage(app: FastifyInstance, usage: UsageRecorder, keyOf?: UsageOptions['keyOf']) {
-  // Callback-style hooks, not async ones (every API request passes onResponse). Recording still costs
-  // the SQLite get-load benchmark 11-14% (bench/usage.bench.ts; BENCHMARKS.md): an open finding.
-  // Failures are only looked for on write routes (declared after this call), so reads pass no onSend hook.
+  // Callback-style hooks, not async ones (every API request passes onResponse). Failures are only
+  // looked for on write routes (declared after this call), so reads pass no onSend hook.
   const capture = (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     if (req.principal) usage.captureFailures(req, reply, payload);
     done(null, payload);
