@@ -2,13 +2,12 @@
  * Dashboard pages (issue 19) on the seeded benchmark database:
  *
  *   DATABASE_URL=/tmp/lb.db npm run bench:seed -- --loads 100000
- *   npx tsx bench/dashboard.bench.ts [--runs 7]
+ *   npx tsx bench/dashboard.bench.ts [--runs 7] [--seed bench/results/seed.json]
  *
  * Builds the app in process on the database of bench/results/seed.json, signs a user of the seeded
  * organization in, and times each page with app.inject (server time: routing, SQL, rendering; no
- * network): one warm-up, then the median and the worst of `--runs`. Also the usage hook's own cost per
- * request (src/modules/ops/usage.ts: count + failure capture, in memory) against a GET /loads/{ref},
- * the request the issue asks the counters to stay within 3% of. Prints one JSON object.
+ * network): one warm-up, then the median and the worst of `--runs`. Prints one JSON object. What the
+ * usage recording costs the API is bench/usage.bench.ts's (over HTTP, recording on against off).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -17,13 +16,12 @@ import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDataStore } from '../src/lib/db/index.js';
-import { usageRecorder } from '../src/modules/ops/usage.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '7' } } });
+const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '7' }, seed: { type: 'string' } } });
 const RUNS = Number(args.runs);
-const seedFile = join(here, 'results', 'seed.json');
-if (!existsSync(seedFile)) throw new Error('no bench/results/seed.json: run npm run bench:seed first');
+const seedFile = args.seed ?? join(here, 'results', 'seed.json');
+if (!existsSync(seedFile)) throw new Error(`no ${seedFile}: run npm run bench:seed first`);
 const seed = JSON.parse(readFileSync(seedFile, 'utf8')) as { databaseUrl: string; orgId: string; key: string; sampleHistoryLoads: string[] };
 
 const store = openDataStore(seed.databaseUrl, { poolSize: 5 });
@@ -85,31 +83,11 @@ for (const url of pages) {
   results[url] = { status: warm.statusCode, median_ms: Math.round(median(times) * 10) / 10, max_ms: Math.round(Math.max(...times) * 10) / 10, bytes: warm.body.length };
 }
 
-// The usage hook's cost per request, measured on its own (in memory, no I/O) against GET /loads/{ref}.
-const getLoad = `/v2/tms-api/loads/${encodeURIComponent(seed.sampleHistoryLoads[0]!)}`;
-for (let i = 0; i < 200; i++) await app.inject({ method: 'GET', url: getLoad, headers: { 'x-api-key': seed.key } });
-const N = 2000;
-let t0 = performance.now();
-for (let i = 0; i < N; i++) await app.inject({ method: 'GET', url: getLoad, headers: { 'x-api-key': seed.key } });
-const getLoadUs = ((performance.now() - t0) / N) * 1000;
-const usage = usageRecorder({ db: store.db, clock: { now: () => new Date() }, flushMs: 0 });
-const principal = { orgId: seed.orgId, keyId: 'key_bench' };
-const req = { principal, method: 'GET', url: getLoad, routeOptions: { url: getLoad }, params: {}, body: undefined, id: 'r' } as never;
-const reply = { statusCode: 200, getHeader: () => undefined } as never;
-t0 = performance.now();
-for (let i = 0; i < 200_000; i++) {
-  usage.captureFailures(req, reply, '{}');
-  usage.count(principal, 200);
-}
-const hookUs = ((performance.now() - t0) / 200_000) * 1000;
-await usage.flush();
-
 process.stdout.write(
   `${JSON.stringify(
     {
       loads: seed,
       pages: results,
-      usage_hook: { get_load_us_in_process: Math.round(getLoadUs), hook_us: Math.round(hookUs * 100) / 100, share: `${((hookUs / getLoadUs) * 100).toFixed(2)}%` },
     },
     (k, v) => (k === 'loads' ? undefined : v),
     2,
