@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
+import { createServer } from 'node:net';
+import { BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
 import { RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
 import { parseScopes } from '../src/modules/accounts/accounts.service.js';
 import { json, newTenant, startApp, uid, type Tenant, type TestApp } from './helpers.js';
@@ -478,6 +479,70 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
       error: 'URL refused: URL must not resolve to a loopback, private or link-local address (rebind.example resolves to 127.0.0.1)',
     });
     await mod.worker.stop();
+  });
+});
+
+describe('DNS rebinding: the address connected to is the address checked', () => {
+  let strict: TestApp;
+  beforeAll(async () => {
+    strict = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
+  });
+  afterAll(async () => {
+    await strict?.close();
+  });
+
+  it('refuses the connection when the name resolves to loopback after the check passed, and opens none', async () => {
+    // A listener on loopback counts connections: without the guard the socket would reach it (the
+    // system resolves localhost to 127.0.0.1) after the pre-attempt check had been told a public address.
+    let connections = 0;
+    const listener = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+    const port = (listener.address() as { port: number }).port;
+    // Resolutions in order: the endpoint's creation, the check before the attempt (public), then the
+    // connection's own resolution (rebound to loopback, as a short-TTL record can be).
+    const calls: string[] = [];
+    const resolve = async (host: string) => {
+      calls.push(host);
+      return calls.length <= 2 ? ['93.184.216.34'] : ['127.0.0.1'];
+    };
+    const { webhooksModule } = await import('../src/modules/webhooks/webhooks.js');
+    const mod = webhooksModule({ db: strict.store.db, clock: strict.clock, allowInsecure: false, leaseMs: 30_000, log: { warn() {} }, resolve });
+    try {
+      const a = await newTenant(strict);
+      const ep = await mod.service.create(a.orgId, { url: `https://localhost:${port}/hooks` });
+      expect((await a.post('/v2/tms-api/customers', { external_reference_id: uid('C'), name: 'Rebinding' })).statusCode).toBe(201);
+      await mod.worker.drain();
+      const [d] = (await mod.service.deliveries(a.orgId, ep.id, { page: 1, page_size: 10 })).items;
+      expect(d).toMatchObject({
+        status: 'pending',
+        attempt: 1,
+        response_status: null,
+        error: 'URL refused: URL must not resolve to a loopback, private or link-local address (localhost resolves to 127.0.0.1)',
+      });
+      expect(calls).toEqual(['localhost', 'localhost', 'localhost']);
+      expect(connections).toBe(0);
+    } finally {
+      await mod.worker.stop();
+      await new Promise((r) => listener.close(r));
+    }
+  });
+
+  it('guardedLookup answers net/tls as they ask (one address, every address, one family) and refuses any blocked one', async () => {
+    const lookup = (answers: string[], options: object) =>
+      new Promise<{ err: Error | null; address: unknown; family?: number }>((r) =>
+        guardedLookup(async () => answers)('receiver.example', options as never, (err, address, family) => r({ err, address, family })),
+      );
+    const both = ['93.184.216.34', '2606:2800:220:1::1'];
+    expect(await lookup(both, {})).toEqual({ err: null, address: '93.184.216.34', family: 4 });
+    expect(await lookup(both, { all: true })).toEqual({ err: null, address: [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }], family: undefined });
+    expect(await lookup(both, { family: 6 })).toEqual({ err: null, address: '2606:2800:220:1::1', family: 6 });
+    const mixed = await lookup(['93.184.216.34', '10.0.0.5'], { all: true });
+    expect(mixed.err).toBeInstanceOf(BlockedAddressError);
+    expect(mixed.err).toMatchObject({ code: 'EBLOCKEDADDRESS', message: 'URL must not resolve to a loopback, private or link-local address (receiver.example resolves to 10.0.0.5)' });
+    expect((await lookup([], {})).err).toMatchObject({ code: 'ENOTFOUND' });
   });
 });
 

@@ -1,5 +1,6 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /**
  * D12's URL rules: `https` only, and a host that resolves to no loopback, private, link-local (or other
@@ -84,5 +85,37 @@ export async function urlProblem(text: string, opts: { allowInsecure: boolean; r
     if (addresses.length === 0) return `Host '${host}' could not be resolved`;
   }
   const blocked = addresses.find(isBlockedAddress);
-  return blocked ? `URL must not resolve to a loopback, private or link-local address (${host} resolves to ${blocked})` : null;
+  return blocked ? blockedText(host, blocked) : null;
+}
+
+const blockedText = (host: string, address: string) => `URL must not resolve to a loopback, private or link-local address (${host} resolves to ${address})`;
+
+/** A delivery's connection refused because its host resolved to a blocked address as it connected. */
+export class BlockedAddressError extends Error {
+  readonly code = 'EBLOCKEDADDRESS';
+  constructor(host: string, address: string) {
+    super(blockedText(host, address));
+  }
+}
+
+/**
+ * The lookup a delivery connects with (undici's `connect.lookup`, handed to net/tls): the addresses the
+ * socket is opened to are the ones checked. A name that passed `urlProblem` and then resolves to a
+ * private address (DNS rebinding, a short TTL) is refused here, where a second, unchecked resolution
+ * would otherwise have let the connection in. Every address is checked, as in `urlProblem`.
+ */
+export function guardedLookup(resolve: Resolver = systemResolver): LookupFunction {
+  return (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    resolve(hostname).then(
+      (addresses) => {
+        const usable = addresses.filter((a) => isIP(a) !== 0 && (!options.family || options.family === isIP(a)));
+        if (usable.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+        const blocked = addresses.find(isBlockedAddress);
+        if (blocked) return callback(new BlockedAddressError(hostname, blocked), '', 0);
+        if (options.all) return callback(null, usable.map((address) => ({ address, family: isIP(address) })));
+        callback(null, usable[0]!, isIP(usable[0]!));
+      },
+      (err: NodeJS.ErrnoException) => callback(Object.assign(err, { code: err.code ?? 'ENOTFOUND' }), '', 0),
+    );
+  };
 }

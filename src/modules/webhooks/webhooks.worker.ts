@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Agent, fetch } from 'undici';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -23,7 +24,7 @@ import {
   type EventRef,
 } from './webhooks.repo.js';
 import { signedHeaders } from './signing.js';
-import { urlProblem, type Resolver } from './url-policy.js';
+import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
 
 /** D12: the waits after the 1st … 9th failed attempt (±20% jitter); the 10th failure is final. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
@@ -106,6 +107,7 @@ function describe(err: unknown, timeoutMs: number): string {
   const code = e.cause?.code;
   if (code === 'ECONNREFUSED') return 'Connection refused';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'Connection reset';
+  if (code === 'EBLOCKEDADDRESS') return `URL refused: ${e.cause!.message}`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'Host could not be resolved';
   if (code?.startsWith('ERR_TLS') || code?.includes('CERT')) return `TLS error (${code})`;
   return (e.cause?.message ?? e.message ?? String(err)).slice(0, 500);
@@ -171,6 +173,10 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   let started = false;
   let poll: NodeJS.Timeout | null = null;
   const stopping = new AbortController();
+  // undici's own fetch and connection pool (keep-alive per receiver). Under D12's URL rules the sockets
+  // are opened only to addresses checked as they are resolved (guardedLookup): the check before an
+  // attempt alone would leave a window between it and the connection's own resolution.
+  const dispatcher = new Agent({ connect: deps.allowInsecure ? {} : { lookup: guardedLookup(deps.resolve) } });
 
   async function refreshWatched(): Promise<void> {
     const rows = await db.selectFrom('webhook_endpoints').select('org_id').distinct().where('status', '=', 'enabled').execute();
@@ -235,6 +241,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
             body,
             redirect: 'manual',
             signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]),
+            dispatcher,
           });
           retryAfter = res.headers.get('retry-after');
           // The answer's body is not kept: read and dropped, so the connection can be reused.
@@ -457,6 +464,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       await polling;
       await ticking;
       await Promise.all([...chains]);
+      await dispatcher.destroy().catch(() => undefined);
     },
     /** Deliveries being sent by this process now. */
     inFlight: () => chains.size,
