@@ -426,6 +426,22 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
   });
   afterAll(async () => strict.close());
 
+  /** A worker of its own resolving names with `resolve`; the first delivery of one customer write to `url`. */
+  async function firstDelivery(url: string, resolve: (host: string) => Promise<string[]>, afterCreate = () => {}) {
+    const { webhooksModule } = await import('../src/modules/webhooks/webhooks.js');
+    const mod = webhooksModule({ db: strict.store.db, clock: strict.clock, allowInsecure: false, leaseMs: 30_000, log: { warn() {} }, resolve });
+    try {
+      const a = await newTenant(strict);
+      const ep = await mod.service.create(a.orgId, { url });
+      afterCreate();
+      expect((await a.post('/v2/tms-api/customers', { external_reference_id: uid('C'), name: 'Rebound' })).statusCode).toBe(201);
+      await mod.worker.drain();
+      return (await mod.service.deliveries(a.orgId, ep.id, { page: 1, page_size: 10 })).items[0];
+    } finally {
+      await mod.worker.stop();
+    }
+  }
+
   it.each([
     ['http://hooks.example.com/x', 'URL scheme should be https'],
     ['https://127.0.0.1/x', 'URL must not resolve to a loopback, private or link-local address (127.0.0.1 resolves to 127.0.0.1)'],
@@ -464,34 +480,16 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
 
     // An endpoint whose name later resolves to a private address: the delivery is refused and retried.
     let answers = ['93.184.216.34'];
-    const { webhooksModule } = await import('../src/modules/webhooks/webhooks.js');
-    const mod = webhooksModule({ db: strict.store.db, clock: strict.clock, allowInsecure: false, leaseMs: 30_000, log: { warn() {} }, resolve: async () => answers });
-    const a = await newTenant(strict);
-    const ep = await mod.service.create(a.orgId, { url: 'https://rebind.example/hooks' });
-    answers = ['127.0.0.1'];
-    expect((await a.post('/v2/tms-api/customers', { external_reference_id: uid('C'), name: 'Rebound' })).statusCode).toBe(201);
-    await mod.worker.drain();
-    const [d] = (await mod.service.deliveries(a.orgId, ep.id, { page: 1, page_size: 10 })).items;
+    const d = await firstDelivery('https://rebind.example/hooks', async () => answers, () => (answers = ['127.0.0.1']));
     expect(d).toMatchObject({
       status: 'pending',
       attempt: 1,
       response_status: null,
       error: 'URL refused: URL must not resolve to a loopback, private or link-local address (rebind.example resolves to 127.0.0.1)',
     });
-    await mod.worker.stop();
-  });
-});
-
-describe('DNS rebinding: the address connected to is the address checked', () => {
-  let strict: TestApp;
-  beforeAll(async () => {
-    strict = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
-  });
-  afterAll(async () => {
-    await strict?.close();
   });
 
-  it('refuses the connection when the name resolves to loopback after the check passed, and opens none', async () => {
+  it('DNS rebinding: refuses the connection when the name resolves to loopback after the check passed, and opens none', async () => {
     // A listener on loopback counts connections: without the guard the socket would reach it (the
     // system resolves localhost to 127.0.0.1) after the pre-attempt check had been told a public address.
     let connections = 0;
@@ -504,18 +502,11 @@ describe('DNS rebinding: the address connected to is the address checked', () =>
     // Resolutions in order: the endpoint's creation, the check before the attempt (public), then the
     // connection's own resolution (rebound to loopback, as a short-TTL record can be).
     const calls: string[] = [];
-    const resolve = async (host: string) => {
-      calls.push(host);
-      return calls.length <= 2 ? ['93.184.216.34'] : ['127.0.0.1'];
-    };
-    const { webhooksModule } = await import('../src/modules/webhooks/webhooks.js');
-    const mod = webhooksModule({ db: strict.store.db, clock: strict.clock, allowInsecure: false, leaseMs: 30_000, log: { warn() {} }, resolve });
     try {
-      const a = await newTenant(strict);
-      const ep = await mod.service.create(a.orgId, { url: `https://localhost:${port}/hooks` });
-      expect((await a.post('/v2/tms-api/customers', { external_reference_id: uid('C'), name: 'Rebinding' })).statusCode).toBe(201);
-      await mod.worker.drain();
-      const [d] = (await mod.service.deliveries(a.orgId, ep.id, { page: 1, page_size: 10 })).items;
+      const d = await firstDelivery(`https://localhost:${port}/hooks`, async (host) => {
+        calls.push(host);
+        return calls.length <= 2 ? ['93.184.216.34'] : ['127.0.0.1'];
+      });
       expect(d).toMatchObject({
         status: 'pending',
         attempt: 1,
@@ -525,7 +516,6 @@ describe('DNS rebinding: the address connected to is the address checked', () =>
       expect(calls).toEqual(['localhost', 'localhost', 'localhost']);
       expect(connections).toBe(0);
     } finally {
-      await mod.worker.stop();
       await new Promise((r) => listener.close(r));
     }
   });
