@@ -6,6 +6,8 @@ const EnvSchema = Type.Object({
   DATABASE_URL: Type.String({ default: './data/lanebridge.db', minLength: 1 }),
   HOST: Type.String({ default: '127.0.0.1' }),
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+  /** `worker`: the port of its /healthz, /readyz and /metrics (0: any free port, logged at start). */
+  WORKER_PORT: Type.Integer({ default: 8081, minimum: 0, maximum: 65535 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -45,6 +47,7 @@ export type Config = {
   databaseUrl: string;
   host: string;
   port: number;
+  workerPort: number;
   logLevel: string;
   bodyLimitBytes: number;
   batchBodyLimitBytes: number;
@@ -96,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env2.DATABASE_URL,
     host: env2.HOST,
     port: env2.PORT,
+    workerPort: env2.WORKER_PORT,
     logLevel: env2.LOG_LEVEL,
     bodyLimitBytes: env2.BODY_LIMIT_BYTES,
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,

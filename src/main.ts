@@ -8,7 +8,8 @@ import { accountsService, parseScopes } from './modules/accounts/accounts.servic
 const USAGE = `Usage: lanebridge <command>
 
   serve                                           run the HTTP service (PORT, HOST, DATABASE_URL)
-  worker                                          deliver webhooks only, no HTTP (DATABASE_URL)
+  worker                                          deliver webhooks only (DATABASE_URL); /healthz, /readyz
+                                                  and /metrics on WORKER_PORT
   org create --name NAME
   org list
   user create --org ORG_ID --email EMAIL --name NAME [--password P | --password-stdin]
@@ -117,7 +118,14 @@ async function serve(config: Config) {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`);
+  }
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
 }
 
@@ -132,17 +140,33 @@ async function worker(config: Config) {
   const log = {
     warn: (obj: unknown, msg: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg, ...(obj as object), err: (obj as { err?: Error }).err?.message })}\n`),
   };
-  const { worker: loop } = webhooksModule({
+  // Its attempts and the queue on /metrics, as `serve` has them, and probes for an orchestrator.
+  const { createMetrics } = await import('./lib/http/metrics.js');
+  const { opsRoutes } = await import('./modules/ops/ops.routes.js');
+  const metrics = createMetrics();
+  const { worker: loop, service } = webhooksModule({
     db: store.db,
     clock: { now: () => new Date() },
     allowInsecure: config.webhookAllowInsecure,
     leaseMs: config.webhookLeaseMs,
     log,
+    outcomes: metrics.webhookOutcomes,
     pollMs: 250,
     retentionDays: config.eventRetentionDays,
   });
+  metrics.registerWebhookQueue(() => service.queue());
+  const { default: Fastify } = await import('fastify');
+  const probes = Fastify({ logger: false });
+  opsRoutes(probes, { store, metrics });
+  let address: string;
+  try {
+    address = await probes.listen({ port: config.workerPort, host: config.host });
+  } catch (err) {
+    await store.close();
+    throw new ConfigError(`cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`);
+  }
   loop.start();
-  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect })}\n`);
+  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect, address })}\n`);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -150,6 +174,7 @@ async function worker(config: Config) {
     process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'webhook worker stopping', signal })}\n`);
     // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
     await loop.stop();
+    await probes.close();
     await store.close();
     process.exit(0);
   };

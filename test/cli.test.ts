@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,4 +107,24 @@ describe('bin/lanebridge', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('Usage: lanebridge');
   }, 60_000);
+
+  it('serve and worker on a port already taken: one line naming the setting, exit 1, no stack trace', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const port = (taken.address() as { port: number }).port;
+    const start = (command: string, env: Record<string, string>) =>
+      run(BIN, [command], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', ...env }, timeout: 60_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }),
+      );
+    try {
+      const serve = await start('serve', { PORT: String(port) });
+      expect(serve).toEqual({ code: 1, stderr: `lanebridge: cannot listen on 127.0.0.1:${port} (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set PORT to a free port, or HOST to an address of this machine\n` });
+      const worker = await start('worker', { WORKER_PORT: String(port) });
+      expect(worker.code).toBe(1);
+      expect(worker.stderr).toBe(`lanebridge: cannot listen on 127.0.0.1:${port} for /healthz, /readyz and /metrics (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set WORKER_PORT to a free port (0: any)\n`);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  }, 90_000);
 });

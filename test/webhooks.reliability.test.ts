@@ -50,7 +50,7 @@ describe('a delivering process killed mid-delivery', () => {
     const eventId = rx.received[0]!.headers['webhook-id']!;
 
     // A process that only delivers takes it over once the dead process's lease has ended.
-    const worker = spawn(BIN, ['worker'], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = spawn(BIN, ['worker'], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKER_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     worker.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     worker.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -81,9 +81,15 @@ describe('a delivering process killed mid-delivery', () => {
     } finally {
       await store.close();
     }
+    // The worker's probes and metrics (WORKER_PORT=0: the port it took is in its start line).
+    const address = /"msg":"Lanebridge webhook worker started".*"address":"(http:\/\/[^"]+)"/.exec(out)?.[1];
+    expect(address, out).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await (await fetch(`${address}/readyz`)).json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
+    const metrics = await (await fetch(`${address}/metrics`)).text();
+    expect(metrics).toMatch(/^lanebridge_webhook_deliveries_total\{outcome="delivered"\} 1$/m);
+    expect(metrics).toMatch(/^lanebridge_webhook_queue_depth 0$/m);
     worker.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(out).toContain('webhook worker started');
   }, 60_000);
 });
 

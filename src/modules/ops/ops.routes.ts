@@ -15,13 +15,14 @@ function rateLimitChecks(s: RateLimitStatus): Record<string, string> {
 }
 
 /** Liveness, readiness and metrics: no key, not part of the versioned API. */
-export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter: RateLimiter }) {
+export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter?: RateLimiter }) {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     // Redis is not a readiness condition: without it limits are counted per instance, and the detail says so.
-    const [database, limits] = await Promise.all([deps.store.ping(2000), deps.rateLimiter.probe()]);
-    const checks = rateLimitChecks(limits);
+    // The webhook worker process has no rate limiter: its checks name the database only.
+    const [database, limits] = await Promise.all([deps.store.ping(2000), deps.rateLimiter?.probe()]);
+    const checks = limits ? rateLimitChecks(limits) : {};
     if (database) return { status: 'ready', checks: { database: 'ok', ...checks } };
     const { status, headers, body } = renderError(new ServiceUnavailableError());
     return reply
