@@ -18,6 +18,7 @@ declare module 'autocannon' {
     }
     interface Result {
       requests: { total: number; average: number };
+      latency: { p50: number; p99: number };
       errors: number;
       timeouts: number;
       non2xx: number;

@@ -11,12 +11,13 @@
  * ratios (off ÷ on, so above 1 is what recording costs). `--control` runs both servers with recording
  * off, to show the method's own spread. Servers on core 0 and load generator on core 1 when taskset exists.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { median, pinLoadGenerator, startServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { seed: { type: 'string' }, rounds: { type: 'string', default: '10' }, duration: { type: 'string', default: '8' }, warmup: { type: 'string', default: '4' }, control: { type: 'boolean', default: false } } });
@@ -26,43 +27,10 @@ const ROUNDS = Number(args.rounds);
 const DURATION = Number(args.duration);
 const WARMUP = Number(args.warmup);
 
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (hasTaskset) execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+const hasTaskset = pinLoadGenerator();
 
-function serve(port: number, usage: 'on' | 'off'): ChildProcess {
-  const argv = [join(root, 'bin/lanebridge'), 'serve'];
-  const [cmd, a] = hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...argv]] : [process.execPath, argv];
-  return spawn(cmd as string, a as string[], {
-    cwd: root,
-    env: { ...process.env, DATABASE_URL: seed.databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10', USAGE_RECORDING: usage },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-async function waitFor(url: string) {
-  for (let i = 0; i < 3000; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
+const serve = (port: number, usage: 'on' | 'off'): ChildProcess =>
+  startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', DB_POOL_SIZE: '10', USAGE_RECORDING: usage }, hasTaskset);
 
 let next = 0;
 async function getLoads(port: number, seconds: number): Promise<{ rps: number }> {

@@ -85,7 +85,7 @@ describe('statements per request', () => {
     }
   });
 
-  it('a page of loads: one statement on PostgreSQL whatever its size, the same count for 2 or 8 loads on SQLite', async () => {
+  it('a page of loads: two statements on PostgreSQL whatever its size (ids, then their documents), the same count for 2 or 8 loads on SQLite', async () => {
     const small = await statementsOf(() => a.get('/v2/tms-api/loads?page_size=2&sort=external_reference_id'));
     const large = await statementsOf(() => a.get('/v2/tms-api/loads?page_size=8&sort=external_reference_id'));
     expect(small.body.items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['SC-0', 'SC-1']);
@@ -93,15 +93,21 @@ describe('statements per request', () => {
     expect(large.body.pagination).toMatchObject({ total: 9 });
     expect(large.sql.length).toBe(small.sql.length);
     if (isPostgres()) {
-      expect(large.sql).toHaveLength(1);
-      // The same text for any page size and page number (the page is a parameter, not part of the text).
-      expect(large.sql[0]).toBe(small.sql[0]);
-      expect(parameters(large.sql[0]!)).toBeLessThanOrEqual(32);
+      expect(large.sql).toHaveLength(2);
+      // The same texts for any page size and page number (the page is a parameter, and the documents'
+      // statement takes the ids as one array: planned once per connection, not on every page).
+      expect(large.sql).toEqual(small.sql);
+      expect(large.sql[1]).toMatch(/from unnest\(\$1::text\[\]\) with ordinality/);
+      for (const s of large.sql) expect(parameters(s), s).toBeLessThanOrEqual(32);
     }
-    // Filtered by a customer's reference: still one statement (the reference is matched inside it).
+    // Filtered by a customer's reference: still two statements (the reference is matched inside the first).
     const byCustomer = await statementsOf(() => a.get('/v2/tms-api/loads?customer_external_reference_id=CUST-1&page_size=3'));
     expect(byCustomer.body.pagination).toMatchObject({ total: 9 });
-    if (isPostgres()) expect(byCustomer.sql).toHaveLength(1);
+    if (isPostgres()) expect(byCustomer.sql).toHaveLength(2);
+    // A page past the end: the ids' statement only.
+    const past = await statementsOf(() => a.get('/v2/tms-api/loads?page=99&page_size=8'));
+    expect(past.body).toMatchObject({ items: [], pagination: { total: 9 } });
+    if (isPostgres()) expect(past.sql).toHaveLength(1);
   });
 
   it('an open load with its recommendations: two statements on PostgreSQL (the load, then its lane with the carriers)', async () => {

@@ -139,25 +139,51 @@ export async function loadDocumentByRef(tx: Executor, orgId: string, ref: string
   return result(rows, keyId);
 }
 
+/** The page's head: the key's state, the total, and the page's ids in order. */
+interface Head {
+  key_state: KeyState | null;
+  total: string | number | null;
+  ids: string[] | null;
+}
+
+/**
+ * Loads by id with everything their answers show, in the order of `ids`, as one JSON array: one text for
+ * any number of loads (the ids are one array parameter), so PostgreSQL keeps its generic plan and plans it
+ * once per connection (docs/deployment.md, "Where a page's time goes").
+ */
+async function documentsByIds(tx: Executor, orgId: string, ids: readonly string[]): Promise<LoadDocument[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<{ docs: unknown[][] | null }>`
+    select json_agg(${DOCUMENT} order by p.n) as docs
+    from unnest(${[...ids]}::text[]) with ordinality as p(id, n) join loads l on l.id = p.id ${FROM_PARTS}
+    where l.org_id = ${orgId}`.execute(tx);
+  return (rows[0]?.docs ?? []).map(decode);
+}
+
 /**
  * A page of loads: `ids` selects the page's ids in order (with its limit and offset), `total` counts
- * the list, `orderBy` (over `l`, the loads) orders the documents. One statement, one row: the key's
- * state, the total and the page as one JSON array.
+ * the list, `orderBy` (over `l`, the loads) orders them. Two statements: the key's state, the total and
+ * the page's ids (planned on every execution: its best plan depends on the limit and offset), then the
+ * documents of those ids (planned once per connection). The documents used to come in the first one,
+ * which made PostgreSQL plan their stops, rates, customer, carrier and reps on every page too: 0.63 ms
+ * of planning against 0.13 ms now (EXPLAIN ANALYZE, BENCHMARKS.md).
  */
 export async function loadDocumentsPage(
   tx: Executor,
-  page: { ids: SelectQueryBuilder<Database, 'loads', { id: string }>; total: RawBuilder<unknown>; orderBy: RawBuilder<unknown> },
+  page: { orgId: string; ids: SelectQueryBuilder<Database, 'loads', { id: string }>; total: RawBuilder<unknown>; orderBy: RawBuilder<unknown> },
   keyId: string | null,
 ): Promise<DocumentsResult> {
-  const { rows } = await sql<Row>`
+  const { rows } = await sql<Head>`
     select ${keyState(keyId)} as key_state, ${page.total} as total,
-      (select json_agg(${DOCUMENT} order by ${page.orderBy})
-       from (${page.ids}) as p join loads l on l.id = p.id ${FROM_PARTS}) as docs`.execute(tx);
-  return result(rows, keyId);
+      (select json_agg(l.id order by ${page.orderBy}) from (${page.ids}) as p join loads l on l.id = p.id) as ids`.execute(tx);
+  const head = rows[0];
+  const total = head?.total === null || head?.total === undefined ? null : Number(head.total);
+  // A load deleted between the two statements is left out of the page (it is gone); the rest keep their order.
+  const docs = await documentsByIds(tx, page.orgId, head?.ids ?? []);
+  return { key: keyId === null ? undefined : (head?.key_state ?? null), total, docs };
 }
 
 /** Loads by id with everything their answers show, from one statement (a batch's events at seal). */
-export async function loadDocumentsByIds(tx: Executor, orgId: string, ids: readonly string[]): Promise<LoadDocument[]> {
-  const page = tx.selectFrom('loads').select('id').where('org_id', '=', orgId).where('id', 'in', [...ids]);
-  return (await loadDocumentsPage(tx, { ids: page, total: sql`null::bigint`, orderBy: sql`l.id` }, null)).docs;
+export function loadDocumentsByIds(tx: Executor, orgId: string, ids: readonly string[]): Promise<LoadDocument[]> {
+  return documentsByIds(tx, orgId, ids);
 }

@@ -266,7 +266,7 @@ export function listLoads(tx: Executor, orgId: string, filter: LoadFilter, page:
 
 /**
  * PostgreSQL: a page of loads with their parts, its total (from the counters when they give it, else a
- * count in the same statement) and the caller's key state, in one statement.
+ * count in the same statement) and the caller's key state, in two statements (loadDocumentsPage).
  */
 export function listLoadDocuments(tx: Executor, orgId: string, filter: LoadFilter, page: PageRequest, keyId: string | null) {
   const q = filteredLoads(tx, orgId, filter);
@@ -276,7 +276,7 @@ export function listLoadDocuments(tx: Executor, orgId: string, filter: LoadFilte
     : sql`(${q.clearSelect().select((eb) => eb.fn.countAll().as('n'))})`;
   const dir = sql.raw(direction === 'desc' ? 'desc' : 'asc');
   const orderBy = sql`${sql.ref(`l.${column}`)} ${dir}, l.id ${dir}`;
-  return loadDocumentsPage(tx, { ids, total, orderBy }, keyId);
+  return loadDocumentsPage(tx, { orgId, ids, total, orderBy }, keyId);
 }
 
 export function usersMatching(tx: Executor, orgId: string, emails: string[], names: string[]) {

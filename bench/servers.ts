@@ -1,0 +1,43 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * What the A/B benchmarks that start their own servers share (usage, CPU per request): this process on
+ * core 1 and each server on core 0 when `taskset` exists, a server started from a checkout, readiness,
+ * medians.
+ */
+
+/** Pins this process (the load generator) to core 1; whether `taskset` exists (servers then go to core 0). */
+export function pinLoadGenerator(): boolean {
+  try {
+    execFileSync('taskset', ['-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `bin` (a path under `cwd`) `serve` with `env` over the environment, on core 0 when pinned; its pid is node's (taskset execs it). */
+export function startServer(cwd: string, bin: string, env: Record<string, string>, pinned: boolean): ChildProcess {
+  const argv = [bin, 'serve'];
+  const [cmd, args] = pinned ? ['taskset', ['-c', '0', process.execPath, ...argv]] : [process.execPath, argv];
+  return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+export async function waitFor(url: string, timeoutMs = 600_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      /* not up yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
