@@ -491,7 +491,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
 
   it('DNS rebinding: refuses the connection when the name resolves to loopback after the check passed, and opens none', async () => {
     // A listener on loopback counts connections: without the guard the socket would reach it (the
-    // system resolves localhost to 127.0.0.1) after the pre-attempt check had been told a public address.
+    // system resolves localhost to 127.0.0.1) although the endpoint's check had been told a public address.
     let connections = 0;
     const listener = createServer((socket) => {
       connections++;
@@ -499,13 +499,13 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     });
     await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
     const port = (listener.address() as { port: number }).port;
-    // Resolutions in order: the endpoint's creation, the check before the attempt (public), then the
-    // connection's own resolution (rebound to loopback, as a short-TTL record can be).
+    // Resolutions in order: the endpoint's creation (public), then the connection's own resolution
+    // (rebound to loopback, as a short-TTL record can be). The attempt resolves the name only to connect.
     const calls: string[] = [];
     try {
       const d = await firstDelivery(`https://localhost:${port}/hooks`, async (host) => {
         calls.push(host);
-        return calls.length <= 2 ? ['93.184.216.34'] : ['127.0.0.1'];
+        return calls.length <= 1 ? ['93.184.216.34'] : ['127.0.0.1'];
       });
       expect(d).toMatchObject({
         status: 'pending',
@@ -513,7 +513,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
         response_status: null,
         error: 'URL refused: URL must not resolve to a loopback, private or link-local address (localhost resolves to 127.0.0.1)',
       });
-      expect(calls).toEqual(['localhost', 'localhost', 'localhost']);
+      expect(calls).toEqual(['localhost', 'localhost']);
       expect(connections).toBe(0);
     } finally {
       await new Promise((r) => listener.close(r));

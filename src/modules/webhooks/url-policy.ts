@@ -61,8 +61,10 @@ const systemResolver: Resolver = async (host) => (await lookup(host, { all: true
 /**
  * Why `text` may not be a webhook URL, or null when it may. `allowInsecure` lifts the https and address
  * rules (the URL must still be http(s) and well formed). Resolution failures refuse the URL.
+ * `resolveNames: false` checks all but a host name's addresses: for a caller whose connections check
+ * the addresses they open (the delivery worker, through guardedLookup), so a name is resolved once.
  */
-export async function urlProblem(text: string, opts: { allowInsecure: boolean; resolve?: Resolver }): Promise<string | null> {
+export async function urlProblem(text: string, opts: { allowInsecure: boolean; resolve?: Resolver; resolveNames?: boolean }): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(text);
@@ -76,6 +78,7 @@ export async function urlProblem(text: string, opts: { allowInsecure: boolean; r
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: string[];
   if (isIP(host)) addresses = [host];
+  else if (opts.resolveNames === false) return null;
   else {
     try {
       addresses = await (opts.resolve ?? systemResolver)(host);

@@ -223,7 +223,9 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
     if (body === null) {
       result = { status: 'failed', response_status: null, duration_ms: null, error: 'The event is no longer kept (retention); it cannot be sent' };
     } else {
-      const problem = await urlProblem(ep.url, { allowInsecure: deps.allowInsecure, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
+      // The URL's form and an address literal are checked here; a host name's addresses by the
+      // connection itself (guardedLookup), once, as they are resolved to connect.
+      const problem = await urlProblem(ep.url, { allowInsecure: deps.allowInsecure, resolveNames: false });
       if (problem) {
         result = { status: 'pending', response_status: null, duration_ms: null, error: `URL refused: ${problem}` };
       } else {
