@@ -1,5 +1,4 @@
-import { sql } from 'kysely';
-import { dialectOf, type Executor } from './executor.js';
+import type { Executor } from './executor.js';
 import { preparedInsert } from './prepared.js';
 import type { Database } from './types.js';
 
@@ -28,27 +27,3 @@ export async function deleteWhereIn<T extends 'loads' | 'load_stops' | 'load_rat
   }
 }
 
-/**
- * How a batch's transaction starts on this engine. PostgreSQL: the organization's batches take turns (an
- * advisory lock held to commit, so two batches never hold each other's rows), and no lock wait outlives
- * the request's deadline (`lock_timeout`: the batch answers 503 instead of running past it). SQLite runs
- * one write transaction at a time already.
- */
-export async function beginBatch(tx: Executor, orgId: string, remainingMs: number): Promise<void> {
-  if (dialectOf(tx) !== 'postgres') return;
-  if (Number.isFinite(remainingMs)) await sql`select set_config('lock_timeout', ${`${Math.max(1, Math.ceil(remainingMs))}ms`}, true)`.execute(tx);
-  await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
-}
-
-// The advisory lock class of an organization's batches (PostgreSQL), beside the organization's hash.
-const BATCH_LOCK_CLASS = 7215;
-
-/**
- * Whether a savepoint costs round trips (PostgreSQL: two per item, a quarter of a changed load's) or
- * microseconds (SQLite, in process). A batch of immediate writes runs its items without savepoints where
- * they cost, and again with them only when an item fails.
- */
-export const savepointsAreCheap = (tx: Executor): boolean => dialectOf(tx) !== 'postgres';
-
-/** Whether reads of rows a batch will change lock them (PostgreSQL: FOR UPDATE, in reference order). */
-export const locksRowsForUpdate = (tx: Executor): boolean => dialectOf(tx) === 'postgres';

@@ -3,7 +3,7 @@ import type { Executor } from '../../lib/db/index.js';
 import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
-import { loadDocumentsPage } from './loads.documents.js';
+import { loadDocumentsPage } from '../../lib/db/load-documents.js';
 import { LOAD_COLUMNS, type Database, type LaneHistoryTable, type LoadRatesTable, type LoadStopsTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { tenantRecords } from '../shared/record-store.js';

@@ -11,9 +11,9 @@ import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
-import { loadDocumentByRef, loadDocumentsByIds } from './loads.documents.js';
+import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
 import { LoadWorkspace } from './loads.workspace.js';
-import { locksRowsForUpdate } from '../../lib/db/bulk.js';
+import { locksRowsForUpdate } from '../../lib/db/locks.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
 import { loadWrites } from './loads.write.js';
 import { loadBodyProblems } from './loads.checks.js';
@@ -44,7 +44,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   const writes = loadWrites(clock, options);
   const { present, presentDocuments } = loadPresenter(lanes);
   // PostgreSQL: a read is one round trip (the load and its parts, and the caller's key, in one statement).
-  const oneStatementReads = pipeline.dialect === 'postgres';
+  const oneStatementReads = readsLoadsAsDocuments(reader);
 
   /**
    * Answers of stored loads. On PostgreSQL several at once (a batch's events, built at seal) come from

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { DataStore, Executor } from '../../lib/db/index.js';
-import { beginBatch, savepointsAreCheap } from '../../lib/db/bulk.js';
+import { beginBatch, savepointsAreCheap } from '../../lib/db/locks.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
 import { bumpVersions, type VersionedKind } from '../../lib/db/versions.js';
 import { laneKeyId, type LaneKey } from '../../domain/lane.js';
@@ -252,8 +252,6 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
   return {
     /** Where reads outside a write go. */
     reader: store.db as Executor,
-    /** The engine (PostgreSQL answers a load read in one statement: src/modules/loads/loads.documents.ts). */
-    dialect: store.dialect,
 
     /** One write in its own transaction; `workspace`: what its steps hold (a load write's LoadWorkspace). */
     async write<R, W extends Workspace = Workspace>(orgId: string, work: Work<R, W>, opts: WriteOptions & { workspace?: () => W } = {}): Promise<R> {

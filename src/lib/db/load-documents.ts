@@ -1,13 +1,19 @@
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import type { Executor } from '../../lib/db/index.js';
-import { LOAD_COLUMNS, type Database, type LoadRatesTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
-import type { KeyState } from '../../lib/http/principal.js';
+import { dialectOf, type Executor } from './executor.js';
+import { LOAD_COLUMNS, type Database, type LoadRatesTable, type LoadsTable, type StopWithLocation } from './types.js';
+import type { KeyState } from '../http/principal.js';
 
 /**
  * PostgreSQL: a load with everything its answer shows, from one statement (one round trip). SQLite
  * answers the same from several in-process statements (loads.repo.ts), where a statement costs
  * microseconds and JSON aggregation would cost more than it saves.
  */
+/**
+ * Whether this engine reads a load with its parts as one document (PostgreSQL: a round trip is the cost),
+ * rather than as several in-process statements (SQLite: a statement costs microseconds).
+ */
+export const readsLoadsAsDocuments = (tx: Executor): boolean => dialectOf(tx) === 'postgres';
+
 export interface LoadDocument extends LoadsTable {
   customer_ref: string | null;
   customer_name: string | null;
