@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '../db/errors.js';
 /**
  * The one error model. Every failure a handler or service can raise is one of these; the error
  * handler renders them. Two body shapes, as the specification requires: `{ error: { code, message } }`
@@ -237,6 +238,24 @@ export class OtherClientError extends DetailError {
   override get status() {
     return this.ownStatus;
   }
+}
+
+/**
+ * The one classification of a failure that is not already an ApiError (the API's error handler, a
+ * batch item, the dashboard): a database out of reach is 503, a client error Fastify raised keeps its
+ * status, anything else is the service's fault: 500 with the request's id. `log` hears about the last
+ * two kinds (a warning and an error).
+ */
+export function classifyError(err: unknown, requestId: string, log?: { unavailable(err: unknown): void; internal(err: unknown): void }): ApiError {
+  if (err instanceof ApiError) return err;
+  if (isDatabaseUnavailable(err)) {
+    log?.unavailable(err);
+    return new ServiceUnavailableError();
+  }
+  const status = (err as { statusCode?: unknown }).statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) return new OtherClientError(status, (err as Error).message);
+  log?.internal(err);
+  return new InternalError(requestId);
 }
 
 export interface RenderedError {

@@ -1,8 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
-import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
+import { classifyError, InternalError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 import { ErrorSchemas } from '../../lib/http/openapi.js';
@@ -299,13 +298,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
 
 /** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
 function batchItemError(err: unknown, opts: RunOptions): BatchItemError & { request_id?: string } {
-  let known: ApiError;
-  if (err instanceof ApiError) known = err;
-  else if (isDatabaseUnavailable(err)) known = new ServiceUnavailableError();
-  else {
-    opts.onError?.(err);
-    known = new InternalError(opts.requestId ?? '');
-  }
+  const known = classifyError(err, opts.requestId ?? '', { unavailable: () => {}, internal: (e) => opts.onError?.(e) });
   const { status, body } = renderError(known);
   const detail = (body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message) as BatchItemError['detail'];
   // D6a: a 500 carries the request's id, like every other 500.
