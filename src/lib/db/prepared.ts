@@ -39,21 +39,27 @@ export function prepared<P extends Record<string, unknown>, R>(
  * column the rows carry.
  */
 export function preparedInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[]) {
-  const byCount = new Map<number, (executor: Executor, values: Record<string, unknown>) => Promise<unknown[]>>();
+  const byCount = new WeakMap<object, Map<number, CompiledQuery<unknown>>>();
   return async (executor: Executor, rows: readonly Database[T][]): Promise<void> => {
     if (rows.length === 0) return;
-    let insert = byCount.get(rows.length);
-    if (!insert) {
-      const count = rows.length;
-      insert = prepared<Record<string, unknown>, unknown>((db, p) =>
-        db.insertInto(table).values(Array.from({ length: count }, (_, i) => Object.fromEntries(columns.map((c) => [c, p(`${i}:${c}`)]))) as never),
-      );
-      byCount.set(count, insert);
+    const root = (executor as unknown as Kysely<Database>).getExecutor().adapter as object;
+    let compiledByCount = byCount.get(root);
+    if (!compiledByCount) byCount.set(root, (compiledByCount = new Map()));
+    let compiled = compiledByCount.get(rows.length);
+    if (!compiled) {
+      // Placeholders row by row, column by column: the parameters of a call are the rows' values in that order.
+      const placeholder = (i: number, c: string) => `${SENTINEL}${i}:${c}`;
+      compiled = (executor as unknown as Kysely<Database>)
+        .insertInto(table)
+        .values(Array.from({ length: rows.length }, (_, i) => Object.fromEntries(columns.map((c) => [c, placeholder(i, c)]))) as never)
+        .compile() as CompiledQuery<unknown>;
+      const expected = rows.flatMap((_, i) => columns.map((c) => placeholder(i, c)));
+      if (compiled.parameters.length !== expected.length || compiled.parameters.some((p, i) => p !== expected[i])) throw new Error(`preparedInsert(${table}): unexpected parameter order`);
+      compiledByCount.set(rows.length, compiled);
     }
-    const values: Record<string, unknown> = {};
-    rows.forEach((row, i) => {
-      for (const c of columns) values[`${i}:${c}`] = (row as unknown as Record<string, unknown>)[c];
-    });
-    await insert(executor, values);
+    const parameters: unknown[] = new Array(rows.length * columns.length);
+    let k = 0;
+    for (const row of rows) for (const c of columns) parameters[k++] = (row as unknown as Record<string, unknown>)[c] ?? null;
+    await executor.executeQuery({ ...compiled, parameters, queryId: createQueryId() });
   };
 }
