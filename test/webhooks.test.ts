@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer } from 'node:net';
-import { BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
+import { BLOCKED_ADDRESS_MESSAGE, BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
 import { RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
 import { parseScopes } from '../src/modules/accounts/accounts.service.js';
 import { json, newTenant, startApp, uid, type Tenant, type TestApp } from './helpers.js';
@@ -442,20 +442,12 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     }
   }
 
-  it.each([
-    ['http://hooks.example.com/x', 'URL scheme should be https'],
-    ['https://127.0.0.1/x', 'URL must not resolve to a loopback, private or link-local address (127.0.0.1 resolves to 127.0.0.1)'],
-    ['https://10.1.2.3/x', 'URL must not resolve to a loopback, private or link-local address (10.1.2.3 resolves to 10.1.2.3)'],
-    ['https://169.254.169.254/latest/meta-data', 'URL must not resolve to a loopback, private or link-local address (169.254.169.254 resolves to 169.254.169.254)'],
-    ['https://192.168.1.10/x', 'URL must not resolve to a loopback, private or link-local address (192.168.1.10 resolves to 192.168.1.10)'],
-    ['https://[::1]/x', 'URL must not resolve to a loopback, private or link-local address (::1 resolves to ::1)'],
-    ['https://[::ffff:127.0.0.1]/x', 'URL must not resolve to a loopback, private or link-local address (::ffff:7f00:1 resolves to ::ffff:7f00:1)'],
-    ['ftp://files.example.com/x', 'URL scheme should be https'],
-  ])('refuses %s with 422 on ["body","url"]', async (url, msg) => {
+  // Every refused form, and the accepted ones, are in test/webhooks.url-rules.test.ts.
+  it('refuses a literal private address with 422 on ["body","url"], naming no address', async () => {
     const a = await newTenant(strict);
-    const res = await a.post(BASE, { url });
+    const res = await a.post(BASE, { url: 'https://10.1.2.3/x' });
     expect(res.statusCode).toBe(422);
-    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg }] });
+    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg: BLOCKED_ADDRESS_MESSAGE }] });
     expect(json(await a.get(BASE)).items).toEqual([]);
   });
 
@@ -463,13 +455,12 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     const a = await newTenant(strict);
     const res = await a.post(BASE, { url: 'https://localhost:8443/hooks' });
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'url'] });
-    expect(json(res).detail[0].msg).toMatch(/^URL must not resolve to a loopback, private or link-local address \(localhost resolves to (127\.0\.0\.1|::1)\)$/);
+    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg: BLOCKED_ADDRESS_MESSAGE }] });
   });
 
   it('checks every resolved address, and again at each delivery', async () => {
     const resolve = async () => ['93.184.216.34', '10.0.0.5'];
-    expect(await urlProblem('https://mixed.example/x', { allowInsecure: false, resolve })).toBe('URL must not resolve to a loopback, private or link-local address (mixed.example resolves to 10.0.0.5)');
+    expect(await urlProblem('https://mixed.example/x', { allowInsecure: false, resolve })).toBe(BLOCKED_ADDRESS_MESSAGE);
     expect(await urlProblem('https://public.example/x', { allowInsecure: false, resolve: async () => ['93.184.216.34', '2606:2800:220:1::1'] })).toBeNull();
     expect(await urlProblem('https://nowhere.example/x', { allowInsecure: false, resolve: async () => Promise.reject(new Error('ENOTFOUND')) })).toBe("Host 'nowhere.example' could not be resolved");
     expect(await urlProblem('http://127.0.0.1/x', { allowInsecure: true })).toBeNull();
@@ -485,7 +476,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
       status: 'pending',
       attempt: 1,
       response_status: null,
-      error: 'URL refused: URL must not resolve to a loopback, private or link-local address (rebind.example resolves to 127.0.0.1)',
+      error: `URL refused: ${BLOCKED_ADDRESS_MESSAGE}`,
     });
   });
 
@@ -511,7 +502,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
         status: 'pending',
         attempt: 1,
         response_status: null,
-        error: 'URL refused: URL must not resolve to a loopback, private or link-local address (localhost resolves to 127.0.0.1)',
+        error: `URL refused: ${BLOCKED_ADDRESS_MESSAGE}`,
       });
       expect(calls).toEqual(['localhost', 'localhost']);
       expect(connections).toBe(0);
@@ -531,7 +522,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     expect(await lookup(both, { family: 6 })).toEqual({ err: null, address: '2606:2800:220:1::1', family: 6 });
     const mixed = await lookup(['93.184.216.34', '10.0.0.5'], { all: true });
     expect(mixed.err).toBeInstanceOf(BlockedAddressError);
-    expect(mixed.err).toMatchObject({ code: 'EBLOCKEDADDRESS', message: 'URL must not resolve to a loopback, private or link-local address (receiver.example resolves to 10.0.0.5)' });
+    expect(mixed.err).toMatchObject({ code: 'EBLOCKEDADDRESS', message: BLOCKED_ADDRESS_MESSAGE });
     expect((await lookup([], {})).err).toMatchObject({ code: 'ENOTFOUND' });
   });
 });

@@ -35,7 +35,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'createWebhookEndpoint',
       summary: 'Add a webhook endpoint',
       description:
-        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.',
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which).',
       body: WebhookEndpointCreate,
       response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }) },
     },

@@ -18,7 +18,7 @@ const EventTypes = Type.Array(CiEnum(EVENT_TYPES), {
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'Where events are POSTed: https, and a host that does not resolve to a loopback, private or link-local address (checked again at each delivery).',
+  description: 'Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery.',
 });
 const Description = Nullable(Text(500, 'What the endpoint is for (up to 500 characters).'));
 
