@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer } from 'node:net';
 import { BLOCKED_ADDRESS_MESSAGE, BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
-import { RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
+import { nextAttemptWait, RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
 import { parseScopes } from '../src/modules/accounts/accounts.service.js';
 import { json, newTenant, startApp, uid, type Tenant, type TestApp } from './helpers.js';
 import { startReceiver, type Received, type Receiver } from './webhooks-support.js';
@@ -248,6 +248,53 @@ describe('deliveries', () => {
       expect(d).toMatchObject({ status: 'pending', attempt: 1, response_status: 429 });
       expect(Date.parse(d.next_attempt_at) - t.clock.now().getTime()).toBeGreaterThan(118_000);
       expect(Date.parse(d.next_attempt_at) - t.clock.now().getTime()).toBeLessThanOrEqual(120_000);
+    } finally {
+      rx.answer = () => ({ status: 200 });
+    }
+  });
+
+  it('Retry-After: 0 (503) or a past date (429) never retries sooner than the schedule, and the attempt cap holds', async () => {
+    const a = await newTenant(t);
+    const ep = await endpoint(a);
+    const zero = await customer(a, 'Retry Now');
+    const past = await customer(a, 'Retry Yesterday');
+    rx.answer = (r) => {
+      const id = JSON.parse(r.body).data?.id;
+      if (id === zero.id) return { status: 503, headers: { 'retry-after': '0' } };
+      if (id === past.id) return { status: 429, headers: { 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' } };
+      return { status: 200 };
+    };
+    try {
+      await t.webhooks.worker.drain();
+      // Drained at once: nothing more was sent (the old rule sent these again and again, past the cap).
+      expect(forId(zero.id)).toHaveLength(1);
+      expect(forId(past.id)).toHaveLength(1);
+      for (let attempt = 1; attempt <= RETRY_SCHEDULE_MS.length; attempt++) {
+        const log = json(await a.get(`${BASE}/${ep.id}/deliveries`)).items as { event_id: string; status: string; attempt: number; next_attempt_at: string }[];
+        expect(log.map((d) => [d.status, d.attempt])).toEqual([
+          ['pending', attempt],
+          ['pending', attempt],
+        ]);
+        const planned = RETRY_SCHEDULE_MS[attempt - 1]!;
+        const waits = log.map((d) => Date.parse(d.next_attempt_at) - t.clock.now().getTime());
+        for (const wait of waits) {
+          expect(wait, `wait after attempt ${attempt}`).toBeGreaterThanOrEqual(planned * 0.8 - 50);
+          expect(wait, `wait after attempt ${attempt}`).toBeLessThanOrEqual(planned * 1.2 + 50);
+        }
+        t.clock.advance(Math.max(...waits) + 1000);
+        await t.webhooks.worker.drain();
+        expect(forId(zero.id)).toHaveLength(attempt + 1);
+        expect(forId(past.id)).toHaveLength(attempt + 1);
+      }
+      const last = json(await a.get(`${BASE}/${ep.id}/deliveries`)).items;
+      expect(last.map((d: any) => [d.status, d.attempt, d.response_status, d.next_attempt_at])).toEqual([
+        ['failed', 10, 429, null],
+        ['failed', 10, 503, null],
+      ]);
+      t.clock.advance(7 * 86_400_000);
+      await t.webhooks.worker.drain();
+      expect(forId(zero.id)).toHaveLength(10);
+      expect(forId(past.id)).toHaveLength(10);
     } finally {
       rx.answer = () => ({ status: 200 });
     }
@@ -561,5 +608,18 @@ describe('schedule helpers', () => {
     expect(retryAfterMs('Wed, 25 Nov 2026 00:01:00 GMT', now)).toBe(60_000);
     expect(retryAfterMs('soon', now)).toBeNull();
     expect(retryAfterMs('999999999', now)).toBe(86_400_000);
+  });
+
+  it('Retry-After lengthens a wait of the schedule up to 24 h, never shortens it, and adds no attempt', () => {
+    const mid = () => 0.5;
+    expect(nextAttemptWait(1, null, mid)).toBe(5_000);
+    expect(nextAttemptWait(1, 0, mid)).toBe(5_000);
+    expect(nextAttemptWait(1, 120_000, mid)).toBe(120_000);
+    expect(nextAttemptWait(1, 10 * 86_400_000, mid)).toBe(86_400_000);
+    expect(nextAttemptWait(3, 60_000, mid)).toBe(1_800_000);
+    // The last step's jitter may pass 24 h: the schedule still wins.
+    expect(nextAttemptWait(9, 0, () => 1)).toBe(103_680_000);
+    expect(nextAttemptWait(10, 0, mid)).toBeNull();
+    expect(nextAttemptWait(10, 60_000, mid)).toBeNull();
   });
 });

@@ -25,16 +25,14 @@ import {
 } from './webhooks.repo.js';
 import { signedHeaders } from './signing.js';
 import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
+import { nextAttemptWait, retryAfterMs } from './retry-schedule.js';
 
-/** D12: the waits after the 1st … 9th failed attempt (±20% jitter); the 10th failure is final. */
-export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
-export const JITTER = 0.2;
+export { RETRY_SCHEDULE_MS, JITTER, retryAfterMs, retryDelay, nextAttemptWait } from './retry-schedule.js';
+
 /** D12: an endpoint whose attempts all failed for this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
 /** D12: an attempt's time limit (shortened to fit a shorter lease, so an attempt never outlives its claim). */
 export const TIMEOUT_MS = 10_000;
-/** A Retry-After longer than the schedule's longest wait is capped to it. */
-const MAX_RETRY_AFTER_MS = 86_400_000;
 // Events read per enqueue transaction; a longer backlog takes several.
 const ENQUEUE_WINDOW = 500;
 // Deliveries sent at once by one process (each endpoint's in sequence order, endpoints side by side).
@@ -83,22 +81,6 @@ export async function disableEndpoint(tx: Executor, endpointId: string, reason: 
     .where('id', '=', endpointId)
     .execute();
   await failPending(tx, endpointId, reason === 'gone' ? 'Endpoint disabled: the receiver answered 410 Gone' : reason === 'failing' ? 'Endpoint disabled: every attempt failed for 5 days' : 'Endpoint disabled', now);
-}
-
-/** The wait before the next attempt after `attempts` failed ones, or null when none is left. */
-export function retryDelay(attempts: number, random: () => number = Math.random): number | null {
-  const base = RETRY_SCHEDULE_MS[attempts - 1];
-  if (base === undefined) return null;
-  return Math.round(base * (1 - JITTER + 2 * JITTER * random()));
-}
-
-/** Retry-After (seconds or an HTTP date) in milliseconds from `now`, or null. */
-export function retryAfterMs(header: string | null, now: Date): number | null {
-  if (!header) return null;
-  const t = header.trim();
-  const ms = /^\d+$/.test(t) ? Number(t) * 1000 : Date.parse(t) - now.getTime();
-  if (!Number.isFinite(ms)) return null;
-  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
 }
 
 function describe(err: unknown, timeoutMs: number): string {
@@ -274,8 +256,9 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
         result = { ...result, status: 'failed', error: 'HTTP 410: the receiver is gone; endpoint disabled' };
         disable = 'gone';
       } else {
-        const honoured = result.response_status === 429 || result.response_status === 503 ? retryAfterMs(retryAfter, finished) : null;
-        const wait = test ? null : (honoured ?? retryDelay(attempts, random));
+        // Retry-After may lengthen the schedule's wait (to 24 h at most), never shorten it or add attempts.
+        const asked = result.response_status === 429 || result.response_status === 503 ? retryAfterMs(retryAfter, finished) : null;
+        const wait = test ? null : nextAttemptWait(attempts, asked, random);
         if (wait === null) result = { ...result, status: 'failed' };
         else next = toIso(new Date(finished.getTime() + wait));
       }
