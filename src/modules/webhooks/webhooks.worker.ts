@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Agent, fetch } from 'undici';
+import { Agent } from 'undici';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -26,13 +26,14 @@ import {
 import { signedHeaders } from './signing.js';
 import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
 import { nextAttemptWait, retryAfterMs } from './retry-schedule.js';
+import { AttemptCut, sendAttempt, TIMEOUT_MS } from './attempt.js';
+
+export { TIMEOUT_MS, RESPONSE_READ_LIMIT } from './attempt.js';
 
 export { RETRY_SCHEDULE_MS, JITTER, retryAfterMs, retryDelay, nextAttemptWait } from './retry-schedule.js';
 
 /** D12: an endpoint whose attempts all failed for this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
-/** D12: an attempt's time limit (shortened to fit a shorter lease, so an attempt never outlives its claim). */
-export const TIMEOUT_MS = 10_000;
 // Events read per enqueue transaction; a longer backlog takes several.
 const ENQUEUE_WINDOW = 500;
 // Deliveries sent at once by one process (each endpoint's in sequence order, endpoints side by side).
@@ -81,18 +82,6 @@ export async function disableEndpoint(tx: Executor, endpointId: string, reason: 
     .where('id', '=', endpointId)
     .execute();
   await failPending(tx, endpointId, reason === 'gone' ? 'Endpoint disabled: the receiver answered 410 Gone' : reason === 'failing' ? 'Endpoint disabled: every attempt failed for 5 days' : 'Endpoint disabled', now);
-}
-
-function describe(err: unknown, timeoutMs: number): string {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError') return `Timed out after ${timeoutMs / 1000} s`;
-  const code = e.cause?.code;
-  if (code === 'ECONNREFUSED') return 'Connection refused';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'Connection reset';
-  if (code === 'EBLOCKEDADDRESS') return `URL refused: ${e.cause!.message}`;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'Host could not be resolved';
-  if (code?.startsWith('ERR_TLS') || code?.includes('CERT')) return `TLS error (${code})`;
-  return (e.cause?.message ?? e.message ?? String(err)).slice(0, 500);
 }
 
 export interface AttemptResult {
@@ -154,7 +143,8 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   // Wake-ups act once the worker is started (a worker left manual works only when drained).
   let started = false;
   let poll: NodeJS.Timeout | null = null;
-  const stopping = new AbortController();
+  // The controllers of the attempts in flight (stopping cuts them).
+  const inFlight = new Set<AbortController>();
   // undici's own fetch and connection pool (keep-alive per receiver). Under D12's URL rules the sockets
   // are opened only to addresses checked as they are resolved (guardedLookup): the check before an
   // attempt alone would leave a window between it and the connection's own resolution.
@@ -217,34 +207,24 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
           'user-agent': USER_AGENT,
           ...signedHeaders(secrets, d.event_id, Math.floor(started.getTime() / 1000), body),
         };
-        const t0 = performance.now();
-        try {
-          const res = await fetch(ep.url, {
-            method: 'POST',
-            headers,
-            body,
-            redirect: 'manual',
-            signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]),
-            dispatcher,
-          });
-          retryAfter = res.headers.get('retry-after');
-          // The answer's body is not kept: read and dropped, so the connection can be reused.
-          await res.arrayBuffer().catch(() => undefined);
-          const ok = res.status >= 200 && res.status < 300;
-          result = {
-            status: ok ? 'delivered' : 'pending',
-            response_status: res.status,
-            duration_ms: Math.round(performance.now() - t0),
-            error: ok ? null : `HTTP ${res.status}`,
-          };
-        } catch (err) {
-          if (stopping.signal.aborted) {
-            // Stopping: given back at once (the receiver may have it already: at least once).
-            await releaseClaim(db, d.id, claim).catch(() => undefined);
-            return null;
-          }
-          result = { status: 'pending', response_status: null, duration_ms: Math.round(performance.now() - t0), error: describe(err, timeoutMs) };
+        // The attempt's own deadline and a bounded read of the answer (attempt.ts); stopping cuts it.
+        const control = new AbortController();
+        inFlight.add(control);
+        if (stopped) control.abort(new AttemptCut('stopping'));
+        const answer = await sendAttempt({ url: ep.url, headers, body, deadlineMs: timeoutMs, dispatcher }, control).finally(() => inFlight.delete(control));
+        if (answer.cut === 'stopping') {
+          // Given back at once (the receiver may have it already: at least once).
+          await releaseClaim(db, d.id, claim).catch(() => undefined);
+          return null;
         }
+        retryAfter = answer.retryAfter;
+        const ok = answer.responseStatus !== null && answer.responseStatus >= 200 && answer.responseStatus < 300;
+        result = {
+          status: ok ? 'delivered' : 'pending',
+          response_status: answer.responseStatus,
+          duration_ms: answer.durationMs,
+          error: ok ? null : answer.responseStatus === null ? answer.error : answer.error ? `HTTP ${answer.responseStatus} (${answer.error})` : `HTTP ${answer.responseStatus}`,
+        };
       }
     }
     const finished = clock.now();
@@ -445,7 +425,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       if (stopped) return;
       stopped = true;
       if (poll) clearInterval(poll);
-      stopping.abort();
+      for (const control of inFlight) control.abort(new AttemptCut('stopping'));
       await polling;
       await ticking;
       await Promise.all([...chains]);
