@@ -148,6 +148,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     log: app.log,
     outcomes: metrics.webhookOutcomes,
     retentionDays: config.eventRetentionDays,
+    maxInFlight: config.webhookMaxInFlight,
+    maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
   });
   metrics.registerWebhookQueue(() => webhooks.service.queue());

@@ -144,28 +144,54 @@ export async function moveCursor(tx: Executor, id: string, through: number): Pro
 // Claiming and sending
 
 /**
- * Claims up to `limit` due deliveries of enabled endpoints (not of `busy` ones): each gets `claim` and a
- * lease until `leasedUntil`. PostgreSQL skips rows another process is claiming (`FOR UPDATE SKIP
- * LOCKED`); SQLite's writes are serialized anyway. A lease that ends without an outcome (the process
- * died) makes the delivery due again. Returns the claimed ids.
+ * Due deliveries of enabled endpoints that the claim may take, oldest due first (at most `limit`),
+ * leaving out the endpoints this process is sending to (`busy`) and the organizations at their share of
+ * its slots (`fullOrgs`). Nothing is locked: `claimDeliveries` takes the ones chosen.
  */
-export async function claimDue(db: Executor, q: { now: string; leasedUntil: string; claim: string; limit: number; busy: readonly string[] }): Promise<string[]> {
-  const notBusy = q.busy.length > 0 ? sql`and d.endpoint_id not in (${sql.join(q.busy)})` : sql``;
-  const lock = dialectOf(db) === 'postgres' ? sql`for update of d skip locked` : sql``;
+export async function dueCandidates(
+  db: Executor,
+  q: { now: string; busy: readonly string[]; fullOrgs: readonly string[]; limit: number },
+): Promise<{ id: string; endpoint_id: string; org_id: string }[]> {
+  let query = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select(['d.id', 'd.endpoint_id', 'd.org_id'])
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', q.now)
+    .where((eb) => eb.or([eb('d.leased_until', 'is', null), eb('d.leased_until', '<=', q.now)]))
+    .where('e.status', '=', 'enabled');
+  if (q.busy.length > 0) query = query.where('d.endpoint_id', 'not in', [...q.busy]);
+  if (q.fullOrgs.length > 0) query = query.where('d.org_id', 'not in', [...q.fullOrgs]);
+  return query.orderBy('d.next_attempt_at').orderBy('d.sequence').limit(q.limit).execute();
+}
+
+/**
+ * Claims those of `ids` that are still due and free: each gets `claim` and a lease until `leasedUntil`.
+ * PostgreSQL skips rows another process is claiming (`FOR UPDATE SKIP LOCKED`); SQLite's writes are
+ * serialized anyway. A lease that ends without an outcome (the process died) makes the delivery due
+ * again. Returns the claimed ids.
+ */
+export async function claimDeliveries(db: Executor, q: { ids: readonly string[]; now: string; leasedUntil: string; claim: string }): Promise<string[]> {
+  if (q.ids.length === 0) return [];
+  const lock = dialectOf(db) === 'postgres' ? sql`for update skip locked` : sql``;
   const { rows } = await sql<{ id: string }>`
     with due as (
       select d.id from webhook_deliveries d
-      join webhook_endpoints e on e.id = d.endpoint_id
-      where d.status = 'pending' and d.next_attempt_at <= ${q.now} and (d.leased_until is null or d.leased_until <= ${q.now})
-        and e.status = 'enabled' ${notBusy}
-      order by d.next_attempt_at, d.sequence
-      limit ${q.limit}
+      where d.id in (${sql.join(q.ids)}) and d.status = 'pending' and d.next_attempt_at <= ${q.now}
+        and (d.leased_until is null or d.leased_until <= ${q.now})
       ${lock}
     )
     update webhook_deliveries set claim = ${q.claim}, leased_until = ${q.leasedUntil}
     from due
     where webhook_deliveries.id = due.id
     returning webhook_deliveries.id as id`.execute(db);
+  return rows.map((r) => r.id);
+}
+
+/** Of these endpoints, the ones that still exist and are enabled (a process cuts its chains to the others). */
+export async function enabledEndpointIds(db: Executor, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('webhook_endpoints').select('id').where('id', 'in', [...ids]).where('status', '=', 'enabled').execute();
   return rows.map((r) => r.id);
 }
 
@@ -206,12 +232,9 @@ export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<
 }
 
 /** Records an attempt's outcome for the claim's holder; false when the claim was lost meanwhile. */
-export async function recordAttempt(
-  tx: Executor,
-  id: string,
-  claim: string,
-  outcome: Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>,
-): Promise<boolean> {
+export type DeliveryOutcome = Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>;
+
+export async function recordAttempt(tx: Executor, id: string, claim: string, outcome: DeliveryOutcome): Promise<boolean> {
   const r = await tx
     .updateTable('webhook_deliveries')
     .set({ ...outcome, claim: null, leased_until: null })

@@ -170,12 +170,15 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         if (body.status === 'disabled' && ep.status !== 'disabled') await disableEndpoint(tx, id, 'manual', at);
       });
       if (body.status === 'enabled') worker.watch(orgId);
+      // Its attempt in flight is cut and its slot freed now, not when the attempt ends.
+      if (body.status === 'disabled') worker.endpointRemoved(id);
       return toEndpoint(await endpoint(orgId, id));
     },
 
     async remove(orgId: string, id: string): Promise<void> {
       const deleted = await db.transaction().execute((tx) => deleteEndpoint(tx, orgId, id));
       if (!deleted) throw new WebhookEndpointNotFoundError(id);
+      worker.endpointRemoved(id);
     },
 
     /** A new secret; the current one keeps signing beside it for 24 h (a second rotation drops the oldest). */
