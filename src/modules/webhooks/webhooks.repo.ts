@@ -42,10 +42,6 @@ export async function pageOfEndpoints(
   return { rows: rows.map(endpointOf), total: num(count?.n) };
 }
 
-export async function updateEndpoint(db: Executor, orgId: string, id: string, patch: Partial<EndpointRow>): Promise<void> {
-  await db.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
-}
-
 export async function deleteEndpoint(db: Executor, orgId: string, id: string): Promise<boolean> {
   await db.deleteFrom('webhook_deliveries').where('org_id', '=', orgId).where('endpoint_id', '=', id).execute();
   const r = await db.deleteFrom('webhook_endpoints').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
@@ -263,18 +259,6 @@ export async function anyDue(db: Executor, now: string): Promise<boolean> {
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
-}
-
-/** The earliest due time of a pending delivery of an enabled endpoint (the worker's next wake-up). */
-export async function nextDue(db: Executor): Promise<string | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select((eb) => eb.fn.min('d.next_attempt_at').as('due'))
-    .where('d.status', '=', 'pending')
-    .where('e.status', '=', 'enabled')
-    .executeTakeFirst();
-  return (row?.due as string | null | undefined) ?? null;
 }
 
 // ------------------------------------------------------------------------------------------------
