@@ -582,6 +582,7 @@ describe('contract surface', () => {
     expect(paths).toEqual([
       '/v2/tms-api/webhook-endpoints',
       '/v2/tms-api/webhook-endpoints/{id}',
+      '/v2/tms-api/webhook-endpoints/{id}/attempts',
       '/v2/tms-api/webhook-endpoints/{id}/deliveries',
       '/v2/tms-api/webhook-endpoints/{id}/replay',
       '/v2/tms-api/webhook-endpoints/{id}/rotate-secret',

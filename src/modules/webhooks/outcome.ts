@@ -1,7 +1,8 @@
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
 import { nextAttemptWait, retryAfterMs } from './retry-schedule.js';
-import { endpointForUpdate, failPending, recordAttempt, type ClaimedDelivery, type DeliveryOutcome } from './webhooks.repo.js';
+import { endpointForUpdate, failPending, recordAttempt, type AttemptRow, type ClaimedDelivery, type DeliveryOutcome } from './webhooks.repo.js';
 
 /** D12: an endpoint whose attempts all failed for this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
@@ -51,8 +52,8 @@ export interface OutcomeDeps {
 /**
  * Records what an attempt of a claimed delivery saw, for the claim's holder only: the delivery's
  * outcome (delivered; retried on D12's schedule, a Retry-After on 429/503 lengthening a wait within
- * it; failed after the last attempt; a 410 disables the endpoint, as do 5 days of failures). Returns the
- * outcome, or null when the claim was lost meanwhile.
+ * it; failed after the last attempt; a 410 disables the endpoint, as do 5 days of failures) and its
+ * entry in the attempt log. Returns the outcome, or null when the claim was lost meanwhile.
  */
 export async function recordOutcome(deps: OutcomeDeps, c: ClaimedDelivery, claim: string, seen: Observed): Promise<AttemptResult | null> {
   const { delivery: d, endpoint: ep } = c;
@@ -83,15 +84,33 @@ export async function recordOutcome(deps: OutcomeDeps, c: ClaimedDelivery, claim
   }
   const nowIso = toIso(finished);
   const outcome: DeliveryOutcome = { attempt: attempts, status: result.status, response_status: result.response_status, duration_ms: result.duration_ms, error: result.error, next_attempt_at: next, updated_at: nowIso };
+  const entry: AttemptRow = {
+    id: newId('wha'),
+    org_id: d.org_id,
+    endpoint_id: d.endpoint_id,
+    delivery_id: d.id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    sequence: d.sequence,
+    attempt: attempts,
+    status: ok ? 'delivered' : 'failed',
+    response_status: seen.responseStatus,
+    duration_ms: seen.durationMs,
+    // A 2xx whose body was cut short is delivered; the log still says what was cut.
+    error: ok ? seen.error : result.error,
+    response_body: seen.responseExcerpt,
+    next_attempt_at: next,
+    created_at: toIso(seen.startedAt),
+  };
   const { db } = deps;
-  // The common case (delivered, the endpoint not failing) is one statement, no transaction.
+  // The common case (delivered, the endpoint not failing) is one statement on PostgreSQL.
   const simple = test || (result.status === 'delivered' && !ep.failing_since);
   const kept = simple
-    ? await recordAttempt(db, d.id, claim, outcome)
+    ? await recordAttempt(db, d.id, claim, outcome, entry)
     : await db.transaction().execute(async (tx) => {
         // The endpoint's row first, then the delivery's: the order disabling takes them (no deadlock).
         const row = await endpointForUpdate(tx, ep.id);
-        const recorded = await recordAttempt(tx, d.id, claim, outcome);
+        const recorded = await recordAttempt(tx, d.id, claim, outcome, entry);
         if (!recorded || !row) return recorded;
         if (result.status === 'delivered') {
           if (row.failing_since) await tx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', ep.id).execute();

@@ -1,13 +1,15 @@
 import { sql } from 'kysely';
 import { dialectOf, type Executor } from '../../lib/db/index.js';
-import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 export type EndpointRow = WebhookEndpointsTable;
 export type DeliveryRow = WebhookDeliveriesTable;
+export type AttemptRow = WebhookAttemptsTable;
 
 const num = (v: unknown) => Number(v ?? 0);
 const endpointOf = (r: EndpointRow): EndpointRow => ({ ...r, enqueued_through: num(r.enqueued_through) });
 const deliveryOf = (r: DeliveryRow): DeliveryRow => ({ ...r, sequence: num(r.sequence), attempt: num(r.attempt) });
+const attemptOf = (r: AttemptRow): AttemptRow => ({ ...r, sequence: num(r.sequence), attempt: num(r.attempt) });
 
 // ------------------------------------------------------------------------------------------------
 // Endpoints
@@ -43,6 +45,7 @@ export async function pageOfEndpoints(
 }
 
 export async function deleteEndpoint(db: Executor, orgId: string, id: string): Promise<boolean> {
+  await db.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).where('org_id', '=', orgId).execute();
   await db.deleteFrom('webhook_deliveries').where('org_id', '=', orgId).where('endpoint_id', '=', id).execute();
   const r = await db.deleteFrom('webhook_endpoints').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
   return num(r.numDeletedRows) > 0;
@@ -227,18 +230,44 @@ export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<
   return dialectOf(tx) === 'postgres' ? q.forUpdate().executeTakeFirst() : q.executeTakeFirst();
 }
 
-/** Records an attempt's outcome for the claim's holder; false when the claim was lost meanwhile. */
 export type DeliveryOutcome = Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>;
 
-export async function recordAttempt(tx: Executor, id: string, claim: string, outcome: DeliveryOutcome): Promise<boolean> {
-  const r = await tx
-    .updateTable('webhook_deliveries')
-    .set({ ...outcome, claim: null, leased_until: null })
-    .where('id', '=', id)
-    .where('claim', '=', claim)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return num(r.numUpdatedRows) > 0;
+/**
+ * Records an attempt for the claim's holder: the delivery's row takes its outcome and the attempt log
+ * its entry, both or neither. False when the claim was lost meanwhile (nothing is written). Outside a
+ * transaction, PostgreSQL does both in one statement and SQLite in a transaction of its own.
+ */
+export async function recordAttempt(db: Executor, id: string, claim: string, outcome: DeliveryOutcome, attempt: AttemptRow): Promise<boolean> {
+  if (!db.isTransaction && dialectOf(db) === 'postgres') {
+    const { rows } = await sql<{ id: string }>`
+      with updated as (
+        update webhook_deliveries
+        set attempt = ${outcome.attempt}, status = ${outcome.status}, response_status = ${outcome.response_status}, duration_ms = ${outcome.duration_ms},
+          error = ${outcome.error}, next_attempt_at = ${outcome.next_attempt_at}, updated_at = ${outcome.updated_at}, claim = null, leased_until = null
+        where id = ${id} and claim = ${claim} and status = 'pending'
+        returning id
+      )
+      insert into webhook_attempts (id, org_id, endpoint_id, delivery_id, event_id, event_type, sequence, attempt, status, response_status, duration_ms, error, response_body, next_attempt_at, created_at)
+      select ${attempt.id}::text, ${attempt.org_id}::text, ${attempt.endpoint_id}::text, updated.id, ${attempt.event_id}::text, ${attempt.event_type}::text, ${attempt.sequence}::bigint,
+        ${attempt.attempt}::integer, ${attempt.status}::text, ${attempt.response_status}::integer, ${attempt.duration_ms}::integer, ${attempt.error}::text,
+        ${attempt.response_body}::text, ${attempt.next_attempt_at}::text, ${attempt.created_at}::text
+      from updated
+      returning id`.execute(db);
+    return rows.length > 0;
+  }
+  const write = async (tx: Executor) => {
+    const r = await tx
+      .updateTable('webhook_deliveries')
+      .set({ ...outcome, claim: null, leased_until: null })
+      .where('id', '=', id)
+      .where('claim', '=', claim)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    if (num(r.numUpdatedRows) === 0) return false;
+    await tx.insertInto('webhook_attempts').values(attempt).execute();
+    return true;
+  };
+  return db.isTransaction ? write(db) : db.transaction().execute(write);
 }
 
 /** Gives a claim back without an attempt (the process is stopping). */
@@ -281,6 +310,30 @@ export async function pageOfDeliveries(
   return { rows: rows.map(deliveryOf), total: num(count?.n) };
 }
 
+/** The endpoint's attempt log, newest first (optionally one delivery's or one event's). */
+export async function pageOfAttempts(
+  db: Executor,
+  endpointId: string,
+  q: { offset: number; limit: number; deliveryId?: string | undefined; eventId?: string | undefined; createdSince?: string | undefined },
+): Promise<{ rows: AttemptRow[]; total: number }> {
+  let base = db.selectFrom('webhook_attempts').where('endpoint_id', '=', endpointId);
+  if (q.deliveryId) base = base.where('delivery_id', '=', q.deliveryId);
+  if (q.eventId) base = base.where('event_id', '=', q.eventId);
+  if (q.createdSince) base = base.where('created_at', '>=', q.createdSince);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+    base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+  ]);
+  return { rows: rows.map(attemptOf), total: num(count?.n) };
+}
+
+/** The attempts of these deliveries, newest first (the dashboard's log, grouped by delivery). */
+export async function attemptsOfDeliveries(db: Executor, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', [...deliveryIds]).orderBy('delivery_id').orderBy('attempt', 'desc').orderBy('id', 'desc').execute();
+  return rows.map(attemptOf);
+}
+
 export async function findDelivery(db: Executor, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
   const row = await db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst();
   return row && deliveryOf(row);
@@ -297,12 +350,14 @@ export async function queueFigures(db: Executor): Promise<{ pending: number; old
 }
 
 /**
- * Deletes at most `chunk` delivered or failed deliveries created before `cutoff` (the log is kept as
- * long as the events it names). Returns how many.
+ * Deletes at most `chunk` delivered or failed deliveries created before `cutoff`, with their attempts
+ * (the log is kept as long as the events it names). Returns how many.
  */
 export async function pruneDeliveries(db: Executor, cutoff: string, chunk: number): Promise<number> {
   const rows = await db.selectFrom('webhook_deliveries').select('id').where('created_at', '<', cutoff).where('status', '<>', 'pending').limit(chunk).execute();
   if (rows.length === 0) return 0;
-  await db.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
+  const ids = rows.map((r) => r.id);
+  await db.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+  await db.deleteFrom('webhook_deliveries').where('id', 'in', ids).execute();
   return rows.length;
 }

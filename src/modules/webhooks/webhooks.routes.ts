@@ -3,6 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
 import {
+  WebhookAttempt,
+  WebhookAttemptListQuery,
+  WebhookAttemptPage,
   WebhookDelivery,
   WebhookDeliveryListQuery,
   WebhookDeliveryPage,
@@ -96,6 +99,20 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.deliveries(principalOf(req).orgId, req.params.id, req.query),
   });
+  r.get(`${BASE}/:id/attempts`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'listWebhookAttempts',
+      summary: 'Every attempt made to an endpoint, newest first',
+      description:
+        'The delivery log keeps each delivery\'s last outcome; this keeps every attempt (a 500 before a delivered retry stays visible): status, response status, duration, error and the start of the answer (2 KiB). Kept as long as their delivery (EVENT_RETENTION_DAYS).',
+      params: WebhookEndpointIdParams,
+      querystring: WebhookAttemptListQuery,
+      response: { 200: Type.Ref(WebhookAttemptPage, { description: 'A page of attempts, newest first.' }), ...notFound },
+    },
+    handler: (req) => webhooks.attempts(principalOf(req).orgId, req.params.id, req.query),
+  });
   r.post(`${BASE}/:id/replay`, {
     config,
     schema: {
@@ -113,4 +130,4 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
 }
 
 /** The shared schemas of these routes, for the OpenAPI document. */
-export const WEBHOOK_SCHEMAS = [WebhookEndpoint, WebhookDelivery, WebhookEndpointWithSecret, WebhookEndpointPage, WebhookSecret, WebhookDeliveryPage, WebhookReplayResult];
+export const WEBHOOK_SCHEMAS = [WebhookEndpoint, WebhookDelivery, WebhookAttempt, WebhookEndpointWithSecret, WebhookEndpointPage, WebhookSecret, WebhookDeliveryPage, WebhookAttemptPage, WebhookReplayResult];

@@ -8,6 +8,7 @@ import { EVENT_TYPES } from '../events/events.schema.js';
 import { newSecret } from './signing.js';
 import { urlProblem, type Resolver } from './url-policy.js';
 import {
+  attemptsOfDeliveries,
   deleteEndpoint,
   eventRefsBetween,
   eventRefsById,
@@ -17,15 +18,19 @@ import {
   insertEndpoint,
   lastDeliveries,
   lastSequence,
+  pageOfAttempts,
   pageOfDeliveries,
   pageOfEndpoints,
   queueFigures,
+  type AttemptRow,
   type DeliveryRow,
   type EndpointRow,
   type EventRef,
 } from './webhooks.repo.js';
 import {
   MAX_REPLAY_EVENTS,
+  type WebhookAttempt,
+  type WebhookAttemptListQuery,
   type WebhookDelivery,
   type WebhookDeliveryListQuery,
   type WebhookEndpoint,
@@ -46,6 +51,11 @@ export class WebhookEndpointNotFoundError extends DetailError {
   constructor(id: string) {
     super('not_found', `Webhook endpoint with id '${id}' not found`);
   }
+}
+
+/** A delivery with its attempts, newest first (the dashboard's log, grouped by event). */
+export interface DeliveryWithAttempts extends WebhookDelivery {
+  attempts: WebhookAttempt[];
 }
 
 /** An endpoint as the dashboard shows it: the API's fields plus why it is disabled and its last delivery. */
@@ -85,6 +95,24 @@ function toDelivery(row: DeliveryRow): WebhookDelivery {
   };
 }
 
+function toAttempt(row: AttemptRow): WebhookAttempt {
+  return {
+    id: row.id,
+    delivery_id: row.delivery_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    sequence: row.sequence,
+    attempt: row.attempt,
+    status: row.status as WebhookAttempt['status'],
+    response_status: row.response_status,
+    duration_ms: row.duration_ms,
+    error: row.error,
+    response_body: row.response_body,
+    next_attempt_at: row.next_attempt_at,
+    created_at: row.created_at,
+  };
+}
+
 /** Event types in the feed's order, each once. */
 const canonicalTypes = (types: readonly string[]) => JSON.stringify(EVENT_TYPES.filter((t) => types.includes(t)));
 
@@ -108,6 +136,18 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
   }
 
   const deliveryRow = pendingDelivery;
+
+  async function deliveries(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+    await endpoint(orgId, id);
+    const { rows, total } = await pageOfDeliveries(db, id, {
+      offset: (query.page - 1) * query.page_size,
+      limit: query.page_size,
+      status: query.status,
+      createdSince: query.created_since,
+      updatedSince: query.updated_since,
+    });
+    return { items: rows.map(toDelivery), pagination: pagination(query.page, query.page_size, total) };
+  }
 
   return {
     async create(orgId: string, body: WebhookEndpointCreate): Promise<WebhookEndpointWithSecret> {
@@ -195,16 +235,28 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       return { secret };
     },
 
-    async deliveries(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+    deliveries,
+
+    /** Every attempt made to the endpoint, newest first (optionally one delivery's or one event's). */
+    async attempts(orgId: string, id: string, query: WebhookAttemptListQuery) {
       await endpoint(orgId, id);
-      const { rows, total } = await pageOfDeliveries(db, id, {
+      const { rows, total } = await pageOfAttempts(db, id, {
         offset: (query.page - 1) * query.page_size,
         limit: query.page_size,
-        status: query.status,
+        deliveryId: query.delivery_id,
+        eventId: query.event_id,
         createdSince: query.created_since,
-        updatedSince: query.updated_since,
       });
-      return { items: rows.map(toDelivery), pagination: pagination(query.page, query.page_size, total) };
+      return { items: rows.map(toAttempt), pagination: pagination(query.page, query.page_size, total) };
+    },
+
+    /** The dashboard's log: a page of deliveries, newest first, each with its attempts, newest first. */
+    async deliveryLog(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+      const page = await deliveries(orgId, id, query);
+      const attempts = await attemptsOfDeliveries(db, page.items.map((d) => d.id));
+      const byDelivery = new Map<string, WebhookAttempt[]>();
+      for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), toAttempt(a)]);
+      return { items: page.items.map((d): DeliveryWithAttempts => ({ ...d, attempts: byDelivery.get(d.id) ?? [] })), pagination: page.pagination };
     },
 
     /**

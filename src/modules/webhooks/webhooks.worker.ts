@@ -29,7 +29,7 @@ import { Chain, deliverySlots, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_ORG } from './sl
 import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
 
 export { RETRY_SCHEDULE_MS, JITTER, retryAfterMs, retryDelay, nextAttemptWait } from './retry-schedule.js';
-export { TIMEOUT_MS, RESPONSE_READ_LIMIT } from './attempt.js';
+export { TIMEOUT_MS, RESPONSE_READ_LIMIT, RESPONSE_EXCERPT_LIMIT } from './attempt.js';
 export { DISABLE_AFTER_FAILING_MS, disableEndpoint, type AttemptResult, type DisabledReason } from './outcome.js';
 
 // Events read per enqueue transaction; a longer backlog takes several.
@@ -61,6 +61,7 @@ export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<
     claim: null,
     leased_until: null,
     payload: null,
+    replay_id: null,
     created_at: iso,
     updated_at: iso,
   };
