@@ -148,6 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     log: app.log,
     outcomes: metrics.webhookOutcomes,
     retentionDays: config.eventRetentionDays,
+    maxEndpoints: config.webhookMaxEndpoints,
     maxInFlight: config.webhookMaxInFlight,
     maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),

@@ -44,7 +44,7 @@ describe('fair delivery: slots per organization under the process-wide cap', () 
     cleanups.push(() => slow.close(), () => fast.close());
     slow.answer = () => ({ status: 200, hang: true });
     const databaseUrl = await ownDatabase('webhook_fairness');
-    const t = await startAppOn(databaseUrl, { webhookAllowInsecure: true }, { webhookDelivery: 'background' });
+    const t = await startAppOn(databaseUrl, { webhookAllowInsecure: true, webhookMaxEndpoints: 100 }, { webhookDelivery: 'background' });
     cleanups.push(() => t.close());
     const hog = await newTenant(t, undefined, { perMinute: 100_000 });
     const other = await newTenant(t);

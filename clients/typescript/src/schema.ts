@@ -303,7 +303,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook endpoint
-         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which).
+         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization's endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -402,7 +402,7 @@ export interface paths {
         put?: never;
         /**
          * Send events to the endpoint again
-         * @description `{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.
+         * @description `{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id. One replay runs per endpoint at a time: while deliveries an earlier replay queued are pending, 409.
          */
         post: operations["replayWebhookEvents"];
         delete?: never;
@@ -5575,7 +5575,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
-            /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            /** @description The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6651,7 +6651,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            /** @description A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}. */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../../lib/http/errors.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { EVENT_TYPES } from '../../modules/events/events.schema.js';
-import type { DeliveryWithAttempts, EndpointOverview, WebhooksService } from '../../modules/webhooks/webhooks.service.js';
+import { ReplayRunningError, WebhookEndpointLimitError, type DeliveryWithAttempts, type EndpointOverview, type WebhooksService } from '../../modules/webhooks/webhooks.service.js';
 import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
 import { checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
@@ -61,7 +61,7 @@ function endpointFormFields(values: EndpointForm, errors: FieldErrors): SafeHtml
   ${field({ name: 'description', label: 'Description', hint: 'Optional: what the endpoint is for.', value: values.description, errors, maxlength: 500 })}`;
 }
 
-async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession, o: { values?: EndpointForm; errors?: FieldErrors; done?: string } = {}) {
+async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession, o: { values?: EndpointForm; errors?: FieldErrors; done?: string; refused?: string } = {}) {
   const endpoints = await ctx.webhooks.overview(s.orgId);
   const values = o.values ?? { url: '', event_types: [], description: '' };
   const errors = o.errors ?? {};
@@ -73,6 +73,7 @@ async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession,
     body: html`<h1>Settings</h1>
 ${settingsTabs('webhooks')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
+${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
 ${autoDisabled.length
   ? notice('error', html`<p><strong>${autoDisabled.length === 1 ? 'An endpoint was' : `${autoDisabled.length} endpoints were`} disabled automatically.</strong></p>
 <ul>${autoDisabled.map((e) => html`<li><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>: ${REASON[e.disabled_reason!]}</li>`)}</ul>`, 'alert')
@@ -281,6 +282,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
       if (err instanceof ValidationError) {
         return sendPage(reply, await listPage(ctx, s, { values, errors: { url: err.issues[0]?.msg ?? 'This URL cannot be used.' } }), 422);
       }
+      if (err instanceof WebhookEndpointLimitError) return sendPage(reply, await listPage(ctx, s, { values, refused: err.detail }), 409);
       throw err;
     }
   });
@@ -314,7 +316,13 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (!/^\d{1,15}$/.test(text)) {
       return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: 'Enter a sequence number: 0 or more.', replayValue: text }), 422);
     }
-    const { queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) });
+    let queued: number;
+    try {
+      ({ queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) }));
+    } catch (err) {
+      if (err instanceof ReplayRunningError) return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: err.detail, replayValue: text }), 409);
+      throw err;
+    }
     return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { done: html`<p>${count(queued)} event${queued === 1 ? '' : 's'} queued for delivery again.</p>` }));
   });
 

@@ -44,6 +44,36 @@ export async function pageOfEndpoints(
   return { rows: rows.map(endpointOf), total: num(count?.n) };
 }
 
+/**
+ * Inside a transaction: how many endpoints the organization has, with the organization's row locked on
+ * PostgreSQL until the transaction ends (two creates at once cannot both pass the limit; SQLite
+ * serialises writers).
+ */
+export async function countEndpointsLocked(tx: Executor, orgId: string): Promise<number> {
+  if (dialectOf(tx) === 'postgres') await tx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
+  const row = await tx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
+  return num(row?.n);
+}
+
+/** Inside a transaction: the endpoint's row, locked on PostgreSQL until it ends (one replay at a time). */
+export async function lockEndpoint(tx: Executor, orgId: string, id: string): Promise<EndpointRow | undefined> {
+  const q = tx.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('id', '=', id);
+  const row = dialectOf(tx) === 'postgres' ? await q.forUpdate().executeTakeFirst() : await q.executeTakeFirst();
+  return row && endpointOf(row);
+}
+
+/** The endpoint's running replay: how many of the deliveries a replay queued are still pending (0: none runs). */
+export async function pendingReplayDeliveries(db: Executor, endpointId: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where('replay_id', 'is not', null)
+    .executeTakeFirst();
+  return num(row?.n);
+}
+
 export async function deleteEndpoint(db: Executor, orgId: string, id: string): Promise<boolean> {
   await db.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).where('org_id', '=', orgId).execute();
   await db.deleteFrom('webhook_deliveries').where('org_id', '=', orgId).where('endpoint_id', '=', id).execute();

@@ -28,6 +28,16 @@ const config = { scope: 'write:webhooks' } as const;
 // Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
 const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
 
+const tooMany = {
+  409: {
+    description: 'The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}.',
+    $ref: 'Detail#',
+  },
+};
+const replayRunning = {
+  409: { description: 'A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}.', $ref: 'Detail#' },
+};
+
 /** D12: the webhook endpoints API (scope write:webhooks, GET too). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -38,9 +48,9 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'createWebhookEndpoint',
       summary: 'Add a webhook endpoint',
       description:
-        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which).',
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization\'s endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).',
       body: WebhookEndpointCreate,
-      response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }) },
+      response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }), ...tooMany },
     },
     handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body)),
   });
@@ -120,10 +130,10 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'replayWebhookEvents',
       summary: 'Send events to the endpoint again',
       description:
-        '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.',
+        '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id. One replay runs per endpoint at a time: while deliveries an earlier replay queued are pending, 409.',
       params: WebhookEndpointIdParams,
       body: WebhookReplay,
-      response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound },
+      response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound, ...replayRunning },
     },
     handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body)),
   });

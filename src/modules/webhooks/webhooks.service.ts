@@ -9,6 +9,7 @@ import { newSecret } from './signing.js';
 import { urlProblem, type Resolver } from './url-policy.js';
 import {
   attemptsOfDeliveries,
+  countEndpointsLocked,
   deleteEndpoint,
   eventRefsBetween,
   eventRefsById,
@@ -18,9 +19,11 @@ import {
   insertEndpoint,
   lastDeliveries,
   lastSequence,
+  lockEndpoint,
   pageOfAttempts,
   pageOfDeliveries,
   pageOfEndpoints,
+  pendingReplayDeliveries,
   queueFigures,
   type AttemptRow,
   type DeliveryRow,
@@ -46,10 +49,26 @@ import { disableEndpoint, pendingDelivery, webhookId, type DeliveryWorker, type 
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 /** What "Send test event" sends: not an event of the feed (sequence 0, never used by one). */
 export const TEST_EVENT_TYPE = 'webhook.test';
+/** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS), enabled or not. */
+export const DEFAULT_MAX_ENDPOINTS = 20;
 
 export class WebhookEndpointNotFoundError extends DetailError {
   constructor(id: string) {
     super('not_found', `Webhook endpoint with id '${id}' not found`);
+  }
+}
+
+/** 409: the organization already has as many endpoints as it may. */
+export class WebhookEndpointLimitError extends DetailError {
+  constructor(max: number) {
+    super('conflict', `This organization already has ${max} webhook endpoints, the most it may have (WEBHOOK_MAX_ENDPOINTS); delete one before adding another`);
+  }
+}
+
+/** 409: a replay of this endpoint still has deliveries pending. */
+export class ReplayRunningError extends DetailError {
+  constructor(pending: number) {
+    super('conflict', `A replay of this endpoint is still running (${pending} of its deliveries pending); replay again once it has finished`);
   }
 }
 
@@ -120,8 +139,9 @@ const canonicalTypes = (types: readonly string[]) => JSON.stringify(EVENT_TYPES.
  * D12's endpoint management: create (the secret shown once), list, get, update, delete, rotate the
  * secret, the delivery log, replay, and the dashboard's test event. Deliveries are the worker's.
  */
-export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver }) {
+export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver; maxEndpoints?: number }) {
   const { db, clock, worker } = deps;
+  const maxEndpoints = deps.maxEndpoints ?? DEFAULT_MAX_ENDPOINTS;
   const now = () => toIso(clock.now());
 
   async function checkUrl(url: string): Promise<void> {
@@ -171,7 +191,10 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         created_at: toIso(at),
         updated_at: toIso(at),
       };
-      await insertEndpoint(db, row);
+      await db.transaction().execute(async (tx) => {
+        if ((await countEndpointsLocked(tx, orgId)) >= maxEndpoints) throw new WebhookEndpointLimitError(maxEndpoints);
+        await insertEndpoint(tx, row);
+      });
       worker.watch(orgId);
       return { ...toEndpoint(row), secret: row.secret };
     },
@@ -262,6 +285,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
     /**
      * Queues the endpoint's events again: those after `after_sequence` that it was already given (at most
      * MAX_REPLAY_EVENTS, oldest first), or the named ones. Only its event types; the same webhook-id.
+     * One replay runs per endpoint at a time: while deliveries an earlier one queued are pending, 409.
      */
     async replay(orgId: string, id: string, body: WebhookReplay): Promise<{ queued: number }> {
       const ep = await endpoint(orgId, id);
@@ -283,7 +307,14 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         events = found.filter((e) => !types || types.includes(e.type));
       }
       const at = clock.now();
-      await db.transaction().execute((tx) => insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at))));
+      const replayId = webhookId('whr', at.getTime());
+      await db.transaction().execute(async (tx) => {
+        // The endpoint's row locked (PostgreSQL): two replays at once see each other's deliveries.
+        if (!(await lockEndpoint(tx, orgId, id))) throw new WebhookEndpointNotFoundError(id);
+        const pending = await pendingReplayDeliveries(tx, id);
+        if (pending > 0) throw new ReplayRunningError(pending);
+        await insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at, replayId)));
+      });
       if (events.length > 0) worker.wake(orgId);
       return { queued: events.length };
     },

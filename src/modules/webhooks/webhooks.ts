@@ -22,6 +22,7 @@ export function webhooksModule(deps: {
   resolve?: Resolver;
   pollMs?: number;
   retentionDays?: number;
+  maxEndpoints?: number;
   maxInFlight?: number;
   maxInFlightPerOrg?: number;
 }): Webhooks {

@@ -40,10 +40,10 @@ const CHAIN_ROWS = 50;
 const USER_AGENT = 'Lanebridge-Webhooks/1';
 
 /** The ids of this module (src/lib/ids.ts lists the others' kinds). */
-export const webhookId = (kind: 'whe' | 'whd', now: number) => newId(kind, now);
+export const webhookId = (kind: 'whe' | 'whd' | 'whr', now: number) => newId(kind, now);
 
-/** A delivery of `e` to `ep`, due at once (the outbox's events and replays enqueue these). */
-export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date): DeliveryRow {
+/** A delivery of `e` to `ep`, due at once (the outbox's events and replays, which name themselves, enqueue these). */
+export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date, replayId: string | null = null): DeliveryRow {
   const iso = toIso(at);
   return {
     id: webhookId('whd', at.getTime()),
@@ -61,7 +61,7 @@ export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<
     claim: null,
     leased_until: null,
     payload: null,
-    replay_id: null,
+    replay_id: replayId,
     created_at: iso,
     updated_at: iso,
   };
