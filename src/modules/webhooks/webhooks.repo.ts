@@ -104,6 +104,12 @@ export async function lastDeliveries(db: Executor, endpointIds: readonly string[
 // ------------------------------------------------------------------------------------------------
 // Enqueueing from the outbox
 
+/** The organizations with an enabled endpoint (the worker wakes only for their commits). */
+export async function orgsWithEnabledEndpoints(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('webhook_endpoints').select('org_id').distinct().where('status', '=', 'enabled').execute();
+  return rows.map((r) => r.org_id);
+}
+
 /** Enabled endpoints (of one organization, or all) whose cursor is behind their organization's last event. */
 export async function endpointsBehind(db: Executor, orgId: string | null): Promise<{ id: string; org_id: string }[]> {
   let q = db

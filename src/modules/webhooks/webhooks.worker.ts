@@ -15,6 +15,7 @@ import {
   insertDeliveries,
   lockEndpointForEnqueue,
   moveCursor,
+  orgsWithEnabledEndpoints,
   pruneDeliveries,
   releaseClaim,
   type ClaimedDelivery,
@@ -118,6 +119,40 @@ async function enqueueEndpoint(db: Executor, clock: Clock, endpointId: string): 
   }
 }
 
+/**
+ * The outbox as the worker follows it: which organizations' new events are to be turned into
+ * deliveries (those a commit here woke, or all of them at a poll), and which organizations have an
+ * enabled endpoint at all (a commit of any other wakes nothing).
+ */
+function outboxFollower(db: Executor, clock: Clock) {
+  let watched = new Set<string>();
+  let watchedRead = false;
+  let pendingOrgs = new Set<string>();
+  let pendingAll = false;
+  return {
+    /** Whether a commit of `orgId` may have events for an endpoint (unknown before the first read: yes). */
+    concerns: (orgId: string) => !watchedRead || watched.has(orgId),
+    /** An endpoint of `orgId` was created or enabled here. */
+    watch: (orgId: string) => void watched.add(orgId),
+    mark: (orgId: string) => void pendingOrgs.add(orgId),
+    markAll: () => void (pendingAll = true),
+    marked: () => pendingAll || pendingOrgs.size > 0,
+    async refresh(): Promise<void> {
+      watched = new Set(await orgsWithEnabledEndpoints(db));
+      watchedRead = true;
+    },
+    /** Enqueues the marked organizations' endpoints that are behind (every one's when all are marked). */
+    async enqueue(): Promise<void> {
+      const all = pendingAll;
+      const orgs = [...pendingOrgs];
+      pendingAll = false;
+      pendingOrgs = new Set();
+      const behind = all ? await endpointsBehind(db, null) : (await Promise.all(orgs.map((o) => endpointsBehind(db, o)))).flat();
+      for (const ep of behind) await enqueueEndpoint(db, clock, ep.id);
+    },
+  };
+}
+
 interface AttemptContext extends OutcomeDeps {
   allowInsecure: boolean;
   timeoutMs: number;
@@ -190,32 +225,13 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   const running = new Set<Promise<void>>();
   // Test events, sent outside the slots (one per dashboard request); stopping cuts them too.
   const loose = new Set<Chain>();
-  // Organizations with an enabled endpoint, as last read (a write elsewhere is waited on by nobody).
-  let watched = new Set<string>();
-  let watchedRead = false;
-  let pendingOrgs = new Set<string>();
-  let pendingAll = false;
+  const outbox = outboxFollower(db, clock);
   let ticking: Promise<void> | null = null;
   let again = false;
   let stopped = false;
   // Wake-ups act once the worker is started (a worker left manual works only when drained).
   let started = false;
   let poll: NodeJS.Timeout | null = null;
-
-  async function refreshWatched(): Promise<void> {
-    const rows = await db.selectFrom('webhook_endpoints').select('org_id').distinct().where('status', '=', 'enabled').execute();
-    watched = new Set(rows.map((r) => r.org_id));
-    watchedRead = true;
-  }
-
-  async function enqueue(): Promise<void> {
-    const all = pendingAll;
-    const orgs = [...pendingOrgs];
-    pendingAll = false;
-    pendingOrgs = new Set();
-    const behind = all ? await endpointsBehind(db, null) : (await Promise.all(orgs.map((o) => endpointsBehind(db, o)))).flat();
-    for (const ep of behind) await enqueueEndpoint(db, clock, ep.id);
-  }
 
   /** One endpoint's claimed deliveries, one after another in sequence order, until done or cut. */
   async function runChain(chain: Chain, items: ClaimedDelivery[], claim: string, leasedUntil: number): Promise<void> {
@@ -282,7 +298,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       try {
         do {
           again = false;
-          if (pendingAll || pendingOrgs.size > 0) await enqueue();
+          if (outbox.marked()) await outbox.enqueue();
           await dispatch();
         } while (again && !stopped);
       } catch (err) {
@@ -321,26 +337,26 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   async function pollPass(): Promise<void> {
     try {
       await pruneLog();
-      await refreshWatched();
+      await outbox.refresh();
       await cutRemoved();
     } catch (err) {
       deps.log.warn({ err }, 'webhook worker could not read its endpoints; tried again at the next poll');
       return;
     }
-    pendingAll = true;
+    outbox.markAll();
     await tick();
   }
 
   return {
     /** After a write of `orgId` committed: its events are turned into deliveries and sent, beside the request. */
     wake(orgId: string): void {
-      if (!started || stopped || (watchedRead && !watched.has(orgId))) return;
-      pendingOrgs.add(orgId);
+      if (!started || stopped || !outbox.concerns(orgId)) return;
+      outbox.mark(orgId);
       void tick();
     },
     /** An endpoint of `orgId` was created or enabled here: its organization's writes wake the worker from now on. */
     watch(orgId: string): void {
-      watched.add(orgId);
+      outbox.watch(orgId);
     },
     /**
      * The endpoint was deleted or disabled here: its attempt in flight is cut and its slot freed now
@@ -362,8 +378,8 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
      * after moving the clock; the worker process at shutdown does not wait for this).
      */
     async drain(): Promise<void> {
-      await refreshWatched();
-      pendingAll = true;
+      await outbox.refresh();
+      outbox.markAll();
       for (let i = 0; i < 1000; i++) {
         await tick();
         if (running.size === 0 && !ticking) {
