@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
+import { ERRORS } from '../../lib/http/errors.js';
 import {
   WebhookAttempt,
   WebhookAttemptListQuery,
@@ -28,15 +29,10 @@ const config = { scope: 'write:webhooks' } as const;
 // Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
 const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
 
-const tooMany = {
-  409: {
-    description: 'The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}.',
-    $ref: 'Detail#',
-  },
-};
-const replayRunning = {
-  409: { description: 'A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}.', $ref: 'Detail#' },
-};
+// A write's 409 also covers an Idempotency-Key still being processed (D13), as every write's does.
+const conflict = (what: string) => ({ 409: { description: `${what} Also: ${ERRORS.idempotency_in_progress.description}`, $ref: 'Detail#' } });
+const tooMany = conflict('The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}.');
+const replayRunning = conflict('A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}.');
 
 /** D12: the webhook endpoints API (scope write:webhooks, GET too). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
