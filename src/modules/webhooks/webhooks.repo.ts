@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
+import type { Executor } from '../../lib/db/index.js';
+import { claimingRead, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
+import { recordDeliveryAttempt, type DeliveryOutcome } from '../../lib/db/webhook-attempts.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 export type EndpointRow = WebhookEndpointsTable;
@@ -50,15 +52,14 @@ export async function pageOfEndpoints(
  * serialises writers).
  */
 export async function countEndpointsLocked(tx: Executor, orgId: string): Promise<number> {
-  if (dialectOf(tx) === 'postgres') await tx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
+  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
   const row = await tx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
   return num(row?.n);
 }
 
 /** Inside a transaction: the endpoint's row, locked on PostgreSQL until it ends (one replay at a time). */
 export async function lockEndpoint(tx: Executor, orgId: string, id: string): Promise<EndpointRow | undefined> {
-  const q = tx.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('id', '=', id);
-  const row = dialectOf(tx) === 'postgres' ? await q.forUpdate().executeTakeFirst() : await q.executeTakeFirst();
+  const row = await lockedRead(tx, tx.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('id', '=', id)).executeTakeFirst();
   return row && endpointOf(row);
 }
 
@@ -128,7 +129,7 @@ export async function endpointsBehind(db: Executor, orgId: string | null): Promi
  */
 export async function lockEndpointForEnqueue(tx: Executor, id: string): Promise<EndpointRow | undefined> {
   const q = tx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('status', '=', 'enabled');
-  const row = dialectOf(tx) === 'postgres' ? await q.forUpdate().skipLocked().executeTakeFirst() : await q.executeTakeFirst();
+  const row = await claimingRead(tx, q).executeTakeFirst();
   return row && endpointOf(row);
 }
 
@@ -208,7 +209,7 @@ export async function dueCandidates(
  */
 export async function claimDeliveries(db: Executor, q: { ids: readonly string[]; now: string; leasedUntil: string; claim: string }): Promise<string[]> {
   if (q.ids.length === 0) return [];
-  const lock = dialectOf(db) === 'postgres' ? sql`for update skip locked` : sql``;
+  const lock = skipLockedOf(db, 'd');
   const { rows } = await sql<{ id: string }>`
     with due as (
       select d.id from webhook_deliveries d
@@ -263,48 +264,16 @@ export async function extendLease(db: Executor, id: string, claim: string, lease
 /** The endpoint's failure state, locked to the end of the transaction on PostgreSQL. */
 export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<EndpointRow, 'failing_since' | 'status'> | undefined> {
   const q = tx.selectFrom('webhook_endpoints').select(['failing_since', 'status']).where('id', '=', id);
-  return dialectOf(tx) === 'postgres' ? q.forUpdate().executeTakeFirst() : q.executeTakeFirst();
+  return lockedRead(tx, q).executeTakeFirst();
 }
 
-export type DeliveryOutcome = Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>;
+export type { DeliveryOutcome };
 
 /**
  * Records an attempt for the claim's holder: the delivery's row takes its outcome and the attempt log
- * its entry, both or neither. False when the claim was lost meanwhile (nothing is written). Outside a
- * transaction, PostgreSQL does both in one statement and SQLite in a transaction of its own.
+ * its entry, both or neither. False when the claim was lost meanwhile (nothing is written).
  */
-export async function recordAttempt(db: Executor, id: string, claim: string, outcome: DeliveryOutcome, attempt: AttemptRow): Promise<boolean> {
-  if (!db.isTransaction && dialectOf(db) === 'postgres') {
-    const { rows } = await sql<{ id: string }>`
-      with updated as (
-        update webhook_deliveries
-        set attempt = ${outcome.attempt}, status = ${outcome.status}, response_status = ${outcome.response_status}, duration_ms = ${outcome.duration_ms},
-          error = ${outcome.error}, next_attempt_at = ${outcome.next_attempt_at}, updated_at = ${outcome.updated_at}, claim = null, leased_until = null
-        where id = ${id} and claim = ${claim} and status = 'pending'
-        returning id
-      )
-      insert into webhook_attempts (id, org_id, endpoint_id, delivery_id, event_id, event_type, sequence, attempt, status, response_status, duration_ms, error, response_body, next_attempt_at, created_at)
-      select ${attempt.id}::text, ${attempt.org_id}::text, ${attempt.endpoint_id}::text, updated.id, ${attempt.event_id}::text, ${attempt.event_type}::text, ${attempt.sequence}::bigint,
-        ${attempt.attempt}::integer, ${attempt.status}::text, ${attempt.response_status}::integer, ${attempt.duration_ms}::integer, ${attempt.error}::text,
-        ${attempt.response_body}::text, ${attempt.next_attempt_at}::text, ${attempt.created_at}::text
-      from updated
-      returning id`.execute(db);
-    return rows.length > 0;
-  }
-  const write = async (tx: Executor) => {
-    const r = await tx
-      .updateTable('webhook_deliveries')
-      .set({ ...outcome, claim: null, leased_until: null })
-      .where('id', '=', id)
-      .where('claim', '=', claim)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    if (num(r.numUpdatedRows) === 0) return false;
-    await tx.insertInto('webhook_attempts').values(attempt).execute();
-    return true;
-  };
-  return db.isTransaction ? write(db) : db.transaction().execute(write);
-}
+export const recordAttempt = recordDeliveryAttempt;
 
 /** Gives a claim back without an attempt (the process is stopping). */
 export async function releaseClaim(db: Executor, id: string, claim: string): Promise<void> {
