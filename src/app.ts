@@ -45,6 +45,7 @@ import { eventsService, type EventsService } from './modules/events/events.servi
 import { warmup as warmupGeocoder } from './geo/index.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
+import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
 
 export interface AppDeps {
@@ -74,6 +75,8 @@ export interface AppDeps {
    * `recommendationFollowUp: 'manual'` when not given (tests that count a request's statements).
    */
   webhookDelivery?: 'background' | 'manual';
+  /** How webhook URLs' host names are resolved for the URL rules (tests: a fixed table; default the system's). */
+  webhookResolve?: Resolver;
 }
 
 export interface Lanebridge {
@@ -137,7 +140,19 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
   // A load's event data is written by the schema GET answers with (the same text, faster to make).
   const events = eventsService(clock, { retentionDays: config.eventRetentionDays, serializers: { 'load.created': loadJson, 'load.updated': loadJson } });
-  const webhooks = webhooksModule({ db: store.db, clock, allowInsecure: config.webhookAllowInsecure, leaseMs: config.webhookLeaseMs, log: app.log, outcomes: metrics.webhookOutcomes, retentionDays: config.eventRetentionDays });
+  const webhooks = webhooksModule({
+    db: store.db,
+    clock,
+    allowInsecure: config.webhookAllowInsecure,
+    leaseMs: config.webhookLeaseMs,
+    log: app.log,
+    outcomes: metrics.webhookOutcomes,
+    retentionDays: config.eventRetentionDays,
+    maxEndpoints: config.webhookMaxEndpoints,
+    maxInFlight: config.webhookMaxInFlight,
+    maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
+    ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+  });
   metrics.registerWebhookQueue(() => webhooks.service.queue());
   // Load and location writes are followed up beside the request (load.recommendations_changed).
   let followUp: RecommendationsFeed | null = null;

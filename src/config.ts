@@ -41,6 +41,12 @@ const EnvSchema = Type.Object({
   WEBHOOK_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** How long a claimed delivery stays with the process sending it before another may take it over, in seconds. */
   WEBHOOK_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 2, maximum: 3600 }),
+  /** Webhook endpoints an organization may have, enabled or not (a create past it: 409). */
+  WEBHOOK_MAX_ENDPOINTS: Type.Integer({ default: 20, minimum: 1, maximum: 10_000 }),
+  /** Webhook deliveries one process sends at once, all organizations together. */
+  WEBHOOK_MAX_IN_FLIGHT: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
+  /** Of those, the most one organization's endpoints may hold (one slot per endpoint). */
+  WEBHOOK_MAX_IN_FLIGHT_PER_ORG: Type.Integer({ default: 16, minimum: 1, maximum: 1024 }),
 });
 
 export type Config = {
@@ -78,6 +84,11 @@ export type Config = {
   webhookWorker: boolean;
   /** Milliseconds a claimed delivery stays with its process (a killed process's deliveries are retried after it). */
   webhookLeaseMs: number;
+  /** Webhook endpoints per organization (WEBHOOK_MAX_ENDPOINTS, default 20). */
+  webhookMaxEndpoints: number;
+  /** Deliveries one process sends at once (default 64), and one organization's share of them (default 16). */
+  webhookMaxInFlight: number;
+  webhookMaxInFlightPerOrg: number;
 };
 
 export class ConfigError extends Error {}
@@ -119,5 +130,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowInsecure: env2.WEBHOOK_ALLOW_INSECURE === 'on',
     webhookWorker: env2.WEBHOOK_WORKER === 'on',
     webhookLeaseMs: env2.WEBHOOK_LEASE_SECONDS * 1000,
+    webhookMaxEndpoints: env2.WEBHOOK_MAX_ENDPOINTS,
+    webhookMaxInFlight: env2.WEBHOOK_MAX_IN_FLIGHT,
+    // A share larger than the whole is the whole.
+    webhookMaxInFlightPerOrg: Math.min(env2.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, env2.WEBHOOK_MAX_IN_FLIGHT),
   };
 }

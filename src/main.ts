@@ -153,6 +153,8 @@ async function worker(config: Config) {
     outcomes: metrics.webhookOutcomes,
     pollMs: 250,
     retentionDays: config.eventRetentionDays,
+    maxInFlight: config.webhookMaxInFlight,
+    maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
   });
   metrics.registerWebhookQueue(() => service.queue());
   const { default: Fastify } = await import('fastify');

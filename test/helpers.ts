@@ -43,7 +43,14 @@ export const isPostgres = () => inject('databaseUrl') !== null;
  * what buildApp takes beside the config (a fake clock, rate-limiter options, a logger).
  */
 export async function startApp(overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): Promise<TestApp> {
-  const pgUrl = inject('databaseUrl');
+  return startAppOn(inject('databaseUrl'), overrides, opts);
+}
+
+/**
+ * The app on the database `databaseUrl` (null: a fresh SQLite file): a test whose app works every
+ * organization's rows (a background webhook worker) gives it a PostgreSQL database of its own.
+ */
+export async function startAppOn(pgUrl: string | null, overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): Promise<TestApp> {
   let dir: string | null = null;
   let databaseUrl: string;
   if (pgUrl) databaseUrl = pgUrl;

@@ -41,6 +41,7 @@ const ROUTE_TABLE = [
   'GET /v2/tms-api/market-rates write:rates',
   'GET /v2/tms-api/webhook-endpoints write:webhooks',
   'GET /v2/tms-api/webhook-endpoints/:id write:webhooks',
+  'GET /v2/tms-api/webhook-endpoints/:id/attempts write:webhooks',
   'GET /v2/tms-api/webhook-endpoints/:id/deliveries write:webhooks',
   'POST /v2/tms-api/batch/carriers write:carriers',
   'POST /v2/tms-api/batch/customers write:customers',

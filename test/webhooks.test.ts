@@ -1,8 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer } from 'node:net';
-import { BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
-import { RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
+import { BLOCKED_ADDRESS_MESSAGE, BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../src/modules/webhooks/url-policy.js';
+import { nextAttemptWait, RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../src/modules/webhooks/webhooks.worker.js';
 import { parseScopes } from '../src/modules/accounts/accounts.service.js';
 import { json, newTenant, startApp, uid, type Tenant, type TestApp } from './helpers.js';
 import { startReceiver, type Received, type Receiver } from './webhooks-support.js';
@@ -253,6 +253,53 @@ describe('deliveries', () => {
     }
   });
 
+  it('Retry-After: 0 (503) or a past date (429) never retries sooner than the schedule, and the attempt cap holds', async () => {
+    const a = await newTenant(t);
+    const ep = await endpoint(a);
+    const zero = await customer(a, 'Retry Now');
+    const past = await customer(a, 'Retry Yesterday');
+    rx.answer = (r) => {
+      const id = JSON.parse(r.body).data?.id;
+      if (id === zero.id) return { status: 503, headers: { 'retry-after': '0' } };
+      if (id === past.id) return { status: 429, headers: { 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' } };
+      return { status: 200 };
+    };
+    try {
+      await t.webhooks.worker.drain();
+      // Drained at once: nothing more was sent (the old rule sent these again and again, past the cap).
+      expect(forId(zero.id)).toHaveLength(1);
+      expect(forId(past.id)).toHaveLength(1);
+      for (let attempt = 1; attempt <= RETRY_SCHEDULE_MS.length; attempt++) {
+        const log = json(await a.get(`${BASE}/${ep.id}/deliveries`)).items as { event_id: string; status: string; attempt: number; next_attempt_at: string }[];
+        expect(log.map((d) => [d.status, d.attempt])).toEqual([
+          ['pending', attempt],
+          ['pending', attempt],
+        ]);
+        const planned = RETRY_SCHEDULE_MS[attempt - 1]!;
+        const waits = log.map((d) => Date.parse(d.next_attempt_at) - t.clock.now().getTime());
+        for (const wait of waits) {
+          expect(wait, `wait after attempt ${attempt}`).toBeGreaterThanOrEqual(planned * 0.8 - 50);
+          expect(wait, `wait after attempt ${attempt}`).toBeLessThanOrEqual(planned * 1.2 + 50);
+        }
+        t.clock.advance(Math.max(...waits) + 1000);
+        await t.webhooks.worker.drain();
+        expect(forId(zero.id)).toHaveLength(attempt + 1);
+        expect(forId(past.id)).toHaveLength(attempt + 1);
+      }
+      const last = json(await a.get(`${BASE}/${ep.id}/deliveries`)).items;
+      expect(last.map((d: any) => [d.status, d.attempt, d.response_status, d.next_attempt_at])).toEqual([
+        ['failed', 10, 429, null],
+        ['failed', 10, 503, null],
+      ]);
+      t.clock.advance(7 * 86_400_000);
+      await t.webhooks.worker.drain();
+      expect(forId(zero.id)).toHaveLength(10);
+      expect(forId(past.id)).toHaveLength(10);
+    } finally {
+      rx.answer = () => ({ status: 200 });
+    }
+  });
+
   it('410 disables the endpoint; the dashboard list says why', async () => {
     const a = await newTenant(t);
     const ep = await endpoint(a);
@@ -442,20 +489,12 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     }
   }
 
-  it.each([
-    ['http://hooks.example.com/x', 'URL scheme should be https'],
-    ['https://127.0.0.1/x', 'URL must not resolve to a loopback, private or link-local address (127.0.0.1 resolves to 127.0.0.1)'],
-    ['https://10.1.2.3/x', 'URL must not resolve to a loopback, private or link-local address (10.1.2.3 resolves to 10.1.2.3)'],
-    ['https://169.254.169.254/latest/meta-data', 'URL must not resolve to a loopback, private or link-local address (169.254.169.254 resolves to 169.254.169.254)'],
-    ['https://192.168.1.10/x', 'URL must not resolve to a loopback, private or link-local address (192.168.1.10 resolves to 192.168.1.10)'],
-    ['https://[::1]/x', 'URL must not resolve to a loopback, private or link-local address (::1 resolves to ::1)'],
-    ['https://[::ffff:127.0.0.1]/x', 'URL must not resolve to a loopback, private or link-local address (::ffff:7f00:1 resolves to ::ffff:7f00:1)'],
-    ['ftp://files.example.com/x', 'URL scheme should be https'],
-  ])('refuses %s with 422 on ["body","url"]', async (url, msg) => {
+  // Every refused form, and the accepted ones, are in test/webhooks.url-rules.test.ts.
+  it('refuses a literal private address with 422 on ["body","url"], naming no address', async () => {
     const a = await newTenant(strict);
-    const res = await a.post(BASE, { url });
+    const res = await a.post(BASE, { url: 'https://10.1.2.3/x' });
     expect(res.statusCode).toBe(422);
-    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg }] });
+    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg: BLOCKED_ADDRESS_MESSAGE }] });
     expect(json(await a.get(BASE)).items).toEqual([]);
   });
 
@@ -463,13 +502,12 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     const a = await newTenant(strict);
     const res = await a.post(BASE, { url: 'https://localhost:8443/hooks' });
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'url'] });
-    expect(json(res).detail[0].msg).toMatch(/^URL must not resolve to a loopback, private or link-local address \(localhost resolves to (127\.0\.0\.1|::1)\)$/);
+    expect(json(res)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'url'], msg: BLOCKED_ADDRESS_MESSAGE }] });
   });
 
   it('checks every resolved address, and again at each delivery', async () => {
     const resolve = async () => ['93.184.216.34', '10.0.0.5'];
-    expect(await urlProblem('https://mixed.example/x', { allowInsecure: false, resolve })).toBe('URL must not resolve to a loopback, private or link-local address (mixed.example resolves to 10.0.0.5)');
+    expect(await urlProblem('https://mixed.example/x', { allowInsecure: false, resolve })).toBe(BLOCKED_ADDRESS_MESSAGE);
     expect(await urlProblem('https://public.example/x', { allowInsecure: false, resolve: async () => ['93.184.216.34', '2606:2800:220:1::1'] })).toBeNull();
     expect(await urlProblem('https://nowhere.example/x', { allowInsecure: false, resolve: async () => Promise.reject(new Error('ENOTFOUND')) })).toBe("Host 'nowhere.example' could not be resolved");
     expect(await urlProblem('http://127.0.0.1/x', { allowInsecure: true })).toBeNull();
@@ -485,7 +523,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
       status: 'pending',
       attempt: 1,
       response_status: null,
-      error: 'URL refused: URL must not resolve to a loopback, private or link-local address (rebind.example resolves to 127.0.0.1)',
+      error: `URL refused: ${BLOCKED_ADDRESS_MESSAGE}`,
     });
   });
 
@@ -511,7 +549,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
         status: 'pending',
         attempt: 1,
         response_status: null,
-        error: 'URL refused: URL must not resolve to a loopback, private or link-local address (localhost resolves to 127.0.0.1)',
+        error: `URL refused: ${BLOCKED_ADDRESS_MESSAGE}`,
       });
       expect(calls).toEqual(['localhost', 'localhost']);
       expect(connections).toBe(0);
@@ -531,7 +569,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     expect(await lookup(both, { family: 6 })).toEqual({ err: null, address: '2606:2800:220:1::1', family: 6 });
     const mixed = await lookup(['93.184.216.34', '10.0.0.5'], { all: true });
     expect(mixed.err).toBeInstanceOf(BlockedAddressError);
-    expect(mixed.err).toMatchObject({ code: 'EBLOCKEDADDRESS', message: 'URL must not resolve to a loopback, private or link-local address (receiver.example resolves to 10.0.0.5)' });
+    expect(mixed.err).toMatchObject({ code: 'EBLOCKEDADDRESS', message: BLOCKED_ADDRESS_MESSAGE });
     expect((await lookup([], {})).err).toMatchObject({ code: 'ENOTFOUND' });
   });
 });
@@ -544,6 +582,7 @@ describe('contract surface', () => {
     expect(paths).toEqual([
       '/v2/tms-api/webhook-endpoints',
       '/v2/tms-api/webhook-endpoints/{id}',
+      '/v2/tms-api/webhook-endpoints/{id}/attempts',
       '/v2/tms-api/webhook-endpoints/{id}/deliveries',
       '/v2/tms-api/webhook-endpoints/{id}/replay',
       '/v2/tms-api/webhook-endpoints/{id}/rotate-secret',
@@ -570,5 +609,18 @@ describe('schedule helpers', () => {
     expect(retryAfterMs('Wed, 25 Nov 2026 00:01:00 GMT', now)).toBe(60_000);
     expect(retryAfterMs('soon', now)).toBeNull();
     expect(retryAfterMs('999999999', now)).toBe(86_400_000);
+  });
+
+  it('Retry-After lengthens a wait of the schedule up to 24 h, never shortens it, and adds no attempt', () => {
+    const mid = () => 0.5;
+    expect(nextAttemptWait(1, null, mid)).toBe(5_000);
+    expect(nextAttemptWait(1, 0, mid)).toBe(5_000);
+    expect(nextAttemptWait(1, 120_000, mid)).toBe(120_000);
+    expect(nextAttemptWait(1, 10 * 86_400_000, mid)).toBe(86_400_000);
+    expect(nextAttemptWait(3, 60_000, mid)).toBe(1_800_000);
+    // The last step's jitter may pass 24 h: the schedule still wins.
+    expect(nextAttemptWait(9, 0, () => 1)).toBe(103_680_000);
+    expect(nextAttemptWait(10, 0, mid)).toBeNull();
+    expect(nextAttemptWait(10, 60_000, mid)).toBeNull();
   });
 });

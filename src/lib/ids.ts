@@ -8,7 +8,7 @@ import { pooledRandom } from './random.js';
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
 export type IdKind =
-  | 'cust' | 'carrier' | 'contact' | 'loc' | 'load' | 'stop' | 'rate' | 'mrs' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd';
+  | 'cust' | 'carrier' | 'contact' | 'loc' | 'load' | 'stop' | 'rate' | 'mrs' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd' | 'wha' | 'whr';
 
 function encodeTime(ms: number): string {
   let out = '';

@@ -303,7 +303,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook endpoint
-         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.
+         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization's endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -371,6 +371,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/tms-api/webhook-endpoints/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every attempt made to an endpoint, newest first
+         * @description The delivery log keeps each delivery's last outcome; this keeps every attempt (a 500 before a delivered retry stays visible): status, response status, duration, error and the start of the answer (2 KiB). Kept as long as their delivery (EVENT_RETENTION_DAYS).
+         */
+        get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/tms-api/webhook-endpoints/{id}/replay": {
         parameters: {
             query?: never;
@@ -382,7 +402,7 @@ export interface paths {
         put?: never;
         /**
          * Send events to the endpoint again
-         * @description `{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.
+         * @description `{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id. One replay runs per endpoint at a time: while deliveries an earlier replay queued are pending, 409.
          */
         post: operations["replayWebhookEvents"];
         delete?: never;
@@ -772,6 +792,41 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        WebhookAttempt: {
+            /** @description wha_… */
+            id: string;
+            /** @description The delivery (whd_…) this attempt belongs to. */
+            delivery_id: string;
+            /** @description The event id, sent as webhook-id. */
+            event_id: string;
+            event_type: string;
+            sequence: number;
+            /** @description Which attempt of the delivery this was (1 … 10). */
+            attempt: number;
+            /**
+             * @description delivered (a 2xx answer) or failed.
+             * @enum {string}
+             */
+            status: "delivered" | "failed";
+            /** @description The HTTP status of the answer (null: no answer). */
+            response_status: number | null;
+            /** @description From the start of the connection to the end of the answer (at most the 10 s limit). */
+            duration_ms: number | null;
+            /** @description Why the attempt failed, or what was cut short (an answer body past the limit or the deadline). */
+            error: string | null;
+            /** @description The start of the answer body (at most 2 KiB, as text); null when there was none. */
+            response_body: string | null;
+            /**
+             * Format: date-time
+             * @description The retry this attempt scheduled (null: delivered, or no attempt left).
+             */
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the attempt started.
+             */
+            created_at: string;
+        };
         WebhookEndpointWithSecret: {
             /** @description whe_… */
             id: string;
@@ -800,6 +855,10 @@ export interface components {
         };
         WebhookDeliveryPage: {
             items: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        WebhookAttemptPage: {
+            items: components["schemas"]["WebhookAttempt"][];
             pagination: components["schemas"]["Pagination"];
         };
         WebhookReplayResult: {
@@ -5458,7 +5517,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Where events are POSTed: https, and a host that does not resolve to a loopback, private or link-local address (checked again at each delivery). */
+                    /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
                     event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
@@ -5518,7 +5577,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
-            /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            /** @description The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5753,7 +5812,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Where events are POSTed: https, and a host that does not resolve to a loopback, private or link-local address (checked again at each delivery). */
+                    /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url?: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
                     event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
@@ -6374,6 +6433,134 @@ export interface operations {
             };
         };
     };
+    listWebhookAttempts: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-indexed. */
+                page?: number;
+                /** @description Items per page, at most 100. */
+                page_size?: number;
+                /** @description Only the attempts of this delivery (whd_…). */
+                delivery_id?: string;
+                /** @description Only the attempts of this event (evt_…), across its deliveries and replays. */
+                event_id?: string;
+                /** @description Only attempts started at or after this time (ISO 8601). */
+                created_since?: string;
+            };
+            header?: never;
+            path: {
+                /** @description whe_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAttemptPage"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No webhook endpoint with this id in your organization: {"detail":"Webhook endpoint with id 'whe_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
     replayWebhookEvents: {
         parameters: {
             query?: never;
@@ -6466,7 +6653,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            /** @description A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

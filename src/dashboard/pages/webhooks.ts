@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../../lib/http/errors.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { EVENT_TYPES } from '../../modules/events/events.schema.js';
-import type { EndpointOverview, WebhooksService } from '../../modules/webhooks/webhooks.service.js';
-import type { WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
+import { ReplayRunningError, WebhookEndpointLimitError, type DeliveryWithAttempts, type EndpointOverview, type WebhooksService } from '../../modules/webhooks/webhooks.service.js';
+import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
 import { checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
@@ -61,7 +61,7 @@ function endpointFormFields(values: EndpointForm, errors: FieldErrors): SafeHtml
   ${field({ name: 'description', label: 'Description', hint: 'Optional: what the endpoint is for.', value: values.description, errors, maxlength: 500 })}`;
 }
 
-async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession, o: { values?: EndpointForm; errors?: FieldErrors; done?: string } = {}) {
+async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession, o: { values?: EndpointForm; errors?: FieldErrors; done?: string; refused?: string } = {}) {
   const endpoints = await ctx.webhooks.overview(s.orgId);
   const values = o.values ?? { url: '', event_types: [], description: '' };
   const errors = o.errors ?? {};
@@ -73,6 +73,7 @@ async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession,
     body: html`<h1>Settings</h1>
 ${settingsTabs('webhooks')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
+${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
 ${autoDisabled.length
   ? notice('error', html`<p><strong>${autoDisabled.length === 1 ? 'An endpoint was' : `${autoDisabled.length} endpoints were`} disabled automatically.</strong></p>
 <ul>${autoDisabled.map((e) => html`<li><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>: ${REASON[e.disabled_reason!]}</li>`)}</ul>`, 'alert')
@@ -130,6 +131,32 @@ ${notice('warn', html`<p><strong>Copy this signing secret now. It will not be sh
   });
 }
 
+function attemptRow(a: WebhookAttempt): SafeHtml {
+  return html`<tr>
+  <td class="num">${String(a.attempt)}</td>
+  <td>${when(a.created_at)}</td>
+  <td>${a.status === 'delivered' ? html`<span class="badge ok">Delivered</span>` : html`<span class="badge bad">Failed</span>`}</td>
+  <td class="num">${a.response_status === null ? '—' : String(a.response_status)}</td>
+  <td class="num">${a.duration_ms === null ? '—' : `${count(a.duration_ms)} ms`}</td>
+  <td>${a.error ?? ''}</td>
+  <td>${a.response_body ? html`<pre class="event-data">${a.response_body}</pre>` : '—'}</td>
+  <td>${a.next_attempt_at ? when(a.next_attempt_at) : '—'}</td>
+</tr>`;
+}
+
+/** Under a delivery's row: every attempt it took, newest first (folded away until opened). */
+function attemptsRow(d: DeliveryWithAttempts): SafeHtml {
+  if (d.attempts.length === 0) return html``;
+  const n = d.attempts.length;
+  return html`<tr class="attempts-row"><td colspan="9"><details><summary>${n === 1 ? '1 attempt' : `${n} attempts`}: each answer</summary>
+  <table>
+  <caption>Attempts to send <code>${d.event_id}</code>, newest first</caption>
+  <thead><tr><th scope="col" class="num">Attempt</th><th scope="col">Started</th><th scope="col">Result</th><th scope="col" class="num">Response</th><th scope="col" class="num">Duration</th>
+  <th scope="col">Error</th><th scope="col">Answer (first 2 KiB)</th><th scope="col">Retry at</th></tr></thead>
+  <tbody>${d.attempts.map(attemptRow)}</tbody>
+  </table></details></td></tr>`;
+}
+
 function deliveryRow(d: WebhookDelivery): SafeHtml {
   const badge = d.status === 'delivered' ? html`<span class="badge ok">Delivered</span>` : d.status === 'failed' ? html`<span class="badge bad">Failed</span>` : html`<span class="badge">Pending</span>`;
   return html`<tr>
@@ -152,7 +179,7 @@ async function endpointPage(
   o: { page?: number; done?: SafeHtml; replayError?: string; replayValue?: string } = {},
 ) {
   const e = await ctx.webhooks.detail(s.orgId, id);
-  const log = await ctx.webhooks.deliveries(s.orgId, id, { page: o.page ?? 1, page_size: 25 });
+  const log = await ctx.webhooks.deliveryLog(s.orgId, id, { page: o.page ?? 1, page_size: 25 });
   const path = `/settings/webhooks/${segment(e.id)}`;
   const replayErrors: FieldErrors = o.replayError ? { after_sequence: o.replayError } : {};
   return page({
@@ -189,12 +216,13 @@ ${e.disabled_reason === 'gone' || e.disabled_reason === 'failing' ? notice('erro
   </form>
 </section>
 <h2>Delivery log</h2>
+<p class="hint">One row per event sent (a replay adds one), newest first; every attempt it took is kept beneath it, with the receiver's answer. Kept as long as the events (EVENT_RETENTION_DAYS, 30 days by default).</p>
 ${log.items.length
   ? html`<div class="table-wrap"><table>
   <caption>Deliveries, newest first</caption>
   <thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col" class="num">Sequence</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th>
   <th scope="col" class="num">Response</th><th scope="col" class="num">Duration</th><th scope="col">Error</th><th scope="col">Next attempt</th></tr></thead>
-  <tbody>${log.items.map(deliveryRow)}</tbody>
+  <tbody>${log.items.map((d) => html`${deliveryRow(d)}${attemptsRow(d)}`)}</tbody>
 </table></div>
 ${pager(path, log.pagination, {}, 'deliveries')}`
   : html`<p>No deliveries yet.</p>`}`,
@@ -254,6 +282,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
       if (err instanceof ValidationError) {
         return sendPage(reply, await listPage(ctx, s, { values, errors: { url: err.issues[0]?.msg ?? 'This URL cannot be used.' } }), 422);
       }
+      if (err instanceof WebhookEndpointLimitError) return sendPage(reply, await listPage(ctx, s, { values, refused: err.detail }), 409);
       throw err;
     }
   });
@@ -287,7 +316,13 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (!/^\d{1,15}$/.test(text)) {
       return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: 'Enter a sequence number: 0 or more.', replayValue: text }), 422);
     }
-    const { queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) });
+    let queued: number;
+    try {
+      ({ queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) }));
+    } catch (err) {
+      if (err instanceof ReplayRunningError) return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: err.detail, replayValue: text }), 409);
+      throw err;
+    }
     return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { done: html`<p>${count(queued)} event${queued === 1 ? '' : 's'} queued for delivery again.</p>` }));
   });
 

@@ -367,8 +367,34 @@ export interface WebhookDeliveriesTable {
   leased_until: string | null;
   /** The envelope of a test event (not in `events`); null for the feed's events. */
   payload: string | null;
+  /** The replay that queued it (one running replay per endpoint), else null. */
+  replay_id: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** Issue 26: every attempt of a delivery (the delivery row keeps the last outcome). */
+export interface WebhookAttemptsTable {
+  id: string;
+  org_id: string;
+  endpoint_id: string;
+  delivery_id: string;
+  event_id: string;
+  event_type: string;
+  sequence: number;
+  /** The delivery's attempt number (1 … 10). */
+  attempt: number;
+  /** delivered or failed: this attempt's own outcome. */
+  status: string;
+  response_status: number | null;
+  duration_ms: number | null;
+  error: string | null;
+  /** The start of the receiver's answer (at most 2 KiB of text). */
+  response_body: string | null;
+  /** The retry this attempt scheduled, or null (delivered, or no attempt left). */
+  next_attempt_at: string | null;
+  /** When the attempt started. */
+  created_at: string;
 }
 
 export interface Database {
@@ -395,4 +421,5 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

@@ -1,14 +1,17 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { claimingRead, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
-import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
+import { recordDeliveryAttempt, type DeliveryOutcome } from '../../lib/db/webhook-attempts.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 export type EndpointRow = WebhookEndpointsTable;
 export type DeliveryRow = WebhookDeliveriesTable;
+export type AttemptRow = WebhookAttemptsTable;
 
 const num = (v: unknown) => Number(v ?? 0);
 const endpointOf = (r: EndpointRow): EndpointRow => ({ ...r, enqueued_through: num(r.enqueued_through) });
 const deliveryOf = (r: DeliveryRow): DeliveryRow => ({ ...r, sequence: num(r.sequence), attempt: num(r.attempt) });
+const attemptOf = (r: AttemptRow): AttemptRow => ({ ...r, sequence: num(r.sequence), attempt: num(r.attempt) });
 
 // ------------------------------------------------------------------------------------------------
 // Endpoints
@@ -43,11 +46,37 @@ export async function pageOfEndpoints(
   return { rows: rows.map(endpointOf), total: num(count?.n) };
 }
 
-export async function updateEndpoint(db: Executor, orgId: string, id: string, patch: Partial<EndpointRow>): Promise<void> {
-  await db.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
+/**
+ * Inside a transaction: how many endpoints the organization has, with the organization's row locked on
+ * PostgreSQL until the transaction ends (two creates at once cannot both pass the limit; SQLite
+ * serialises writers).
+ */
+export async function countEndpointsLocked(tx: Executor, orgId: string): Promise<number> {
+  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  const row = await tx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
+  return num(row?.n);
+}
+
+/** Inside a transaction: the endpoint's row, locked on PostgreSQL until it ends (one replay at a time). */
+export async function lockEndpoint(tx: Executor, orgId: string, id: string): Promise<EndpointRow | undefined> {
+  const row = await lockedRead(tx, tx.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).where('id', '=', id)).executeTakeFirst();
+  return row && endpointOf(row);
+}
+
+/** The endpoint's running replay: how many of the deliveries a replay queued are still pending (0: none runs). */
+export async function pendingReplayDeliveries(db: Executor, endpointId: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where('replay_id', 'is not', null)
+    .executeTakeFirst();
+  return num(row?.n);
 }
 
 export async function deleteEndpoint(db: Executor, orgId: string, id: string): Promise<boolean> {
+  await db.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).where('org_id', '=', orgId).execute();
   await db.deleteFrom('webhook_deliveries').where('org_id', '=', orgId).where('endpoint_id', '=', id).execute();
   const r = await db.deleteFrom('webhook_endpoints').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
   return num(r.numDeletedRows) > 0;
@@ -75,6 +104,12 @@ export async function lastDeliveries(db: Executor, endpointIds: readonly string[
 
 // ------------------------------------------------------------------------------------------------
 // Enqueueing from the outbox
+
+/** The organizations with an enabled endpoint (the worker wakes only for their commits). */
+export async function orgsWithEnabledEndpoints(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('webhook_endpoints').select('org_id').distinct().where('status', '=', 'enabled').execute();
+  return rows.map((r) => r.org_id);
+}
 
 /** Enabled endpoints (of one organization, or all) whose cursor is behind their organization's last event. */
 export async function endpointsBehind(db: Executor, orgId: string | null): Promise<{ id: string; org_id: string }[]> {
@@ -145,28 +180,54 @@ export async function moveCursor(tx: Executor, id: string, through: number): Pro
 // Claiming and sending
 
 /**
- * Claims up to `limit` due deliveries of enabled endpoints (not of `busy` ones): each gets `claim` and a
- * lease until `leasedUntil`. PostgreSQL skips rows another process is claiming (`FOR UPDATE SKIP
- * LOCKED`); SQLite's writes are serialized anyway. A lease that ends without an outcome (the process
- * died) makes the delivery due again. Returns the claimed ids.
+ * Due deliveries of enabled endpoints that the claim may take, oldest due first (at most `limit`),
+ * leaving out the endpoints this process is sending to (`busy`) and the organizations at their share of
+ * its slots (`fullOrgs`). Nothing is locked: `claimDeliveries` takes the ones chosen.
  */
-export async function claimDue(db: Executor, q: { now: string; leasedUntil: string; claim: string; limit: number; busy: readonly string[] }): Promise<string[]> {
-  const notBusy = q.busy.length > 0 ? sql`and d.endpoint_id not in (${sql.join(q.busy)})` : sql``;
+export async function dueCandidates(
+  db: Executor,
+  q: { now: string; busy: readonly string[]; fullOrgs: readonly string[]; limit: number },
+): Promise<{ id: string; endpoint_id: string; org_id: string }[]> {
+  let query = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select(['d.id', 'd.endpoint_id', 'd.org_id'])
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', q.now)
+    .where((eb) => eb.or([eb('d.leased_until', 'is', null), eb('d.leased_until', '<=', q.now)]))
+    .where('e.status', '=', 'enabled');
+  if (q.busy.length > 0) query = query.where('d.endpoint_id', 'not in', [...q.busy]);
+  if (q.fullOrgs.length > 0) query = query.where('d.org_id', 'not in', [...q.fullOrgs]);
+  return query.orderBy('d.next_attempt_at').orderBy('d.sequence').limit(q.limit).execute();
+}
+
+/**
+ * Claims those of `ids` that are still due and free: each gets `claim` and a lease until `leasedUntil`.
+ * PostgreSQL skips rows another process is claiming (`FOR UPDATE SKIP LOCKED`); SQLite's writes are
+ * serialized anyway. A lease that ends without an outcome (the process died) makes the delivery due
+ * again. Returns the claimed ids.
+ */
+export async function claimDeliveries(db: Executor, q: { ids: readonly string[]; now: string; leasedUntil: string; claim: string }): Promise<string[]> {
+  if (q.ids.length === 0) return [];
   const lock = skipLockedOf(db, 'd');
   const { rows } = await sql<{ id: string }>`
     with due as (
       select d.id from webhook_deliveries d
-      join webhook_endpoints e on e.id = d.endpoint_id
-      where d.status = 'pending' and d.next_attempt_at <= ${q.now} and (d.leased_until is null or d.leased_until <= ${q.now})
-        and e.status = 'enabled' ${notBusy}
-      order by d.next_attempt_at, d.sequence
-      limit ${q.limit}
+      where d.id in (${sql.join(q.ids)}) and d.status = 'pending' and d.next_attempt_at <= ${q.now}
+        and (d.leased_until is null or d.leased_until <= ${q.now})
       ${lock}
     )
     update webhook_deliveries set claim = ${q.claim}, leased_until = ${q.leasedUntil}
     from due
     where webhook_deliveries.id = due.id
     returning webhook_deliveries.id as id`.execute(db);
+  return rows.map((r) => r.id);
+}
+
+/** Of these endpoints, the ones that still exist and are enabled (a process cuts its chains to the others). */
+export async function enabledEndpointIds(db: Executor, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('webhook_endpoints').select('id').where('id', 'in', [...ids]).where('status', '=', 'enabled').execute();
   return rows.map((r) => r.id);
 }
 
@@ -206,22 +267,13 @@ export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<
   return lockedRead(tx, q).executeTakeFirst();
 }
 
-/** Records an attempt's outcome for the claim's holder; false when the claim was lost meanwhile. */
-export async function recordAttempt(
-  tx: Executor,
-  id: string,
-  claim: string,
-  outcome: Pick<DeliveryRow, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>,
-): Promise<boolean> {
-  const r = await tx
-    .updateTable('webhook_deliveries')
-    .set({ ...outcome, claim: null, leased_until: null })
-    .where('id', '=', id)
-    .where('claim', '=', claim)
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return num(r.numUpdatedRows) > 0;
-}
+export type { DeliveryOutcome };
+
+/**
+ * Records an attempt for the claim's holder: the delivery's row takes its outcome and the attempt log
+ * its entry, both or neither. False when the claim was lost meanwhile (nothing is written).
+ */
+export const recordAttempt = recordDeliveryAttempt;
 
 /** Gives a claim back without an attempt (the process is stopping). */
 export async function releaseClaim(db: Executor, id: string, claim: string): Promise<void> {
@@ -241,18 +293,6 @@ export async function anyDue(db: Executor, now: string): Promise<boolean> {
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
-}
-
-/** The earliest due time of a pending delivery of an enabled endpoint (the worker's next wake-up). */
-export async function nextDue(db: Executor): Promise<string | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .select((eb) => eb.fn.min('d.next_attempt_at').as('due'))
-    .where('d.status', '=', 'pending')
-    .where('e.status', '=', 'enabled')
-    .executeTakeFirst();
-  return (row?.due as string | null | undefined) ?? null;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -275,6 +315,30 @@ export async function pageOfDeliveries(
   return { rows: rows.map(deliveryOf), total: num(count?.n) };
 }
 
+/** The endpoint's attempt log, newest first (optionally one delivery's or one event's). */
+export async function pageOfAttempts(
+  db: Executor,
+  endpointId: string,
+  q: { offset: number; limit: number; deliveryId?: string | undefined; eventId?: string | undefined; createdSince?: string | undefined },
+): Promise<{ rows: AttemptRow[]; total: number }> {
+  let base = db.selectFrom('webhook_attempts').where('endpoint_id', '=', endpointId);
+  if (q.deliveryId) base = base.where('delivery_id', '=', q.deliveryId);
+  if (q.eventId) base = base.where('event_id', '=', q.eventId);
+  if (q.createdSince) base = base.where('created_at', '>=', q.createdSince);
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+    base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+  ]);
+  return { rows: rows.map(attemptOf), total: num(count?.n) };
+}
+
+/** The attempts of these deliveries, newest first (the dashboard's log, grouped by delivery). */
+export async function attemptsOfDeliveries(db: Executor, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', [...deliveryIds]).orderBy('delivery_id').orderBy('attempt', 'desc').orderBy('id', 'desc').execute();
+  return rows.map(attemptOf);
+}
+
 export async function findDelivery(db: Executor, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
   const row = await db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst();
   return row && deliveryOf(row);
@@ -291,12 +355,14 @@ export async function queueFigures(db: Executor): Promise<{ pending: number; old
 }
 
 /**
- * Deletes at most `chunk` delivered or failed deliveries created before `cutoff` (the log is kept as
- * long as the events it names). Returns how many.
+ * Deletes at most `chunk` delivered or failed deliveries created before `cutoff`, with their attempts
+ * (the log is kept as long as the events it names). Returns how many.
  */
 export async function pruneDeliveries(db: Executor, cutoff: string, chunk: number): Promise<number> {
   const rows = await db.selectFrom('webhook_deliveries').select('id').where('created_at', '<', cutoff).where('status', '<>', 'pending').limit(chunk).execute();
   if (rows.length === 0) return 0;
-  await db.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
+  const ids = rows.map((r) => r.id);
+  await db.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+  await db.deleteFrom('webhook_deliveries').where('id', 'in', ids).execute();
   return rows.length;
 }

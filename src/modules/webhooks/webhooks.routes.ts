@@ -2,7 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
+import { ERRORS } from '../../lib/http/errors.js';
 import {
+  WebhookAttempt,
+  WebhookAttemptListQuery,
+  WebhookAttemptPage,
   WebhookDelivery,
   WebhookDeliveryListQuery,
   WebhookDeliveryPage,
@@ -25,6 +29,11 @@ const config = { scope: 'write:webhooks' } as const;
 // Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
 const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
 
+// A write's 409 also covers an Idempotency-Key still being processed (D13), as every write's does.
+const conflict = (what: string) => ({ 409: { description: `${what} Also: ${ERRORS.idempotency_in_progress.description}`, $ref: 'Detail#' } });
+const tooMany = conflict('The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}.');
+const replayRunning = conflict('A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}.');
+
 /** D12: the webhook endpoints API (scope write:webhooks, GET too). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -35,9 +44,9 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'createWebhookEndpoint',
       summary: 'Add a webhook endpoint',
       description:
-        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or resolves to a loopback, private or link-local address.',
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization\'s endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).',
       body: WebhookEndpointCreate,
-      response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }) },
+      response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }), ...tooMany },
     },
     handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body)),
   });
@@ -96,6 +105,20 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.deliveries(principalOf(req).orgId, req.params.id, req.query),
   });
+  r.get(`${BASE}/:id/attempts`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'listWebhookAttempts',
+      summary: 'Every attempt made to an endpoint, newest first',
+      description:
+        'The delivery log keeps each delivery\'s last outcome; this keeps every attempt (a 500 before a delivered retry stays visible): status, response status, duration, error and the start of the answer (2 KiB). Kept as long as their delivery (EVENT_RETENTION_DAYS).',
+      params: WebhookEndpointIdParams,
+      querystring: WebhookAttemptListQuery,
+      response: { 200: Type.Ref(WebhookAttemptPage, { description: 'A page of attempts, newest first.' }), ...notFound },
+    },
+    handler: (req) => webhooks.attempts(principalOf(req).orgId, req.params.id, req.query),
+  });
   r.post(`${BASE}/:id/replay`, {
     config,
     schema: {
@@ -103,14 +126,14 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'replayWebhookEvents',
       summary: 'Send events to the endpoint again',
       description:
-        '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id.',
+        '`{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id. One replay runs per endpoint at a time: while deliveries an earlier replay queued are pending, 409.',
       params: WebhookEndpointIdParams,
       body: WebhookReplay,
-      response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound },
+      response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound, ...replayRunning },
     },
     handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body)),
   });
 }
 
 /** The shared schemas of these routes, for the OpenAPI document. */
-export const WEBHOOK_SCHEMAS = [WebhookEndpoint, WebhookDelivery, WebhookEndpointWithSecret, WebhookEndpointPage, WebhookSecret, WebhookDeliveryPage, WebhookReplayResult];
+export const WEBHOOK_SCHEMAS = [WebhookEndpoint, WebhookDelivery, WebhookAttempt, WebhookEndpointWithSecret, WebhookEndpointPage, WebhookSecret, WebhookDeliveryPage, WebhookAttemptPage, WebhookReplayResult];

@@ -18,7 +18,7 @@ const EventTypes = Type.Array(CiEnum(EVENT_TYPES), {
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'Where events are POSTed: https, and a host that does not resolve to a loopback, private or link-local address (checked again at each delivery).',
+  description: 'Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery.',
 });
 const Description = Nullable(Text(500, 'What the endpoint is for (up to 500 characters).'));
 
@@ -97,6 +97,39 @@ export const WebhookDeliveryListQuery = Type.Object({
   updated_since: Type.Optional(Timestamp('Only deliveries changed at or after this time (ISO 8601).')),
 });
 export type WebhookDeliveryListQuery = Static<typeof WebhookDeliveryListQuery>;
+
+export const ATTEMPT_STATUSES = ['delivered', 'failed'] as const;
+
+export const WebhookAttempt = Type.Object(
+  {
+    id: Type.String({ description: 'wha_…' }),
+    delivery_id: Type.String({ description: 'The delivery (whd_…) this attempt belongs to.' }),
+    event_id: Type.String({ description: 'The event id, sent as webhook-id.' }),
+    event_type: Type.String(),
+    sequence: Type.Integer(),
+    attempt: Type.Integer({ description: 'Which attempt of the delivery this was (1 … 10).' }),
+    status: Type.String({ enum: [...ATTEMPT_STATUSES], description: 'delivered (a 2xx answer) or failed.' }),
+    response_status: Nullable(Type.Integer({ description: 'The HTTP status of the answer (null: no answer).' })),
+    duration_ms: Nullable(Type.Integer({ description: 'From the start of the connection to the end of the answer (at most the 10 s limit).' })),
+    error: Nullable(Type.String({ description: 'Why the attempt failed, or what was cut short (an answer body past the limit or the deadline).' })),
+    response_body: Nullable(Type.String({ description: 'The start of the answer body (at most 2 KiB, as text); null when there was none.' })),
+    next_attempt_at: Nullable(Type.String({ format: 'date-time', description: 'The retry this attempt scheduled (null: delivered, or no attempt left).' })),
+    created_at: Type.String({ format: 'date-time', description: 'When the attempt started.' }),
+  },
+  { $id: 'WebhookAttempt' },
+);
+export type WebhookAttempt = Static<typeof WebhookAttempt>;
+
+export const WebhookAttemptPage = pageSchema(Type.Ref(WebhookAttempt), 'WebhookAttemptPage');
+
+export const WebhookAttemptListQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1, description: 'Page number, 1-indexed.' }),
+  page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Items per page, at most 100.' }),
+  delivery_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this delivery (whd_…).' })),
+  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this event (evt_…), across its deliveries and replays.' })),
+  created_since: Type.Optional(Timestamp('Only attempts started at or after this time (ISO 8601).')),
+});
+export type WebhookAttemptListQuery = Static<typeof WebhookAttemptListQuery>;
 
 export const WebhookReplay = Type.Object(
   {

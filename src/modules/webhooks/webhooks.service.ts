@@ -8,6 +8,8 @@ import { EVENT_TYPES } from '../events/events.schema.js';
 import { newSecret } from './signing.js';
 import { urlProblem, type Resolver } from './url-policy.js';
 import {
+  attemptsOfDeliveries,
+  countEndpointsLocked,
   deleteEndpoint,
   eventRefsBetween,
   eventRefsById,
@@ -17,15 +19,21 @@ import {
   insertEndpoint,
   lastDeliveries,
   lastSequence,
+  lockEndpoint,
+  pageOfAttempts,
   pageOfDeliveries,
   pageOfEndpoints,
+  pendingReplayDeliveries,
   queueFigures,
+  type AttemptRow,
   type DeliveryRow,
   type EndpointRow,
   type EventRef,
 } from './webhooks.repo.js';
 import {
   MAX_REPLAY_EVENTS,
+  type WebhookAttempt,
+  type WebhookAttemptListQuery,
   type WebhookDelivery,
   type WebhookDeliveryListQuery,
   type WebhookEndpoint,
@@ -41,11 +49,32 @@ import { disableEndpoint, pendingDelivery, webhookId, type DeliveryWorker, type 
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 /** What "Send test event" sends: not an event of the feed (sequence 0, never used by one). */
 export const TEST_EVENT_TYPE = 'webhook.test';
+/** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS), enabled or not. */
+export const DEFAULT_MAX_ENDPOINTS = 20;
 
 export class WebhookEndpointNotFoundError extends DetailError {
   constructor(id: string) {
     super('not_found', `Webhook endpoint with id '${id}' not found`);
   }
+}
+
+/** 409: the organization already has as many endpoints as it may. */
+export class WebhookEndpointLimitError extends DetailError {
+  constructor(max: number) {
+    super('conflict', `This organization already has ${max} webhook endpoints, the most it may have (WEBHOOK_MAX_ENDPOINTS); delete one before adding another`);
+  }
+}
+
+/** 409: a replay of this endpoint still has deliveries pending. */
+export class ReplayRunningError extends DetailError {
+  constructor(pending: number) {
+    super('conflict', `A replay of this endpoint is still running (${pending} of its deliveries pending); replay again once it has finished`);
+  }
+}
+
+/** A delivery with its attempts, newest first (the dashboard's log, grouped by event). */
+export interface DeliveryWithAttempts extends WebhookDelivery {
+  attempts: WebhookAttempt[];
 }
 
 /** An endpoint as the dashboard shows it: the API's fields plus why it is disabled and its last delivery. */
@@ -85,6 +114,24 @@ function toDelivery(row: DeliveryRow): WebhookDelivery {
   };
 }
 
+function toAttempt(row: AttemptRow): WebhookAttempt {
+  return {
+    id: row.id,
+    delivery_id: row.delivery_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    sequence: row.sequence,
+    attempt: row.attempt,
+    status: row.status as WebhookAttempt['status'],
+    response_status: row.response_status,
+    duration_ms: row.duration_ms,
+    error: row.error,
+    response_body: row.response_body,
+    next_attempt_at: row.next_attempt_at,
+    created_at: row.created_at,
+  };
+}
+
 /** Event types in the feed's order, each once. */
 const canonicalTypes = (types: readonly string[]) => JSON.stringify(EVENT_TYPES.filter((t) => types.includes(t)));
 
@@ -92,8 +139,9 @@ const canonicalTypes = (types: readonly string[]) => JSON.stringify(EVENT_TYPES.
  * D12's endpoint management: create (the secret shown once), list, get, update, delete, rotate the
  * secret, the delivery log, replay, and the dashboard's test event. Deliveries are the worker's.
  */
-export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver }) {
+export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver; maxEndpoints?: number }) {
   const { db, clock, worker } = deps;
+  const maxEndpoints = deps.maxEndpoints ?? DEFAULT_MAX_ENDPOINTS;
   const now = () => toIso(clock.now());
 
   async function checkUrl(url: string): Promise<void> {
@@ -108,6 +156,18 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
   }
 
   const deliveryRow = pendingDelivery;
+
+  async function deliveries(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+    await endpoint(orgId, id);
+    const { rows, total } = await pageOfDeliveries(db, id, {
+      offset: (query.page - 1) * query.page_size,
+      limit: query.page_size,
+      status: query.status,
+      createdSince: query.created_since,
+      updatedSince: query.updated_since,
+    });
+    return { items: rows.map(toDelivery), pagination: pagination(query.page, query.page_size, total) };
+  }
 
   return {
     async create(orgId: string, body: WebhookEndpointCreate): Promise<WebhookEndpointWithSecret> {
@@ -131,7 +191,10 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         created_at: toIso(at),
         updated_at: toIso(at),
       };
-      await insertEndpoint(db, row);
+      await db.transaction().execute(async (tx) => {
+        if ((await countEndpointsLocked(tx, orgId)) >= maxEndpoints) throw new WebhookEndpointLimitError(maxEndpoints);
+        await insertEndpoint(tx, row);
+      });
       worker.watch(orgId);
       return { ...toEndpoint(row), secret: row.secret };
     },
@@ -170,12 +233,15 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         if (body.status === 'disabled' && ep.status !== 'disabled') await disableEndpoint(tx, id, 'manual', at);
       });
       if (body.status === 'enabled') worker.watch(orgId);
+      // Its attempt in flight is cut and its slot freed now, not when the attempt ends.
+      if (body.status === 'disabled') worker.endpointRemoved(id);
       return toEndpoint(await endpoint(orgId, id));
     },
 
     async remove(orgId: string, id: string): Promise<void> {
       const deleted = await db.transaction().execute((tx) => deleteEndpoint(tx, orgId, id));
       if (!deleted) throw new WebhookEndpointNotFoundError(id);
+      worker.endpointRemoved(id);
     },
 
     /** A new secret; the current one keeps signing beside it for 24 h (a second rotation drops the oldest). */
@@ -192,21 +258,34 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       return { secret };
     },
 
-    async deliveries(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+    deliveries,
+
+    /** Every attempt made to the endpoint, newest first (optionally one delivery's or one event's). */
+    async attempts(orgId: string, id: string, query: WebhookAttemptListQuery) {
       await endpoint(orgId, id);
-      const { rows, total } = await pageOfDeliveries(db, id, {
+      const { rows, total } = await pageOfAttempts(db, id, {
         offset: (query.page - 1) * query.page_size,
         limit: query.page_size,
-        status: query.status,
+        deliveryId: query.delivery_id,
+        eventId: query.event_id,
         createdSince: query.created_since,
-        updatedSince: query.updated_since,
       });
-      return { items: rows.map(toDelivery), pagination: pagination(query.page, query.page_size, total) };
+      return { items: rows.map(toAttempt), pagination: pagination(query.page, query.page_size, total) };
+    },
+
+    /** The dashboard's log: a page of deliveries, newest first, each with its attempts, newest first. */
+    async deliveryLog(orgId: string, id: string, query: WebhookDeliveryListQuery) {
+      const page = await deliveries(orgId, id, query);
+      const attempts = await attemptsOfDeliveries(db, page.items.map((d) => d.id));
+      const byDelivery = new Map<string, WebhookAttempt[]>();
+      for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), toAttempt(a)]);
+      return { items: page.items.map((d): DeliveryWithAttempts => ({ ...d, attempts: byDelivery.get(d.id) ?? [] })), pagination: page.pagination };
     },
 
     /**
      * Queues the endpoint's events again: those after `after_sequence` that it was already given (at most
      * MAX_REPLAY_EVENTS, oldest first), or the named ones. Only its event types; the same webhook-id.
+     * One replay runs per endpoint at a time: while deliveries an earlier one queued are pending, 409.
      */
     async replay(orgId: string, id: string, body: WebhookReplay): Promise<{ queued: number }> {
       const ep = await endpoint(orgId, id);
@@ -228,7 +307,14 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         events = found.filter((e) => !types || types.includes(e.type));
       }
       const at = clock.now();
-      await db.transaction().execute((tx) => insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at))));
+      const replayId = webhookId('whr', at.getTime());
+      await db.transaction().execute(async (tx) => {
+        // The endpoint's row locked (PostgreSQL): two replays at once see each other's deliveries.
+        if (!(await lockEndpoint(tx, orgId, id))) throw new WebhookEndpointNotFoundError(id);
+        const pending = await pendingReplayDeliveries(tx, id);
+        if (pending > 0) throw new ReplayRunningError(pending);
+        await insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at, replayId)));
+      });
       if (events.length > 0) worker.wake(orgId);
       return { queued: events.length };
     },

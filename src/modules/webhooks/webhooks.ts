@@ -22,6 +22,9 @@ export function webhooksModule(deps: {
   resolve?: Resolver;
   pollMs?: number;
   retentionDays?: number;
+  maxEndpoints?: number;
+  maxInFlight?: number;
+  maxInFlightPerOrg?: number;
 }): Webhooks {
   const worker = deliveryWorker(deps);
   const service = webhooksService({ ...deps, worker });

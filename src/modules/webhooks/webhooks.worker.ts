@@ -1,53 +1,50 @@
 import { randomUUID } from 'node:crypto';
-import { Agent, fetch } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import {
   anyDue,
-  claimDue,
+  claimDeliveries,
   claimedDetails,
-  endpointForUpdate,
+  dueCandidates,
+  enabledEndpointIds,
   endpointsBehind,
   eventRefsAfter,
   extendLease,
-  failPending,
   insertDeliveries,
   lockEndpointForEnqueue,
   moveCursor,
+  orgsWithEnabledEndpoints,
   pruneDeliveries,
-  recordAttempt,
   releaseClaim,
   type ClaimedDelivery,
   type DeliveryRow,
   type EndpointRow,
   type EventRef,
 } from './webhooks.repo.js';
+import { sendAttempt, TIMEOUT_MS } from './attempt.js';
+import { recordOutcome, type AttemptResult, type Observed, type OutcomeDeps } from './outcome.js';
 import { signedHeaders } from './signing.js';
+import { Chain, deliverySlots, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_ORG } from './slots.js';
 import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
 
-/** D12: the waits after the 1st … 9th failed attempt (±20% jitter); the 10th failure is final. */
-export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
-export const JITTER = 0.2;
-/** D12: an endpoint whose attempts all failed for this long is disabled. */
-export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
-/** D12: an attempt's time limit (shortened to fit a shorter lease, so an attempt never outlives its claim). */
-export const TIMEOUT_MS = 10_000;
-/** A Retry-After longer than the schedule's longest wait is capped to it. */
-const MAX_RETRY_AFTER_MS = 86_400_000;
+export { RETRY_SCHEDULE_MS, JITTER, retryAfterMs, retryDelay, nextAttemptWait } from './retry-schedule.js';
+export { TIMEOUT_MS, RESPONSE_READ_LIMIT, RESPONSE_EXCERPT_LIMIT } from './attempt.js';
+export { DISABLE_AFTER_FAILING_MS, disableEndpoint, type AttemptResult, type DisabledReason } from './outcome.js';
+
 // Events read per enqueue transaction; a longer backlog takes several.
 const ENQUEUE_WINDOW = 500;
-// Deliveries sent at once by one process (each endpoint's in sequence order, endpoints side by side).
-const MAX_IN_FLIGHT = 64;
+// Due deliveries looked at per claim, and the most one endpoint's chain takes at once.
+const CANDIDATES = 500;
+const CHAIN_ROWS = 50;
 const USER_AGENT = 'Lanebridge-Webhooks/1';
 
-export type DisabledReason = 'manual' | 'gone' | 'failing';
-
 /** The ids of this module (src/lib/ids.ts lists the others' kinds). */
-export const webhookId = (kind: 'whe' | 'whd', now: number) => newId(kind, now);
+export const webhookId = (kind: 'whe' | 'whd' | 'whr', now: number) => newId(kind, now);
 
-/** A delivery of `e` to `ep`, due at once (the outbox's events and replays enqueue these). */
-export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date): DeliveryRow {
+/** A delivery of `e` to `ep`, due at once (the outbox's events and replays, which name themselves, enqueue these). */
+export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date, replayId: string | null = null): DeliveryRow {
   const iso = toIso(at);
   return {
     id: webhookId('whd', at.getTime()),
@@ -65,6 +62,7 @@ export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<
     claim: null,
     leased_until: null,
     payload: null,
+    replay_id: replayId,
     created_at: iso,
     updated_at: iso,
   };
@@ -73,53 +71,6 @@ export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<
 /** The D11 envelope as JSON text, from a stored event (its data is already JSON). */
 export function envelopeOf(e: { id: string; type: string; sequence: number; created_at: string; data: string }): string {
   return `${JSON.stringify({ id: e.id, type: e.type, sequence: e.sequence, timestamp: e.created_at }).slice(0, -1)},"data":${e.data}}`;
-}
-
-/** Disables an endpoint and fails its pending deliveries (they can be replayed). */
-export async function disableEndpoint(tx: Executor, endpointId: string, reason: DisabledReason, now: string): Promise<void> {
-  await tx
-    .updateTable('webhook_endpoints')
-    .set({ status: 'disabled', disabled_reason: reason, disabled_at: now, updated_at: now })
-    .where('id', '=', endpointId)
-    .execute();
-  await failPending(tx, endpointId, reason === 'gone' ? 'Endpoint disabled: the receiver answered 410 Gone' : reason === 'failing' ? 'Endpoint disabled: every attempt failed for 5 days' : 'Endpoint disabled', now);
-}
-
-/** The wait before the next attempt after `attempts` failed ones, or null when none is left. */
-export function retryDelay(attempts: number, random: () => number = Math.random): number | null {
-  const base = RETRY_SCHEDULE_MS[attempts - 1];
-  if (base === undefined) return null;
-  return Math.round(base * (1 - JITTER + 2 * JITTER * random()));
-}
-
-/** Retry-After (seconds or an HTTP date) in milliseconds from `now`, or null. */
-export function retryAfterMs(header: string | null, now: Date): number | null {
-  if (!header) return null;
-  const t = header.trim();
-  const ms = /^\d+$/.test(t) ? Number(t) * 1000 : Date.parse(t) - now.getTime();
-  if (!Number.isFinite(ms)) return null;
-  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
-}
-
-function describe(err: unknown, timeoutMs: number): string {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError') return `Timed out after ${timeoutMs / 1000} s`;
-  const code = e.cause?.code;
-  if (code === 'ECONNREFUSED') return 'Connection refused';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'Connection reset';
-  if (code === 'EBLOCKEDADDRESS') return `URL refused: ${e.cause!.message}`;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'Host could not be resolved';
-  if (code?.startsWith('ERR_TLS') || code?.includes('CERT')) return `TLS error (${code})`;
-  return (e.cause?.message ?? e.message ?? String(err)).slice(0, 500);
-}
-
-export interface AttemptResult {
-  status: 'pending' | 'delivered' | 'failed';
-  response_status: number | null;
-  duration_ms: number | null;
-  error: string | null;
-  /** This attempt disabled the endpoint (a 410, or 5 days of failures). */
-  endpoint_disabled?: boolean;
 }
 
 export interface WorkerOutcomes {
@@ -145,179 +96,150 @@ export interface DeliveryWorkerDeps {
   random?: () => number;
   /** Delivered and failed deliveries are deleted after this many days (the events' retention). */
   retentionDays?: number;
+  /** Deliveries sent at once by this process (default 64), and by one organization's endpoints (default 16). */
+  maxInFlight?: number;
+  maxInFlightPerOrg?: number;
+}
+
+/** Turns the endpoint's share of the outbox into deliveries, a window per transaction (the cursor moves with them). */
+async function enqueueEndpoint(db: Executor, clock: Clock, endpointId: string): Promise<void> {
+  for (;;) {
+    const full = await db.transaction().execute(async (tx) => {
+      const ep = await lockEndpointForEnqueue(tx, endpointId);
+      if (!ep) return false;
+      const events = await eventRefsAfter(tx, ep.org_id, ep.enqueued_through, ENQUEUE_WINDOW);
+      if (events.length === 0) return false;
+      const types = ep.event_types ? new Set(JSON.parse(ep.event_types) as string[]) : null;
+      const at = clock.now();
+      await insertDeliveries(tx, events.filter((e) => !types || types.has(e.type)).map((e) => pendingDelivery(ep, e, at)));
+      await moveCursor(tx, ep.id, events[events.length - 1]!.sequence);
+      return events.length === ENQUEUE_WINDOW;
+    });
+    if (!full) return;
+  }
+}
+
+/**
+ * The outbox as the worker follows it: which organizations' new events are to be turned into
+ * deliveries (those a commit here woke, or all of them at a poll), and which organizations have an
+ * enabled endpoint at all (a commit of any other wakes nothing).
+ */
+function outboxFollower(db: Executor, clock: Clock) {
+  let watched = new Set<string>();
+  let watchedRead = false;
+  let pendingOrgs = new Set<string>();
+  let pendingAll = false;
+  return {
+    /** Whether a commit of `orgId` may have events for an endpoint (unknown before the first read: yes). */
+    concerns: (orgId: string) => !watchedRead || watched.has(orgId),
+    /** An endpoint of `orgId` was created or enabled here. */
+    watch: (orgId: string) => void watched.add(orgId),
+    mark: (orgId: string) => void pendingOrgs.add(orgId),
+    markAll: () => void (pendingAll = true),
+    marked: () => pendingAll || pendingOrgs.size > 0,
+    async refresh(): Promise<void> {
+      watched = new Set(await orgsWithEnabledEndpoints(db));
+      watchedRead = true;
+    },
+    /** Enqueues the marked organizations' endpoints that are behind (every one's when all are marked). */
+    async enqueue(): Promise<void> {
+      const all = pendingAll;
+      const orgs = [...pendingOrgs];
+      pendingAll = false;
+      pendingOrgs = new Set();
+      const behind = all ? await endpointsBehind(db, null) : (await Promise.all(orgs.map((o) => endpointsBehind(db, o)))).flat();
+      for (const ep of behind) await enqueueEndpoint(db, clock, ep.id);
+    },
+  };
+}
+
+interface AttemptContext extends OutcomeDeps {
+  allowInsecure: boolean;
+  timeoutMs: number;
+  dispatcher: Dispatcher;
+}
+
+/**
+ * Sends one claimed delivery (an attempt of `chain`, which can cut it) and records its outcome; null
+ * when nothing was recorded: the claim was lost, the endpoint went away, or the process is stopping
+ * (then the claim is given back at once: the receiver may have it already, at least once).
+ */
+async function deliver(ctx: AttemptContext, c: ClaimedDelivery, claim: string, chain: Chain): Promise<AttemptResult | null> {
+  const { delivery: d, endpoint: ep } = c;
+  const startedAt = ctx.clock.now();
+  const body = d.payload ?? (c.event ? envelopeOf(c.event) : null);
+  const unsent = { startedAt, responseStatus: null, retryAfter: null, responseExcerpt: null, durationMs: null };
+  let seen: Observed;
+  if (body === null) {
+    seen = { ...unsent, error: 'The event is no longer kept (retention); it cannot be sent', sendable: false };
+  } else {
+    // The URL's form and an address literal are checked here; a host name's addresses by the
+    // connection itself (guardedLookup), once, as they are resolved to connect.
+    const problem = await urlProblem(ep.url, { allowInsecure: ctx.allowInsecure, resolveNames: false });
+    if (problem) {
+      seen = { ...unsent, error: `URL refused: ${problem}`, sendable: true };
+    } else {
+      const secrets = [ep.secret, ...(ep.previous_secret && ep.previous_secret_until && ep.previous_secret_until > toIso(startedAt) ? [ep.previous_secret] : [])];
+      const headers = { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(secrets, d.event_id, Math.floor(startedAt.getTime() / 1000), body) };
+      const answer = await sendAttempt({ url: ep.url, headers, body, deadlineMs: ctx.timeoutMs, dispatcher: ctx.dispatcher }, chain.nextAttempt());
+      if (answer.cut === 'stopping') {
+        await releaseClaim(ctx.db, d.id, claim).catch(() => undefined);
+        return null;
+      }
+      // Deleted (its rows are gone) or disabled (its pending rows failed): nothing left to record.
+      if (answer.cut === 'endpoint_removed') return null;
+      seen = { startedAt, ...answer, sendable: true };
+    }
+  }
+  return recordOutcome(ctx, c, claim, seen);
 }
 
 /**
  * D12's delivery worker, a loop over claimed rows: the outbox is turned into deliveries per endpoint
  * (a cursor per endpoint, moved in the transaction that inserts them), then due deliveries are claimed
- * with a lease (PostgreSQL: FOR UPDATE SKIP LOCKED), sent (each endpoint's in sequence order), and their
- * outcome recorded by the claim's holder. A process that dies leaves its claims to expire and be taken
- * again: at least once, never lost. `wake` is called after a write commits; `start` polls as well (what
- * other instances committed, retries coming due).
+ * with a lease (PostgreSQL: FOR UPDATE SKIP LOCKED) into the process's in-flight slots (src/modules/
+ * webhooks/slots.ts: one chain per endpoint, a share per organization), sent (attempt.ts: each by its
+ * deadline, its answer read within a bound) and their outcome recorded by the claim's holder
+ * (outcome.ts). A process that dies leaves its claims to expire and be taken again: at least once,
+ * never lost. `wake` is called after a write commits; `start` polls as well (what other instances
+ * committed, retries coming due, endpoints deleted or disabled elsewhere).
  */
 export function deliveryWorker(deps: DeliveryWorkerDeps) {
   const { db, clock } = deps;
-  const random = deps.random ?? Math.random;
+  const slots = deliverySlots({ total: deps.maxInFlight ?? MAX_IN_FLIGHT, perOrg: deps.maxInFlightPerOrg ?? MAX_IN_FLIGHT_PER_ORG });
+  // An attempt never outlives its claim: the 10 s limit is shortened to fit a shorter lease.
   const timeoutMs = Math.max(500, Math.min(TIMEOUT_MS, deps.leaseMs - 1000));
-  const busy = new Set<string>();
-  const chains = new Set<Promise<void>>();
-  // Organizations with an enabled endpoint, as last read (a write elsewhere is waited on by nobody).
-  let watched = new Set<string>();
-  let watchedRead = false;
-  let pendingOrgs = new Set<string>();
-  let pendingAll = false;
+  const ctx: AttemptContext = {
+    db,
+    clock,
+    random: deps.random ?? Math.random,
+    log: deps.log,
+    ...(deps.outcomes ? { outcomes: deps.outcomes } : {}),
+    allowInsecure: deps.allowInsecure,
+    timeoutMs,
+    // undici's own fetch and connection pool (keep-alive per receiver). Under D12's URL rules the sockets
+    // are opened only to addresses checked as they are resolved (guardedLookup): the check before an
+    // attempt alone would leave a window between it and the connection's own resolution.
+    dispatcher: new Agent({ connect: deps.allowInsecure ? {} : { lookup: guardedLookup(deps.resolve) } }),
+  };
+  const running = new Set<Promise<void>>();
+  // Test events, sent outside the slots (one per dashboard request); stopping cuts them too.
+  const loose = new Set<Chain>();
+  const outbox = outboxFollower(db, clock);
   let ticking: Promise<void> | null = null;
   let again = false;
   let stopped = false;
   // Wake-ups act once the worker is started (a worker left manual works only when drained).
   let started = false;
   let poll: NodeJS.Timeout | null = null;
-  const stopping = new AbortController();
-  // undici's own fetch and connection pool (keep-alive per receiver). Under D12's URL rules the sockets
-  // are opened only to addresses checked as they are resolved (guardedLookup): the check before an
-  // attempt alone would leave a window between it and the connection's own resolution.
-  const dispatcher = new Agent({ connect: deps.allowInsecure ? {} : { lookup: guardedLookup(deps.resolve) } });
 
-  async function refreshWatched(): Promise<void> {
-    const rows = await db.selectFrom('webhook_endpoints').select('org_id').distinct().where('status', '=', 'enabled').execute();
-    watched = new Set(rows.map((r) => r.org_id));
-    watchedRead = true;
-  }
-
-  /** Turns the endpoint's share of the outbox into deliveries, a window per transaction. */
-  async function enqueueEndpoint(endpointId: string): Promise<void> {
-    for (;;) {
-      const full = await db.transaction().execute(async (tx) => {
-        const ep = await lockEndpointForEnqueue(tx, endpointId);
-        if (!ep) return false;
-        const events = await eventRefsAfter(tx, ep.org_id, ep.enqueued_through, ENQUEUE_WINDOW);
-        if (events.length === 0) return false;
-        const types = ep.event_types ? new Set(JSON.parse(ep.event_types) as string[]) : null;
-        const at = clock.now();
-        const rows = events.filter((e) => !types || types.has(e.type)).map((e) => pendingDelivery(ep, e, at));
-        await insertDeliveries(tx, rows);
-        await moveCursor(tx, ep.id, events[events.length - 1]!.sequence);
-        return events.length === ENQUEUE_WINDOW;
-      });
-      if (!full) return;
-    }
-  }
-
-  async function enqueue(): Promise<void> {
-    const all = pendingAll;
-    const orgs = [...pendingOrgs];
-    pendingAll = false;
-    pendingOrgs = new Set();
-    const behind = all ? await endpointsBehind(db, null) : (await Promise.all(orgs.map((o) => endpointsBehind(db, o)))).flat();
-    for (const ep of behind) await enqueueEndpoint(ep.id);
-  }
-
-  /** Sends one claimed delivery and records its outcome; returns it (null when the claim was lost). */
-  async function attempt(c: ClaimedDelivery, claim: string): Promise<AttemptResult | null> {
-    const { delivery: d, endpoint: ep } = c;
-    const test = d.payload !== null;
-    const started = clock.now();
-    const body = d.payload ?? (c.event ? envelopeOf(c.event) : null);
-    let result: AttemptResult;
-    let retryAfter: string | null = null;
-    if (body === null) {
-      result = { status: 'failed', response_status: null, duration_ms: null, error: 'The event is no longer kept (retention); it cannot be sent' };
-    } else {
-      // The URL's form and an address literal are checked here; a host name's addresses by the
-      // connection itself (guardedLookup), once, as they are resolved to connect.
-      const problem = await urlProblem(ep.url, { allowInsecure: deps.allowInsecure, resolveNames: false });
-      if (problem) {
-        result = { status: 'pending', response_status: null, duration_ms: null, error: `URL refused: ${problem}` };
-      } else {
-        const secrets = [ep.secret, ...(ep.previous_secret && ep.previous_secret_until && ep.previous_secret_until > toIso(started) ? [ep.previous_secret] : [])];
-        const headers = {
-          'content-type': 'application/json',
-          'user-agent': USER_AGENT,
-          ...signedHeaders(secrets, d.event_id, Math.floor(started.getTime() / 1000), body),
-        };
-        const t0 = performance.now();
-        try {
-          const res = await fetch(ep.url, {
-            method: 'POST',
-            headers,
-            body,
-            redirect: 'manual',
-            signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal]),
-            dispatcher,
-          });
-          retryAfter = res.headers.get('retry-after');
-          // The answer's body is not kept: read and dropped, so the connection can be reused.
-          await res.arrayBuffer().catch(() => undefined);
-          const ok = res.status >= 200 && res.status < 300;
-          result = {
-            status: ok ? 'delivered' : 'pending',
-            response_status: res.status,
-            duration_ms: Math.round(performance.now() - t0),
-            error: ok ? null : `HTTP ${res.status}`,
-          };
-        } catch (err) {
-          if (stopping.signal.aborted) {
-            // Stopping: given back at once (the receiver may have it already: at least once).
-            await releaseClaim(db, d.id, claim).catch(() => undefined);
-            return null;
-          }
-          result = { status: 'pending', response_status: null, duration_ms: Math.round(performance.now() - t0), error: describe(err, timeoutMs) };
-        }
-      }
-    }
-    const finished = clock.now();
-    const attempts = d.attempt + 1;
-    let next: string | null = null;
-    let disable: DisabledReason | null = null;
-    if (result.status === 'pending') {
-      if (result.response_status === 410 && !test) {
-        result = { ...result, status: 'failed', error: 'HTTP 410: the receiver is gone; endpoint disabled' };
-        disable = 'gone';
-      } else {
-        const honoured = result.response_status === 429 || result.response_status === 503 ? retryAfterMs(retryAfter, finished) : null;
-        const wait = test ? null : (honoured ?? retryDelay(attempts, random));
-        if (wait === null) result = { ...result, status: 'failed' };
-        else next = toIso(new Date(finished.getTime() + wait));
-      }
-    }
-    const nowIso = toIso(finished);
-    const outcome = { attempt: attempts, ...result, next_attempt_at: next, updated_at: nowIso };
-    // The common case (delivered, the endpoint not failing) is one statement, no transaction.
-    const simple = test || (result.status === 'delivered' && !ep.failing_since);
-    const kept = simple
-      ? await recordAttempt(db, d.id, claim, outcome)
-      : await db.transaction().execute(async (tx) => {
-          // The endpoint's row first, then the delivery's: the order disabling takes them (no deadlock).
-          const row = await endpointForUpdate(tx, ep.id);
-          const ok = await recordAttempt(tx, d.id, claim, outcome);
-          if (!ok || !row) return ok;
-          if (result.status === 'delivered') {
-            if (row.failing_since) await tx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', ep.id).execute();
-            return ok;
-          }
-          if (!disable && row.status === 'enabled') {
-            if (!row.failing_since) await tx.updateTable('webhook_endpoints').set({ failing_since: nowIso }).where('id', '=', ep.id).execute();
-            else if (finished.getTime() - Date.parse(row.failing_since) >= DISABLE_AFTER_FAILING_MS) disable = 'failing';
-          }
-          if (disable && row.status === 'enabled') await disableEndpoint(tx, ep.id, disable, nowIso);
-          else disable = null;
-          return ok;
-        });
-    if (!kept) return null;
-    deps.outcomes?.outcome(result.status === 'delivered' ? 'delivered' : result.status === 'failed' ? 'failed' : 'retry');
-    if (disable) {
-      deps.log.warn({ endpoint: ep.id, reason: disable }, 'webhook endpoint disabled');
-      return { ...result, endpoint_disabled: true };
-    }
-    return result;
-  }
-
-  /** One endpoint's claimed deliveries, one after another in sequence order. */
-  async function runChain(items: ClaimedDelivery[], claim: string, leasedUntil: number): Promise<void> {
+  /** One endpoint's claimed deliveries, one after another in sequence order, until done or cut. */
+  async function runChain(chain: Chain, items: ClaimedDelivery[], claim: string, leasedUntil: number): Promise<void> {
     for (let i = 0; i < items.length; i++) {
       const c = items[i]!;
-      if (stopped) {
-        for (const rest of items.slice(i)) await releaseClaim(db, rest.delivery.id, claim).catch(() => undefined);
+      if (chain.cut) {
+        // Stopping: the rest is given back at once. Endpoint gone: its rows were deleted or failed.
+        if (chain.cut === 'stopping') for (const rest of items.slice(i)) await releaseClaim(db, rest.delivery.id, claim).catch(() => undefined);
         return;
       }
       // A long chain keeps its claim: an attempt never starts on a lease shorter than its time limit.
@@ -328,38 +250,41 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
         // Each row's lease is its own: the ones after this keep the claim's, so extend each in turn.
         if (i + 1 < items.length) leasedUntil = 0;
       }
-      const r = await attempt(c, claim);
+      const r = await deliver(ctx, c, claim, chain);
       // The rest were failed with the endpoint; their claims are void.
       if (r?.endpoint_disabled) return;
     }
   }
 
-  /** Claims due deliveries while there is room, and starts their chains. */
+  function startChain(chain: Chain, items: ClaimedDelivery[], claim: string, leasedUntil: number): void {
+    const run: Promise<void> = runChain(chain, items, claim, leasedUntil)
+      .catch((err: unknown) => deps.log.warn({ err, endpoint: chain.endpointId }, 'webhook deliveries failed to run; retried when their claim ends'))
+      .finally(() => {
+        slots.close(chain);
+        running.delete(run);
+        // The endpoint's next deliveries, or another's (claimed only when a slot is free).
+        if (!stopped) void tick();
+      });
+    running.add(run);
+  }
+
+  /** Claims due deliveries into free slots (each organization within its share), and starts their chains. */
   async function dispatch(): Promise<void> {
-    for (;;) {
-      const room = MAX_IN_FLIGHT - [...chains].length;
-      if (room <= 0 || stopped) return;
+    for (let pass = 0; pass < 100 && !stopped && slots.room() > 0; pass++) {
       const now = clock.now();
+      const candidates = await dueCandidates(db, { now: toIso(now), busy: slots.busyEndpoints(), fullOrgs: slots.fullOrgs(), limit: CANDIDATES });
+      const picks = slots.choose(candidates, CHAIN_ROWS);
+      if (picks.length === 0) return;
       const claim = randomUUID();
       const leasedUntil = now.getTime() + deps.leaseMs;
-      const ids = await claimDue(db, { now: toIso(now), leasedUntil: toIso(new Date(leasedUntil)), claim, limit: Math.min(room, 100), busy: [...busy] });
-      if (ids.length === 0) return;
-      const claimed = await claimedDetails(db, ids);
+      const ids = await claimDeliveries(db, { ids: picks.flatMap((p) => p.ids), now: toIso(now), leasedUntil: toIso(new Date(leasedUntil)), claim });
       const byEndpoint = new Map<string, ClaimedDelivery[]>();
-      for (const c of claimed) byEndpoint.set(c.endpoint.id, [...(byEndpoint.get(c.endpoint.id) ?? []), c]);
-      for (const [endpointId, items] of byEndpoint) {
-        busy.add(endpointId);
-        const chain: Promise<void> = runChain(items, claim, leasedUntil)
-          .catch((err: unknown) => deps.log.warn({ err, endpoint: endpointId }, 'webhook deliveries failed to run; retried when their claim ends'))
-          .finally(() => {
-            busy.delete(endpointId);
-            chains.delete(chain);
-            // The endpoint's next deliveries (claimed only when its chain is done, to keep its order).
-            if (!stopped) void tick();
-          });
-        chains.add(chain);
+      for (const c of await claimedDetails(db, ids)) byEndpoint.set(c.endpoint.id, [...(byEndpoint.get(c.endpoint.id) ?? []), c]);
+      for (const pick of picks) {
+        const items = byEndpoint.get(pick.endpointId);
+        if (items && !stopped) startChain(slots.open(pick.endpointId, pick.orgId), items, claim, leasedUntil);
       }
-      if (ids.length < Math.min(room, 100)) return;
+      if (candidates.length < CANDIDATES) return;
     }
   }
 
@@ -373,7 +298,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       try {
         do {
           again = false;
-          if (pendingAll || pendingOrgs.size > 0) await enqueue();
+          if (outbox.marked()) await outbox.enqueue();
           await dispatch();
         } while (again && !stopped);
       } catch (err) {
@@ -394,6 +319,14 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
     for (let i = 0; i < 20 && (await pruneDeliveries(db, cutoff, 1000)) === 1000; i++);
   }
 
+  /** Cuts the chains of endpoints deleted or disabled (by another process too): their slots free at once. */
+  async function cutRemoved(): Promise<void> {
+    const busy = slots.busyEndpoints();
+    if (busy.length === 0) return;
+    const alive = new Set(await enabledEndpointIds(db, busy));
+    for (const id of busy) if (!alive.has(id)) slots.cut(id, 'endpoint_removed');
+  }
+
   let polling: Promise<void> | null = null;
   function pollOnce(): Promise<void> {
     if (stopped) return Promise.resolve();
@@ -404,25 +337,33 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   async function pollPass(): Promise<void> {
     try {
       await pruneLog();
-      await refreshWatched();
+      await outbox.refresh();
+      await cutRemoved();
     } catch (err) {
       deps.log.warn({ err }, 'webhook worker could not read its endpoints; tried again at the next poll');
       return;
     }
-    pendingAll = true;
+    outbox.markAll();
     await tick();
   }
 
   return {
     /** After a write of `orgId` committed: its events are turned into deliveries and sent, beside the request. */
     wake(orgId: string): void {
-      if (!started || stopped || (watchedRead && !watched.has(orgId))) return;
-      pendingOrgs.add(orgId);
+      if (!started || stopped || !outbox.concerns(orgId)) return;
+      outbox.mark(orgId);
       void tick();
     },
     /** An endpoint of `orgId` was created or enabled here: its organization's writes wake the worker from now on. */
     watch(orgId: string): void {
-      watched.add(orgId);
+      outbox.watch(orgId);
+    },
+    /**
+     * The endpoint was deleted or disabled here: its attempt in flight is cut and its slot freed now
+     * (other processes notice at their next poll).
+     */
+    endpointRemoved(endpointId: string): void {
+      slots.cut(endpointId, 'endpoint_removed');
     },
     /** Polls every `pollMs` (default 1 s) on a timer that never keeps the process alive. */
     start(): void {
@@ -437,14 +378,14 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
      * after moving the clock; the worker process at shutdown does not wait for this).
      */
     async drain(): Promise<void> {
-      await refreshWatched();
-      pendingAll = true;
+      await outbox.refresh();
+      outbox.markAll();
       for (let i = 0; i < 1000; i++) {
         await tick();
-        if (chains.size === 0 && !ticking) {
+        if (running.size === 0 && !ticking) {
           if (!(await anyDue(db, toIso(clock.now())))) return;
         }
-        await Promise.all([...chains]);
+        await Promise.all([...running]);
       }
     },
     /** Deletes delivered and failed deliveries older than the retention (tests; the poll does it by itself). */
@@ -455,21 +396,31 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
     /** Sends one delivery now, outside the queue (a test event): it must be inserted with `claim`. */
     async sendNow(deliveryId: string, claim: string): Promise<AttemptResult | null> {
       const [c] = await claimedDetails(db, [deliveryId]);
-      return c ? attempt(c, claim) : null;
+      if (!c) return null;
+      const chain = new Chain(c.endpoint.id, c.endpoint.org_id);
+      loose.add(chain);
+      try {
+        return await deliver(ctx, c, claim, chain);
+      } finally {
+        loose.delete(chain);
+      }
     },
-    /** Stops polling; attempts in flight are abandoned (their claims expire) and the rest given back. */
+    /** Stops polling; attempts in flight are cut and their claims given back, as are the rest. */
     async stop(): Promise<void> {
       if (stopped) return;
       stopped = true;
       if (poll) clearInterval(poll);
-      stopping.abort();
+      slots.cutAll('stopping');
+      for (const chain of loose) chain.stop('stopping');
       await polling;
       await ticking;
-      await Promise.all([...chains]);
-      await dispatcher.destroy().catch(() => undefined);
+      await Promise.all([...running]);
+      await ctx.dispatcher.destroy().catch(() => undefined);
     },
-    /** Deliveries being sent by this process now. */
-    inFlight: () => chains.size,
+    /** Deliveries being sent by this process now (one chain per endpoint). */
+    inFlight: () => slots.size(),
+    /** Chains in flight per organization (tests). */
+    inFlightByOrg: () => slots.byOrg(),
   };
 }
 
