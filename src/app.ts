@@ -171,7 +171,11 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   app.addHook('onClose', () => rateLimiter.close());
   registerRateLimitMetrics(metrics.registry, rateLimiter);
 
-  installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
+  installPlumbing(app, {
+    metrics,
+    bodyLimitBytes: config.bodyLimitBytes,
+    refusedBodies: { maxBytes: config.refusedBodyDrainBytes, maxMs: config.refusedBodyDrainMs },
+  });
   const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.

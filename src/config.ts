@@ -14,6 +14,10 @@ const EnvSchema = Type.Object({
   ),
   BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
+  /** After an answer sent before the body was read (413, 415, 401…), at most this many bytes of it are read and discarded (0: close at once). */
+  REFUSED_BODY_DRAIN_BYTES: Type.Integer({ default: 67_108_864, minimum: 0, maximum: 1_073_741_824 }),
+  /** … and for at most this many seconds, then the connection is cut (0: close at once). */
+  REFUSED_BODY_DRAIN_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 300 }),
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
@@ -51,6 +55,10 @@ export type Config = {
   logLevel: string;
   bodyLimitBytes: number;
   batchBodyLimitBytes: number;
+  /** Bytes of a refused body read and discarded after its early answer before the connection is cut (issue 31). */
+  refusedBodyDrainBytes: number;
+  /** Milliseconds the rest of a refused body is read after its early answer before the connection is cut. */
+  refusedBodyDrainMs: number;
   dbPoolSize: number;
   dashboardCookieSecure: 'auto' | 'on' | 'off';
   dashboardCookieSecret: string | undefined;
@@ -103,6 +111,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env2.LOG_LEVEL,
     bodyLimitBytes: env2.BODY_LIMIT_BYTES,
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
+    refusedBodyDrainBytes: env2.REFUSED_BODY_DRAIN_BYTES,
+    refusedBodyDrainMs: Math.round(env2.REFUSED_BODY_DRAIN_SECONDS * 1000),
     dbPoolSize: env2.DB_POOL_SIZE,
     dashboardCookieSecure: env2.DASHBOARD_COOKIE_SECURE,
     dashboardCookieSecret: env2.DASHBOARD_COOKIE_SECRET,

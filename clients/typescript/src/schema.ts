@@ -1333,7 +1333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1634,7 +1634,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1955,7 +1955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2240,7 +2240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2541,7 +2541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2862,7 +2862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3151,7 +3151,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3452,7 +3452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3773,7 +3773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4065,7 +4065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4366,7 +4366,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4692,7 +4692,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5123,7 +5123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5531,7 +5531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5842,7 +5842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6161,7 +6161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6479,7 +6479,7 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
-            /** @description The body is larger than the limit (1 MiB; batch endpoints 10 MiB). */
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -16,9 +16,11 @@ import {
   type LocPart,
   type ValidationIssue,
 } from './errors.js';
+import { API_PREFIX } from './auth.js';
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
+import { refusedBodyDrain, type RefusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
@@ -35,7 +37,11 @@ export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedMediaTypeError(req.headers['content-type']);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new PayloadTooLargeError(req.routeOptions.bodyLimit ?? bodyLimitBytes);
+      // Every batch route is under /batch/ and takes BATCH_BODY_LIMIT_BYTES; the others BODY_LIMIT_BYTES.
+      return new PayloadTooLargeError(
+        req.routeOptions.bodyLimit ?? bodyLimitBytes,
+        req.routeOptions.url?.startsWith(`${API_PREFIX}/batch/`) ? 'BATCH_BODY_LIMIT_BYTES' : 'BODY_LIMIT_BYTES',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new MalformedJsonError('the body is empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -91,8 +97,13 @@ function routePattern(url: string): RegExp {
 }
 
 /** Request ids, JSON-only bodies, validation, the one error handler, 404/405, and request metrics. */
-export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; bodyLimitBytes: number }) {
+export function installPlumbing(
+  app: FastifyInstance,
+  opts: { metrics: Metrics; bodyLimitBytes: number; refusedBodies: RefusedBodyDrainOptions },
+): { refusedBodies: RefusedBodyDrain } {
   const { metrics } = opts;
+  // An answer sent before the body was read (413, 415, 401, …) is followed by a bounded drain of the rest.
+  const refused = refusedBodyDrain(app, opts.refusedBodies);
 
   // While the server drains (app.close()): responses to requests in flight close their keep-alive
   // connection (else it would hold the close up until the keep-alive timeout), and a request that still
@@ -109,8 +120,9 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     done(closing ? new ServiceUnavailableError() : undefined);
   });
 
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    refused.drain(req, reply, !closing);
     done(null, payload);
   });
 
@@ -174,6 +186,7 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     metrics.observeRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
+  return { refusedBodies: refused.status };
 }
 
 export { newRequestId };
