@@ -143,11 +143,11 @@ function backgroundLoad(port: number, key: string, loops = 2) {
   };
 }
 
-const bodies = new Map<number, Uint8Array>();
+const bodies = new Map<number, Uint8Array<ArrayBuffer>>();
 /** A body of `mib` MiB (made once per size; fetch sends the same bytes every time). */
-function bodyOf(mib: number): Uint8Array {
+function bodyOf(mib: number): Uint8Array<ArrayBuffer> {
   let b = bodies.get(mib);
-  if (!b) bodies.set(mib, (b = new Uint8Array(Buffer.alloc(mib * MiB, 'x'))));
+  if (!b) bodies.set(mib, (b = new Uint8Array(new ArrayBuffer(mib * MiB)).fill(0x78)));
   return b;
 }
 

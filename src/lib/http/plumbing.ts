@@ -13,10 +13,10 @@ import {
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
-  type LocPart,
   type ValidationIssue,
 } from './errors.js';
 import { API_PREFIX } from './auth.js';
+import { checksForJsonText, queryEncodingIssues, textIssues, type TextChecks } from './input-text.js';
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
@@ -72,20 +72,12 @@ export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, 
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
-const NUL_MESSAGE = 'Value error, text must not contain NUL (\\u0000) characters';
+/** Batch items refused for their text before the batch runs, by index (see refusedBatchItems). */
+const refusedItems = new WeakMap<FastifyRequest, Map<number, ValidationIssue[]>>();
 
-/** Where the input carries a NUL character (depth-limited: bodies are at most a few levels deep). */
-function nulIssues(value: unknown, loc: LocPart[], depth = 0): ValidationIssue[] {
-  if (typeof value === 'string') return value.includes('\u0000') ? [{ type: 'value_error', loc, msg: NUL_MESSAGE }] : [];
-  if (!value || typeof value !== 'object' || depth > 8) return [];
-  const out: ValidationIssue[] = [];
-  const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
-  for (const [k, v] of entries) {
-    if (typeof k === 'string' && k.includes('\u0000')) out.push({ type: 'value_error', loc: [...loc, k], msg: NUL_MESSAGE });
-    out.push(...nulIssues(v, [...loc, k], depth + 1));
-    if (out.length >= 20) break;
-  }
-  return out;
+/** The items of this batch request that carry refused text (NUL, a lone surrogate): each fails 422 on its own. */
+export function refusedBatchItems(req: FastifyRequest): ReadonlyMap<number, ValidationIssue[]> | null {
+  return refusedItems.get(req) ?? null;
 }
 
 function routePattern(url: string): RegExp {
@@ -126,24 +118,28 @@ export function installPlumbing(
     done(null, payload);
   });
 
-  const bodiesWithNul = new WeakSet<FastifyRequest>();
+  // Bodies whose text may carry refused text (NUL, a lone surrogate) and so need a walk (input-text.ts).
+  const bodiesToCheck = new WeakMap<FastifyRequest, TextChecks>();
 
   // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
-    // A NUL can only arrive escaped (JSON refuses raw control characters): look for it only then.
-    if (text.includes('\\u0000')) bodiesWithNul.add(req);
     if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
+    let parsed: unknown;
     try {
-      // A reviver only when needed: dropping `__proto__` keys keeps merged objects' prototypes intact.
-      const parsed = text.includes('__proto__')
-        ? JSON.parse(text, (k, v) => (k === '__proto__' ? undefined : v))
-        : JSON.parse(text);
-      done(null, parsed);
+      // No reviver: V8 parses any depth iteratively, but a reviver recurses (a deep body overflowed the stack).
+      parsed = JSON.parse(text);
     } catch (err) {
-      done(new MalformedJsonError((err as Error).message), undefined);
+      return done(new MalformedJsonError((err as Error).message), undefined);
     }
+    const checks = checksForJsonText(text);
+    if (checks) {
+      // `__proto__` keys are dropped now (merged objects keep their prototypes); the rest is checked below.
+      if (checks.stripProto) textIssues(parsed, ['body'], { nul: false, surrogates: false, stripProto: true });
+      if (checks.nul || checks.surrogates) bodiesToCheck.set(req, { nul: checks.nul, surrogates: checks.surrogates });
+    }
+    done(null, parsed);
   });
 
   app.addHook('preValidation', (req, _reply, done) => {
@@ -152,12 +148,25 @@ export function installPlumbing(
       const ct = req.headers['content-type'];
       if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) return done(new UnsupportedMediaTypeError(ct));
     }
-    // PostgreSQL cannot store NUL in text; refusing it everywhere keeps both engines alike.
-    const issues = [
-      ...nulIssues(req.params, ['path']),
-      ...nulIssues(req.query, ['query']),
-      ...(bodiesWithNul.has(req) ? nulIssues(req.body, ['body']) : []),
+    // NUL and lone surrogates, wherever they are (known or ignored fields, batch items, keys): one entry each.
+    const bodyChecks = bodiesToCheck.get(req);
+    let issues = [
+      ...textIssues(req.params, ['path']),
+      ...queryEncodingIssues(req.url),
+      ...textIssues(req.query, ['query']),
+      ...(bodyChecks ? textIssues(req.body, ['body'], bodyChecks) : []),
     ];
+    // In a batch, a problem inside an item fails that item alone (D6); the envelope's fail the request.
+    if (bodyChecks && issues.length > 0 && req.routeOptions.url?.startsWith(`${API_PREFIX}/batch/`)) {
+      const byItem = new Map<number, ValidationIssue[]>();
+      issues = issues.filter((issue) => {
+        const [root, items, index] = issue.loc;
+        if (root !== 'body' || items !== 'items' || typeof index !== 'number') return true;
+        byItem.set(index, [...(byItem.get(index) ?? []), issue]);
+        return false;
+      });
+      if (byItem.size > 0) refusedItems.set(req, byItem);
+    }
     done(issues.length > 0 ? new ValidationError(issues) : undefined);
   });
 

@@ -133,6 +133,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export interface RunOptions {
   deadlineMs?: number;
   onError?: (err: unknown) => void;
+  /** Items refused before the batch ran (text that is not Unicode, or NUL): each fails 422 with these entries. */
+  refusedItems?: ReadonlyMap<number, ValidationIssue[]> | null;
 }
 
 /** What one resource lends the batch runner: the same steps its single-record writes run. */
@@ -244,6 +246,8 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         continue;
       }
       try {
+        const refused = opts.refusedItems?.get(index);
+        if (refused) throw new ValidationError(refused);
         const { ref, work, upsert } = itemWork(orgId, item, index);
         const { id } = await runItem(work, { retryUniqueRace: upsert });
         Object.assign(entry, { success: true, id, external_reference_id: ref });
@@ -263,7 +267,16 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
       const prefetch = resource.prefetch;
       results = await resource.pipeline.batch(orgId, async (runItem) => (applied = await applyAll(orgId, items, opts, runItem)), {
         analyticsRun: resource.analyticsRun,
-        ...(prefetch ? { prepare: (tx: Executor) => prefetch(tx, orgId, items.map((item) => ({ ref: item.external_reference_id, data: item[dataKey] }))) } : {}),
+        ...(prefetch
+          ? {
+              prepare: (tx: Executor) =>
+                prefetch(
+                  tx,
+                  orgId,
+                  items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
+                ),
+            }
+          : {}),
       });
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
