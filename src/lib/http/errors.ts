@@ -137,11 +137,12 @@ export class IdempotencyKeyInProgressError extends DetailError {
 
 export class UnauthorizedError extends ApiError {
   readonly code = 'unauthorized';
-  constructor() {
-    super('Invalid or missing API key');
+  /** `message`: what was missing, when it is not the API key (the metrics token). */
+  constructor(message = 'Invalid or missing API key') {
+    super(message);
   }
   body() {
-    return { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } };
+    return { error: { code: 'UNAUTHORIZED', message: this.message } };
   }
 }
 

@@ -1,3 +1,5 @@
+import { STATUS_CODES, maxHeaderSize, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import {
@@ -68,6 +70,55 @@ export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, 
     return send(reply, ValidationError.single(['path', 'external_reference_id'], 'String should have at most 255 characters', 'string_too_long'));
   }
   return send(reply, new DetailError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request'));
+}
+
+/** What Node's HTTP parser (llhttp) could not read, in words a caller can act on. */
+const PARSER_PROBLEMS: Record<string, string> = {
+  HPE_INVALID_METHOD: 'the request line does not start with a known method',
+  HPE_INVALID_URL: 'the request target is not a valid URL',
+  HPE_INVALID_VERSION: 'the request line does not end with HTTP/1.1 (or HTTP/1.0)',
+  HPE_INVALID_CONSTANT: 'the request line is malformed',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value contains a character HTTP does not allow',
+  HPE_LF_EXPECTED: 'a line does not end with CRLF',
+  HPE_CR_EXPECTED: 'a line does not end with CRLF',
+  HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a number',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'the request has both Content-Length and Transfer-Encoding: chunked',
+  HPE_INVALID_TRANSFER_ENCODING: 'Transfer-Encoding must end with chunked and cannot come with Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'a chunk of the chunked body has an invalid size',
+};
+
+/**
+ * Requests Node's HTTP parser refuses before any route or hook sees them (Node's `clientError`: a
+ * malformed request line or header, headers over the size limit, headers too slow): the D1 detail shape
+ * and an `X-Request-Id` (made here: the headers could not be read), logged with it at info. The answer
+ * closes the connection; the socket is dropped a second later if the client does not close it first.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newRequestId({ headers: {} } as IncomingMessage);
+  let error: ApiError;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    error = new OtherClientError(431, `Request headers are larger than the limit of ${maxHeaderSize} bytes: send fewer or shorter headers`);
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+    error = new OtherClientError(408, 'Request timed out: the request line and headers did not arrive in time');
+  } else {
+    error = new DetailError('bad_request', `Malformed HTTP request: ${PARSER_PROBLEMS[err.code ?? ''] ?? 'the request line or headers cannot be parsed'}`);
+  }
+  this.log.info({ requestId, code: err.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused');
+  if (socket.writable) {
+    const { status, headers, body } = renderError(error);
+    const text = JSON.stringify(body);
+    const head = [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}`,
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(text)}`,
+      `X-Request-Id: ${requestId}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      'Connection: close',
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${text}`);
+  }
+  setTimeout(() => socket.destroy(), 1000).unref();
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
