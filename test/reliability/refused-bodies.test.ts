@@ -311,4 +311,33 @@ describe('the drain bounds (in process)', () => {
     expect(text).toContain('HTTP/1.1 200 OK');
     expect(text).toContain('{"status":"ok"}');
   });
+
+  it('a client that asked for Connection: close reads its 413, sends the rest, and the server closes after it (no reset)', async () => {
+    // allowHalfOpen: the client keeps sending after the server has closed its side, as curl does.
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    await new Promise((r) => socket.once('connect', r));
+    let text = '';
+    let error: string | null = null;
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(`POST ${SINGLE} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nConnection: close\r\nContent-Length: ${12 * MiB}\r\n\r\n`);
+    for (let sent = 0; sent < 12 * MiB; sent += CHUNK.length) {
+      if (!socket.write(CHUNK)) await new Promise((r) => socket.once('drain', r));
+    }
+    socket.end();
+    const timedOut = await Promise.race([closed.then(() => false), sleep(10_000).then(() => true)]);
+    socket.destroy();
+    expect(timedOut).toBe(false);
+    expect(error).toBeNull();
+    expect(text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(text, text.slice(0, 400)).toMatch(/connection: close/i);
+    expect(text).toContain(DETAIL_SINGLE);
+  });
+
+  it('/metrics counts drains by outcome', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.body).toMatch(/lanebridge_refused_body_drains_total\{outcome="cut"\} [1-9]/);
+    expect(res.body).toMatch(/lanebridge_refused_body_drains_total\{outcome="drained"\} [1-9]/);
+  });
 });

@@ -22,7 +22,7 @@ import { checksForJsonText, queryEncodingIssues, textIssues, type TextChecks } f
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
-import { refusedBodyDrain, type RefusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
+import { refusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
@@ -143,10 +143,10 @@ function routePattern(url: string): RegExp {
 export function installPlumbing(
   app: FastifyInstance,
   opts: { metrics: Metrics; bodyLimitBytes: number; refusedBodies: RefusedBodyDrainOptions },
-): { refusedBodies: RefusedBodyDrain } {
+): void {
   const { metrics } = opts;
   // An answer sent before the body was read (413, 415, 401, …) is followed by a bounded drain of the rest.
-  const refused = refusedBodyDrain(app, opts.refusedBodies);
+  const refused = refusedBodyDrain(app, { ...opts.refusedBodies, onOutcome: metrics.refusedBodyDrained });
 
   // While the server drains (app.close()): responses to requests in flight close their keep-alive
   // connection (else it would hold the close up until the keep-alive timeout), and a request that still
@@ -246,7 +246,6 @@ export function installPlumbing(
     metrics.observeRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
-  return { refusedBodies: refused.status };
 }
 
 export { newRequestId };

@@ -21,13 +21,8 @@ export interface RefusedBodyDrainOptions {
   maxBytes: number;
   /** Milliseconds after the answer before the connection is cut, whatever was received. */
   maxMs: number;
-}
-
-export interface RefusedBodyDrain {
-  /** Connections discarding a refused body right now. */
-  readonly active: number;
-  /** Refused bodies whose rest was read to their end, and those cut off at the bound (since start). */
-  readonly counts: { drained: number; cut: number };
+  /** Told how each drain ended: the body read to its end (or the client gone), or cut at a bound. */
+  onOutcome?: (outcome: 'drained' | 'cut') => void;
 }
 
 /** `destroySoon` is what Node's HTTP server calls after an answer that closes the connection. */
@@ -43,12 +38,12 @@ function hasUnreadBody(req: FastifyRequest): boolean {
 }
 
 /**
- * Call from an onSend hook, before the head is written: when the request's body was not read, the
- * rest is drained after the answer. `keepAlive` false: the answer closes the connection (shutdown).
+ * `drain(req, reply, keepAlive)` is called from an onSend hook, before the head is written: when the
+ * request's body was not read, the rest is drained after the answer. `keepAlive` false: the answer
+ * closes the connection (shutdown). Connections still draining are closed when the server closes.
  */
 export function refusedBodyDrain(app: FastifyInstance, o: RefusedBodyDrainOptions) {
   const draining = new Set<LingeringSocket>();
-  const counts = { drained: 0, cut: 0 };
 
   app.addHook('preClose', (done) => {
     // A shutdown does not wait for a client still sending a refused body.
@@ -62,8 +57,10 @@ export function refusedBodyDrain(app: FastifyInstance, o: RefusedBodyDrainOption
     const raw = req.raw;
     const socket = raw.socket as LingeringSocket | null;
     if (!socket || socket.destroyed || draining.has(socket)) return;
-    // Fastify asks to close after a body it refused; the drain below makes that unnecessary.
-    if (keepAlive) reply.removeHeader('connection');
+    // Fastify asks to close after a body it refused; the drain below makes that unnecessary, unless the
+    // client asked to close (or the server is closing): then the answer says so, and the close lingers.
+    if (keepAlive && reply.raw.shouldKeepAlive) reply.removeHeader('connection');
+    else reply.header('connection', 'close');
     if (o.maxBytes === 0 || o.maxMs === 0) return;
     draining.add(socket);
     let received = 0;
@@ -75,8 +72,7 @@ export function refusedBodyDrain(app: FastifyInstance, o: RefusedBodyDrainOption
       raw.removeListener('end', onEnd);
       socket.removeListener('close', onClose);
       if (Object.hasOwn(socket, 'destroySoon')) Reflect.deleteProperty(socket, 'destroySoon');
-      if (cut) counts.cut++;
-      else counts.drained++;
+      o.onOutcome?.(cut ? 'cut' : 'drained');
       if (cut || lingering) socket.destroy();
     };
     const onData = (chunk: Buffer) => {
@@ -99,13 +95,5 @@ export function refusedBodyDrain(app: FastifyInstance, o: RefusedBodyDrainOption
     };
   }
 
-  return {
-    drain,
-    status: {
-      get active() {
-        return draining.size;
-      },
-      counts,
-    } satisfies RefusedBodyDrain,
-  };
+  return { drain };
 }
