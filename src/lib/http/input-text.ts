@@ -56,52 +56,79 @@ function problemOf(text: string, checks: TextChecks): Omit<ValidationIssue, 'loc
   return null;
 }
 
-interface Node {
-  value: unknown;
-  parent: Node | null;
+/** An object or array being walked: the next member to look at, and where it stands in the value. */
+interface Frame {
+  container: unknown[] | Record<string, unknown>;
+  /** The object's keys (null for an array). */
+  keys: string[] | null;
+  next: number;
+  parent: Frame | null;
+  /** This container's key (or index) in its parent; null at the top. */
   key: LocPart | null;
-  /** Set on a key that is itself refused: reported where it stands, its value not looked into. */
-  keyProblem?: Omit<ValidationIssue, 'loc'>;
 }
 
-function locOf(node: Node, root: LocPart[]): LocPart[] {
-  const parts: LocPart[] = [];
-  for (let n: Node | null = node; n && n.key !== null; n = n.parent) parts.push(n.key);
+function locOf(frame: Frame | null, root: LocPart[], last: LocPart): LocPart[] {
+  const parts: LocPart[] = [last];
+  for (let f = frame; f && f.key !== null; f = f.parent) parts.push(f.key);
   return [...root, ...parts.reverse()];
 }
 
-/** Where `value` carries refused text (one entry per field, at most MAX_ISSUES), in document order. */
+function frameOf(value: unknown, parent: Frame | null, key: LocPart | null): Frame | null {
+  if (value === null || typeof value !== 'object') return null;
+  return Array.isArray(value)
+    ? { container: value, keys: null, next: 0, parent, key }
+    : { container: value as Record<string, unknown>, keys: Object.keys(value), next: 0, parent, key };
+}
+
+/**
+ * Where `value` carries refused text (one entry per field, at most MAX_ISSUES), in document order. The
+ * walk keeps one frame per level of nesting (not per member), so a wide body costs no more memory than
+ * its keys, and a deep one no stack.
+ */
 export function textIssues(value: unknown, root: LocPart[], checks: TextChecks = ALL_CHECKS): ValidationIssue[] {
   const out: ValidationIssue[] = [];
-  if (value === null || value === undefined) return out;
-  const stack: Node[] = [{ value, parent: null, key: null }];
+  if (typeof value === 'string') {
+    const p = problemOf(value, checks);
+    if (p) out.push({ ...p, loc: root });
+    return out;
+  }
+  const top = frameOf(value, null, null);
+  const stack: Frame[] = top ? [top] : [];
   while (stack.length > 0 && out.length < MAX_ISSUES) {
-    const node = stack.pop()!;
-    if (node.keyProblem) {
-      out.push({ ...node.keyProblem, loc: locOf(node, root) });
+    const f = stack[stack.length - 1]!;
+    const size = f.keys ? f.keys.length : (f.container as unknown[]).length;
+    if (f.next >= size) {
+      stack.pop();
       continue;
     }
-    const v = node.value;
-    if (typeof v === 'string') {
-      const p = problemOf(v, checks);
-      if (p) out.push({ ...p, loc: locOf(node, root) });
-      continue;
-    }
-    if (v === null || typeof v !== 'object') continue;
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], parent: node, key: i });
-      continue;
-    }
-    const obj = v as Record<string, unknown>;
-    const keys = Object.keys(obj);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      const k = keys[i]!;
+    const i = f.next++;
+    let key: LocPart;
+    let child: unknown;
+    if (f.keys) {
+      const k = f.keys[i]!;
+      const obj = f.container as Record<string, unknown>;
       if (checks.stripProto && k === '__proto__') {
         delete obj[k];
         continue;
       }
       const p = problemOf(k, checks);
-      stack.push(p ? { value: undefined, parent: node, key: k, keyProblem: p } : { value: obj[k], parent: node, key: k });
+      if (p) {
+        // A refused key is reported where it stands; its value is not looked into.
+        out.push({ ...p, loc: locOf(f, root, k) });
+        continue;
+      }
+      key = k;
+      child = obj[k];
+    } else {
+      key = i;
+      child = (f.container as unknown[])[i];
+    }
+    if (typeof child === 'string') {
+      const p = problemOf(child, checks);
+      if (p) out.push({ ...p, loc: locOf(f, root, key) });
+    } else {
+      const next = frameOf(child, f, key);
+      if (next) stack.push(next);
     }
   }
   return out;
