@@ -60,4 +60,19 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repo.js'], message: 'Dashboard pages call services, never repos.' }] }],
     },
   },
+  // The engine seam (docs/architecture.md): every PostgreSQL/SQLite difference lives in src/lib/db, one
+  // module per concern (locks, bulk writes, load documents, lane reads and stats). Nothing else asks which
+  // engine it runs on.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/lib/db/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'BinaryExpression:matches([left.value=/^(postgres|sqlite)$/], [right.value=/^(postgres|sqlite)$/])', message: 'Engine branches live in src/lib/db: add a function there that says what it does, not which engine it is.' },
+        { selector: "BinaryExpression MemberExpression[property.name='dialect']", message: 'Engine branches live in src/lib/db: add a function there that says what it does, not which engine it is.' },
+        { selector: "ImportSpecifier[imported.name='dialectOf']", message: 'dialectOf is for src/lib/db only: the modules ask lib/db for what they need (locks, bulk writes, documents).' },
+      ],
+    },
+  },
 );

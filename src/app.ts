@@ -11,7 +11,7 @@ import { PaginationSchema } from './lib/http/pagination.js';
 import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
-import { BatchResultSchema } from './modules/batch/batch.js';
+import { BatchResultSchema } from './modules/shared/batch.js';
 import { carrierRoutes } from './modules/carriers/carriers.routes.js';
 import { Address, Carrier, CarrierPage, Contact } from './modules/carriers/carriers.schema.js';
 import { carriersService, type CarriersService } from './modules/carriers/carriers.service.js';
@@ -198,9 +198,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });
-  customerRoutes(app, services.customers, { batchBodyLimit, readCache: cache });
-  carrierRoutes(app, services.carriers, { batchBodyLimit, readCache: cache });
-  locationRoutes(app, services.locations, { batchBodyLimit, readCache: cache });
+  customerRoutes(app, services.customers, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
+  carrierRoutes(app, services.carriers, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
+  locationRoutes(app, services.locations, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../src/lib/db/index.js';
-import { batchRunner } from '../src/modules/batch/batch.js';
-import { ChangeSet, type ItemRunner, type WritePipeline } from '../src/modules/shared/write-pipeline.js';
+import { batchRunner } from '../src/modules/shared/batch.js';
+import { ChangeSet, IMMEDIATE, type ItemRunner, type Workspace, type WritePipeline } from '../src/modules/shared/write-pipeline.js';
 import { newTenant, startApp, type TestApp } from './helpers.js';
 
 // Batch items are units of work of the write pipeline (SQLite: savepoints of one transaction; PostgreSQL:
@@ -46,18 +46,18 @@ describe('batch items as units of work of the write pipeline', () => {
     const failingCommit = {
       ...t.pipeline,
       batch: async <R>(_orgId: string, body: (item: ItemRunner) => Promise<R>) => {
-        await body(((work: (tx: Executor, changes: ChangeSet) => Promise<unknown>) => work(t.store.db, new ChangeSet())) as ItemRunner);
+        await body(((work: (tx: Executor, changes: ChangeSet, ws: Workspace) => Promise<unknown>) => work(t.store.db, new ChangeSet(), IMMEDIATE)) as ItemRunner);
         throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
       },
     } as WritePipeline;
-    const run = batchRunner<{ external_reference_id: string }, { external_reference_id?: string }>({
+    const run = batchRunner<{ external_reference_id: string }, { external_reference_id?: string }, Workspace>({
       dataKey: 'thing',
       operations: ['create'],
       createSchema: Type.Object({ external_reference_id: Type.String() }),
       updateSchema: Type.Object({ external_reference_id: Type.Optional(Type.String()) }),
       pipeline: failingCommit,
       analyticsRun: false,
-      create: async (_tx, _changes, _org, data) => ({ id: `id-${data.external_reference_id}` }),
+      create: async (_tx, _changes, _ws, _org, data) => ({ id: `id-${data.external_reference_id}` }),
       update: async () => ({ id: 'x' }),
       upsert: async () => ({ id: 'x' }),
       delete: async () => ({ id: 'x' }),

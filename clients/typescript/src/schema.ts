@@ -473,6 +473,8 @@ export interface components {
                 error?: {
                     /** @description 404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure. */
                     status: number;
+                    /** @description On a 500: the request id to quote when reporting it. */
+                    request_id?: string;
                     /** @description What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem, loc starting at ["body", "items", index]. */
                     detail: string | components["schemas"]["ValidationIssue"][];
                 };

@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { boxWithin, cellsWithin } from '../../domain/grid.js';
 import type { Coordinates } from '../../geo/index.js';
+import { dialectOf, type Executor } from './executor.js';
 import type { Database } from './types.js';
 
 type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
@@ -56,3 +57,57 @@ export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_
     eb(c('destination_longitude'), '<=', a.destinationBox.maxLon as never),
   ]);
 }
+
+/** The lane condition as this executor's engine states it best (PostgreSQL: the cells as array parameters). */
+export const onLaneIn =
+  (tx: Executor) =>
+  (eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '') =>
+    onLane(eb, a, table, dialectOf(tx) === 'postgres');
+
+/** A history row of the lane, with its carrier's card where the engine read it in the same statement. */
+export interface LaneCandidate {
+  carrier_id: string;
+  carrier_external_reference_id: string;
+  origin_latitude: number;
+  origin_longitude: number;
+  destination_latitude: number;
+  destination_longitude: number;
+  delivered_at: string;
+  carrier_rate_total: number | null;
+  carrier_rate_currency: string | null;
+  carrier_name?: string | null;
+  carrier_dot_number?: string | null;
+}
+
+const CANDIDATE_COLUMNS = [
+  'lane_history.carrier_id',
+  'lane_history.carrier_external_reference_id',
+  'lane_history.origin_latitude',
+  'lane_history.origin_longitude',
+  'lane_history.destination_latitude',
+  'lane_history.destination_longitude',
+  'lane_history.delivered_at',
+  'lane_history.carrier_rate_total',
+  'lane_history.carrier_rate_currency',
+] as const;
+
+/**
+ * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
+ * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
+ * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved); SQLite reads the
+ * cards of the ranked carriers afterwards (carrierCards), cheaper than a lookup per history row.
+ */
+export async function laneCandidates(tx: Executor, area: LaneArea): Promise<LaneCandidate[]> {
+  const postgres = dialectOf(tx) === 'postgres';
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
+  const onArea = (eb: any) => onLane(eb as never, area, 'lane_history.', postgres);
+  if (!postgres) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
+  return tx
+    .selectFrom('lane_history')
+    .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
+    .select(CANDIDATE_COLUMNS)
+    .select(['carriers.name as carrier_name', 'carriers.dot_number as carrier_dot_number'])
+    .where(onArea)
+    .execute();
+}
+

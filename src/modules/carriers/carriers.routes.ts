@@ -4,7 +4,7 @@ import { resourceRoutes } from '../shared/resource-routes.js';
 import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
 import type { CarriersService } from './carriers.service.js';
 
-export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
+export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
   resourceRoutes(
     app,
     carriers,
@@ -21,6 +21,7 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
       listQuery: CarrierListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      ...(opts.batchDeadlineMs ? { batchDeadlineMs: opts.batchDeadlineMs } : {}),
       readCache: opts.readCache,
       dependsOn: ['carriers'],
     },

@@ -4,7 +4,7 @@ import { resourceRoutes } from '../shared/resource-routes.js';
 import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpdate } from './customers.schema.js';
 import type { CustomersService } from './customers.service.js';
 
-export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
+export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
   resourceRoutes(
     app,
     customers,
@@ -21,6 +21,7 @@ export function customerRoutes(app: FastifyInstance, customers: CustomersService
       listQuery: CustomerListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      ...(opts.batchDeadlineMs ? { batchDeadlineMs: opts.batchDeadlineMs } : {}),
       readCache: opts.readCache,
       dependsOn: ['customers'],
     },

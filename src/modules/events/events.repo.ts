@@ -1,24 +1,12 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
-import { preparedInsert } from '../../lib/db/prepared.js';
+import type { Executor } from '../../lib/db/index.js';
+import { bulkInsert } from '../../lib/db/bulk.js';
 import type { EventsTable } from '../../lib/db/types.js';
 
 const COLUMNS = ['org_id', 'sequence', 'id', 'type', 'kind', 'record_id', 'created_at', 'data', 'lanes'] as const;
-const insertRows = preparedInsert('events', COLUMNS);
 
-/**
- * Stores a unit of work's events. PostgreSQL: one statement of arrays (`unnest`), whatever the count
- * (a batch's hundred events are eight parameters, not eight hundred); SQLite: one prepared multi-row insert.
- */
-export async function insertEvents(tx: Executor, rows: readonly EventsTable[]): Promise<void> {
-  if (rows.length === 0) return;
-  if (dialectOf(tx) === 'sqlite') return insertRows(tx, rows);
-  const col = <K extends (typeof COLUMNS)[number]>(k: K) => rows.map((r) => r[k]);
-  await sql`
-    insert into events (org_id, sequence, id, type, kind, record_id, created_at, data, lanes)
-    select * from unnest(${col('org_id')}::text[], ${col('sequence')}::bigint[], ${col('id')}::text[], ${col('type')}::text[],
-                         ${col('kind')}::text[], ${col('record_id')}::text[], ${col('created_at')}::text[], ${col('data')}::text[], ${col('lanes')}::text[])`.execute(tx);
-}
+/** Stores a unit of work's events: one multi-row insert for a batch's hundred (src/lib/db/bulk.ts). */
+export const insertEvents: (tx: Executor, rows: readonly EventsTable[]) => Promise<void> = bulkInsert('events', COLUMNS);
 
 export interface StoredEvent {
   sequence: number;

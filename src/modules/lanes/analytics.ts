@@ -2,7 +2,8 @@ import type { DataStore } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import type { Metrics } from '../../lib/http/metrics.js';
 import type { AfterCommit } from '../shared/write-pipeline.js';
-import { historyLanes, refreshLaneStats, replaceLaneStats } from './lanes.repo.js';
+import { refreshLaneStatsAtomically } from '../../lib/db/lane-stats.js';
+import { historyLanes, replaceLaneStats } from './lanes.repo.js';
 
 export interface WarnLog {
   warn(obj: object, msg: string): void;
@@ -21,9 +22,7 @@ export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock:
     try {
       const lanes = [...committed.lanes.values()];
       const now = toIso(deps.clock.now());
-      // PostgreSQL refreshes in one statement (atomic by itself); SQLite's three run in a transaction.
-      if (deps.store.dialect === 'postgres') await refreshLaneStats(deps.store.db, orgId, lanes, now);
-      else await deps.store.db.transaction().execute((tx) => refreshLaneStats(tx, orgId, lanes, now));
+      await refreshLaneStatsAtomically(deps.store, orgId, lanes, now);
     } catch (err) {
       // The stats are derived and rebuilt by the next run on the lane; the write itself is answered.
       deps.log?.warn({ err }, 'lane stats refresh failed');

@@ -1,16 +1,13 @@
-import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
-import { prepared, preparedInsert } from '../../lib/db/prepared.js';
-import type { LaneHistoryTable } from '../../lib/db/types.js';
-import { DELIVERED_STATUSES } from '../../domain/enums.js';
+import type { Executor } from '../../lib/db/index.js';
+import { prepared } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
-import { batchReadsOf } from '../shared/batch-reads.js';
-import { onLane, type LaneArea } from '../../lib/db/lane-area.js';
+import { laneCandidates, onLane, onLaneIn, type LaneArea, type LaneCandidate } from '../../lib/db/lane-area.js';
+import { refreshLaneStats } from '../../lib/db/lane-stats.js';
 
-export { onLane, type LaneArea };
+export { laneCandidates, onLane, refreshLaneStats, type LaneArea, type LaneCandidate };
 
-const keyOf = (r: LaneKey): LaneKey => ({ equipment_type: r.equipment_type, origin_cell: r.origin_cell, destination_cell: r.destination_cell });
+import { laneKeyOf as keyOf } from './lane-history.js';
 
 export interface LaneEnds {
   origin: { locationId: string; latitude: number; longitude: number } | null;
@@ -33,99 +30,6 @@ const stopsWithPlaces = prepared<
 const historyLaneOf = prepared<{ loadId: string }, LaneKey>((db, p) =>
   db.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).where('load_id', '=', p('loadId')),
 );
-/** The currency most of a load's CARRIER rates use (ties: USD, then by code); null without any. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a correlated subquery of historyInputs
-function mainCarrierCurrency(eb: any) {
-  return eb
-    .selectFrom('load_rates as rc')
-    .select('rc.currency')
-    .whereRef('rc.org_id', '=', 'ld.org_id')
-    .whereRef('rc.load_id', '=', 'ld.id')
-    .where('rc.rate_entity', '=', 'CARRIER')
-    .groupBy('rc.currency')
-    .orderBy(sql`count(*)`, 'desc')
-    .orderBy(sql`case when rc.currency = 'USD' then 0 else 1 end`)
-    .orderBy('rc.currency')
-    .limit(1);
-}
-
-/**
- * Everything a load's lane history row is made of, in one statement: the load, its carrier's reference,
- * its history row as it is, its carrier rates' total, and its stops with their places (a row per stop).
- */
-const historyInputs = prepared<
-  { orgId: string; loadId: string },
-  {
-    status: string;
-    carrier_id: string | null;
-    equipment_type: string;
-    delivered_at: string | null;
-    carrier_ref: string | null;
-    h_equipment_type: string | null;
-    h_origin_cell: number | null;
-    h_destination_cell: number | null;
-    carrier_total: number | null;
-    carrier_currency: string | null;
-    stop_number: number | null;
-    stop_type: string | null;
-    location_id: string | null;
-    late_arrival: string | null;
-    latitude: number | null;
-    longitude: number | null;
-  }
->((db, p) =>
-  db
-    .selectFrom('loads as ld')
-    .leftJoin('carriers as c', 'c.id', 'ld.carrier_id')
-    .leftJoin('lane_history as h', 'h.load_id', 'ld.id')
-    .leftJoin('load_stops as s', (j) => j.onRef('s.org_id', '=', 'ld.org_id').onRef('s.load_id', '=', 'ld.id'))
-    .leftJoin('locations as l', 'l.id', 's.location_id')
-    .select(['ld.status', 'ld.carrier_id', 'ld.equipment_type', 'ld.delivered_at', 'c.external_reference_id as carrier_ref'])
-    .select(['h.equipment_type as h_equipment_type', 'h.origin_cell as h_origin_cell', 'h.destination_cell as h_destination_cell'])
-    .select((eb) => [
-      // D1a: the load's CARRIER rates in one currency, the one most of them use (ties: USD, then by code).
-      eb
-        .selectFrom('load_rates as r')
-        .select((e) => e.fn.sum<number>('r.amount').as('t'))
-        .whereRef('r.org_id', '=', 'ld.org_id')
-        .whereRef('r.load_id', '=', 'ld.id')
-        .where('r.rate_entity', '=', 'CARRIER')
-        .where('r.currency', '=', mainCarrierCurrency(eb))
-        .as('carrier_total'),
-      mainCarrierCurrency(eb).as('carrier_currency'),
-    ])
-    .select(['s.stop_number', 's.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
-    .where('ld.org_id', '=', p('orgId'))
-    .where('ld.id', '=', p('loadId'))
-    .orderBy('s.stop_number'),
-);
-const HISTORY_COLUMNS = [
-  'load_id',
-  'org_id',
-  'carrier_id',
-  'carrier_external_reference_id',
-  'equipment_type',
-  'origin_location_id',
-  'destination_location_id',
-  'origin_latitude',
-  'origin_longitude',
-  'destination_latitude',
-  'destination_longitude',
-  'origin_cell',
-  'destination_cell',
-  'delivered_at',
-  'carrier_rate_total',
-  'carrier_rate_currency',
-] as const;
-const insertHistory = preparedInsert('lane_history', HISTORY_COLUMNS);
-const deleteHistory = prepared<{ loadId: string }, unknown>((db, p) => db.deleteFrom('lane_history').where('load_id', '=', p('loadId')));
-const updateHistory = prepared<LaneHistoryTable & Record<string, unknown>, unknown>((db, p) =>
-  db
-    .updateTable('lane_history')
-    .set(Object.fromEntries(HISTORY_COLUMNS.filter((c) => c !== 'load_id').map((c) => [c, p(c)])) as never)
-    .where('load_id', '=', p('load_id')),
-);
-
 /** A stop with its place: what the lane ends are found from. */
 export interface LaneStop {
   stop_number: number;
@@ -145,18 +49,6 @@ export async function laneEnds(tx: Executor, orgId: string, loadId: string, stop
   };
 }
 
-/**
- * Brings a load's lane history row in line with the load, inside the load's own transaction (so the
- * history never disagrees with an answered write). Returns the lanes whose history changed.
- */
-// A load's history row removed, with the lane it was on (one round trip: no read first).
-const removeHistory = prepared<{ loadId: string }, LaneKey>((db, p) =>
-  db.deleteFrom('lane_history').where('load_id', '=', p('loadId')).returning(['equipment_type', 'origin_cell', 'destination_cell']),
-);
-
-/** The batch-read kind of a load batch's existing history rows (src/modules/loads/loads.batch.ts). */
-export const LANE_HISTORY = 'lane_history';
-
 /** The lane keys of existing history rows of `loadIds`, by load id (a batch's read, once for all items). */
 export async function historyLanesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<Map<string, LaneKey>> {
   if (loadIds.length === 0) return new Map();
@@ -167,67 +59,6 @@ export async function historyLanesOf(tx: Executor, orgId: string, loadIds: strin
     .where('load_id', 'in', loadIds)
     .execute();
   return new Map(rows.map((r) => [r.load_id, keyOf({ ...r, origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) })]));
-}
-
-/**
- * Brings a load's lane history in line with the load; the lanes it moved. `written`, when given, is the
- * load as just written: a load that cannot be history (no carrier, or not delivered) only loses the
- * history row it had, and in a batch that read its loads' history rows (most items of a TMS push are
- * open loads) that costs no statement at all when it had none.
- */
-export async function syncLaneHistory(tx: Executor, orgId: string, loadId: string, written?: { status: string; carrier_id: string | null }): Promise<LaneKey[]> {
-  // Always taken (once per key): a later item on the same load must not see this item's "before".
-  const known = batchReadsOf(tx)?.take<LaneKey>(LANE_HISTORY, loadId);
-  if (written && !(written.carrier_id && DELIVERED_STATUSES.has(written.status))) {
-    if (known === null) return [];
-    if (known) {
-      await deleteHistory(tx, { loadId });
-      return [known];
-    }
-    return (await removeHistory(tx, { loadId })).map((k) => keyOf({ ...k, origin_cell: Number(k.origin_cell), destination_cell: Number(k.destination_cell) }));
-  }
-  const inputs = await historyInputs(tx, { orgId, loadId });
-  const load = inputs[0];
-  const before: LaneKey | null =
-    load && load.h_equipment_type !== null
-      ? { equipment_type: load.h_equipment_type, origin_cell: Number(load.h_origin_cell), destination_cell: Number(load.h_destination_cell) }
-      : null;
-  const touched: LaneKey[] = before ? [before] : [];
-  let row: LaneHistoryTable | null = null;
-  if (load && load.carrier_id && load.carrier_ref && DELIVERED_STATUSES.has(load.status)) {
-    const stops = inputs.flatMap((s) =>
-      s.stop_number === null ? [] : [{ stop_number: s.stop_number, stop_type: s.stop_type!, location_id: s.location_id!, late_arrival: s.late_arrival!, latitude: s.latitude!, longitude: s.longitude! }],
-    );
-    const ends = await laneEnds(tx, orgId, loadId, stops);
-    if (ends.origin && ends.destination) {
-      row = {
-        load_id: loadId,
-        org_id: orgId,
-        carrier_id: load.carrier_id,
-        carrier_external_reference_id: load.carrier_ref,
-        equipment_type: load.equipment_type,
-        origin_location_id: ends.origin.locationId,
-        destination_location_id: ends.destination.locationId,
-        origin_latitude: ends.origin.latitude,
-        origin_longitude: ends.origin.longitude,
-        destination_latitude: ends.destination.latitude,
-        destination_longitude: ends.destination.longitude,
-        origin_cell: cellOf(ends.origin.latitude, ends.origin.longitude),
-        destination_cell: cellOf(ends.destination.latitude, ends.destination.longitude),
-        // D7: the last delivery stop's late_arrival (always present: stops require it).
-        delivered_at: ends.destination.lateArrival ?? load.delivered_at,
-        carrier_rate_total: load.carrier_currency !== null ? Number(load.carrier_total) : null,
-        carrier_rate_currency: load.carrier_currency,
-      };
-    }
-  }
-  if (before && !row) await deleteHistory(tx, { loadId });
-  if (row) {
-    if (before) await updateHistory(tx, { ...row });
-    else await insertHistory(tx, [row]);
-    touched.push(keyOf(row));
-  }
-  return touched;
 }
 
 /** A location moved (re-geocoded): the history rows that start or end there follow it. */
@@ -267,57 +98,6 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
   return [...before, ...(await affected())].map(keyOf);
 }
 
-/**
- * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
- * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
- */
-/** A history row of the lane, with its carrier's card where the engine read it in the same statement. */
-export interface LaneCandidate {
-  carrier_id: string;
-  carrier_external_reference_id: string;
-  origin_latitude: number;
-  origin_longitude: number;
-  destination_latitude: number;
-  destination_longitude: number;
-  delivered_at: string;
-  carrier_rate_total: number | null;
-  carrier_rate_currency: string | null;
-  carrier_name?: string | null;
-  carrier_dot_number?: string | null;
-}
-
-const CANDIDATE_COLUMNS = [
-  'lane_history.carrier_id',
-  'lane_history.carrier_external_reference_id',
-  'lane_history.origin_latitude',
-  'lane_history.origin_longitude',
-  'lane_history.destination_latitude',
-  'lane_history.destination_longitude',
-  'lane_history.delivered_at',
-  'lane_history.carrier_rate_total',
-  'lane_history.carrier_rate_currency',
-] as const;
-
-/**
- * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
- * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
- * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved); SQLite reads the
- * cards of the ranked carriers afterwards (carrierCards), cheaper than a lookup per history row.
- */
-export async function laneCandidates(tx: Executor, area: LaneArea): Promise<LaneCandidate[]> {
-  const postgres = dialectOf(tx) === 'postgres';
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
-  const onArea = (eb: any) => onLane(eb as never, area, 'lane_history.', postgres);
-  if (!postgres) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
-  return tx
-    .selectFrom('lane_history')
-    .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
-    .select(CANDIDATE_COLUMNS)
-    .select(['carriers.name as carrier_name', 'carriers.dot_number as carrier_dot_number'])
-    .where(onArea)
-    .execute();
-}
-
 /** What a recommendation shows of each ranked carrier: from the candidates when they carry it, else read. */
 export async function carrierCards(tx: Executor, orgId: string, candidates: LaneCandidate[], carrierIds: string[]) {
   type Card = { id: string; external_reference_id: string; name: string; dot_number: string | null };
@@ -346,64 +126,8 @@ export async function replaceLaneStats(tx: Executor, orgId: string, lanes: LaneK
   for (let i = 0; i < lanes.length; i += 500) await refreshLaneStats(tx, orgId, lanes.slice(i, i + 500), now);
 }
 
-/**
- * Recomputes the stats of the given lanes from the history. PostgreSQL: one statement (the lanes as
- * arrays joined to the history index, stats upserted, lanes left without history deleted); SQLite: one
- * grouped query, one delete, one insert (in the caller's transaction).
- */
-export async function refreshLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
-  if (lanes.length === 0) return;
-  if (dialectOf(tx) === 'postgres') {
-    await sql`
-      with lanes as (
-        select * from unnest(${lanes.map((k) => k.equipment_type)}::text[], ${lanes.map((k) => k.origin_cell)}::int[], ${lanes.map((k) => k.destination_cell)}::int[])
-          as k(equipment_type, origin_cell, destination_cell)),
-      stats as (
-        select k.equipment_type, k.origin_cell, k.destination_cell, count(*)::int as load_count,
-               count(distinct h.carrier_id)::int as carrier_count, max(h.delivered_at) as last_delivered_at
-        from lanes k join lane_history h
-          on h.org_id = ${orgId} and h.equipment_type = k.equipment_type and h.origin_cell = k.origin_cell and h.destination_cell = k.destination_cell
-        group by k.equipment_type, k.origin_cell, k.destination_cell),
-      gone as (
-        delete from lane_stats s using lanes k
-        where s.org_id = ${orgId} and s.equipment_type = k.equipment_type and s.origin_cell = k.origin_cell and s.destination_cell = k.destination_cell
-          and not exists (select 1 from stats t where t.equipment_type = k.equipment_type and t.origin_cell = k.origin_cell and t.destination_cell = k.destination_cell))
-      insert into lane_stats (org_id, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, refreshed_at)
-      select ${orgId}, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, ${now} from stats
-      on conflict (org_id, equipment_type, origin_cell, destination_cell) do update set
-        load_count = excluded.load_count, carrier_count = excluded.carrier_count,
-        last_delivered_at = excluded.last_delivered_at, refreshed_at = excluded.refreshed_at`.execute(tx);
-    return;
-  }
-  const tuples = sql.join(lanes.map((k) => sql`(${k.equipment_type}, ${k.origin_cell}, ${k.destination_cell})`));
-  const stats = await sql<{ equipment_type: string; origin_cell: number; destination_cell: number; load_count: number; carrier_count: number; last_delivered_at: string }>`
-    select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count,
-           max(delivered_at) as last_delivered_at
-    from lane_history
-    where org_id = ${orgId} and (equipment_type, origin_cell, destination_cell) in (${tuples})
-    group by equipment_type, origin_cell, destination_cell`.execute(tx);
-  await sql`delete from lane_stats where org_id = ${orgId} and (equipment_type, origin_cell, destination_cell) in (${tuples})`.execute(tx);
-  if (stats.rows.length > 0) {
-    await tx
-      .insertInto('lane_stats')
-      .values(
-        stats.rows.map((s) => ({
-          org_id: orgId,
-          equipment_type: s.equipment_type,
-          origin_cell: Number(s.origin_cell),
-          destination_cell: Number(s.destination_cell),
-          load_count: Number(s.load_count),
-          carrier_count: Number(s.carrier_count),
-          last_delivered_at: s.last_delivered_at,
-          refreshed_at: now,
-        })),
-      )
-      .execute();
-  }
-}
-
 /** The lane a load's history row sits on, if it has one. */
-export async function laneOfLoad(tx: Executor, loadId: string): Promise<LaneKey | undefined> {
+export async function historyLaneOfLoad(tx: Executor, loadId: string): Promise<LaneKey | undefined> {
   const [row] = await historyLaneOf(tx, { loadId });
   return row ? keyOf(row) : undefined;
 }
@@ -419,11 +143,11 @@ export async function equipmentWithSnapshots(tx: Executor, orgId: string): Promi
 
 /** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
 export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null) {
-  const postgres = dialectOf(tx) === 'postgres';
+  const onArea = onLaneIn(tx);
   let q = tx
     .selectFrom('market_rate_snapshots')
     .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
-    .where((eb) => onLane(eb as never, area, '', postgres))
+    .where((eb) => onArea(eb as never, area, ''))
     .orderBy('as_of', 'desc')
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc');

@@ -11,10 +11,8 @@ import {
   equipmentWithSnapshots,
   laneCandidates,
   laneEnds,
-  laneOfLoad,
   relocateLaneHistory,
   snapshotsOnLane,
-  syncLaneHistory,
   type LaneArea,
   type LaneStop,
 } from './lanes.repo.js';
@@ -72,7 +70,15 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       carrierRateCurrency: c.carrier_rate_currency,
     }));
     const now = clock.now();
-    const rankings = lanes.map((l) => rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, rules, (id) => refs.get(id) ?? ''));
+    // Loads on the same two places with the same carrier rank alike (a busy lane's open loads mostly
+    // share their facilities): ranked once each.
+    const byLane = new Map<string, ReturnType<typeof rankCarriers>>();
+    const rankings = lanes.map((l) => {
+      const key = `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.load.carrier_id ?? ''}`;
+      let ranked = byLane.get(key);
+      if (!ranked) byLane.set(key, (ranked = rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, rules, (id) => refs.get(id) ?? '')));
+      return ranked;
+    });
     const wanted = [...new Set(rankings.flatMap((r) => r.map((x) => x.carrierId)))];
     if (wanted.length === 0) return rankings.map(() => []);
     const cards = await carrierCards(tx, orgId, candidates, wanted);
@@ -159,16 +165,6 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       let latest = latestOnLane(newest, { origin, destination }, rules.radiusMiles);
       if (!latest && newest.length === NEWEST_SNAPSHOTS) latest = latestOnLane(await snapshotsOnLane(tx, area, null), { origin, destination }, rules.radiusMiles);
       return latest ? maxBuyRate(latest, miles) : null;
-    },
-
-    /** Brings a load's lane history in line with the load (in the load's transaction); the lanes it moved. */
-    syncLoad: (tx: Executor, orgId: string, loadId: string, load?: { status: string; carrier_id: string | null }): Promise<LaneKey[]> =>
-      syncLaneHistory(tx, orgId, loadId, load),
-
-    /** The lane a load is history of (its stats change when the load is deleted). */
-    laneOfLoad: async (tx: Executor, loadId: string): Promise<LaneKey[]> => {
-      const lane = await laneOfLoad(tx, loadId);
-      return lane ? [lane] : [];
     },
 
     /** A re-geocoded location moves the lane history that starts or ends there; the lanes it moved. */

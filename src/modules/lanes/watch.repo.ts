@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
+import type { Executor } from '../../lib/db/index.js';
+import { forUpdate } from '../../lib/db/locks.js';
 import type { LaneKey } from '../../domain/lane.js';
 import type { LaneStop } from './lanes.repo.js';
 import type { RecommendationWatchTable } from '../../lib/db/types.js';
@@ -46,7 +47,7 @@ export async function loadEventsAfter(db: Executor, orgId: string, after: number
  * follow-up's transaction, as a write takes the counters' row last.
  */
 export async function advanceCursor(tx: Executor, orgId: string, from: number, to: number): Promise<boolean> {
-  const locking = dialectOf(tx) === 'postgres' ? sql` for update` : sql``;
+  const locking = forUpdate(tx);
   const { rows } = await sql<{ after: number | string }>`select recommendations_after as after from org_versions where org_id = ${orgId}${locking}`.execute(tx);
   if (Number(rows[0]?.after ?? 0) !== from) return false;
   await tx.updateTable('org_versions').set({ recommendations_after: to }).where('org_id', '=', orgId).execute();

@@ -1,24 +1,15 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
-import { prepared, preparedInsert } from '../../lib/db/prepared.js';
+import type { Executor } from '../../lib/db/index.js';
+import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
+import { prepared } from '../../lib/db/prepared.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
-import { loadDocumentsPage } from './loads.documents.js';
-import { batchReadsOf } from '../shared/batch-reads.js';
-
-// Kinds of a load batch's reads (loads.batch.ts).
-const LOAD_STOPS = 'load_stops';
-const LOAD_RATES = 'load_rates';
-import type { Database, LoadRatesTable, LoadStopsTable, LoadsTable } from '../../lib/db/types.js';
+import { loadDocumentsPage } from '../../lib/db/load-documents.js';
+import { LOAD_COLUMNS, type Database, type LaneHistoryTable, type LoadRatesTable, type LoadStopsTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { tenantRecords } from '../shared/record-store.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
 
-export interface StopWithLocation extends LoadStopsTable {
-  location_external_reference_id: string;
-  location_name: string;
-  latitude: number;
-  longitude: number;
-}
+export type { StopWithLocation };
 
 const stopsOfOne = prepared<{ orgId: string; loadId: string }, StopWithLocation>((db, p) =>
   db
@@ -42,14 +33,11 @@ const nameOfCarrier = prepared<{ orgId: string; id: string }, { id: string; exte
   db.selectFrom('carriers').select(['id', 'external_reference_id', 'name']).where('org_id', '=', p('orgId')).where('id', '=', p('id')),
 );
 
-/** Stops of loads with their places; one load's come from its batch's reads when the batch read them. */
-export function stopsOf(tx: Executor, orgId: string, loadIds: string[], skipKept = false): Promise<StopWithLocation[]> {
+/** Stops of loads with their places, by load then stop number. */
+export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise<StopWithLocation[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
   // One load (a GET, a write): the precompiled statement.
-  if (loadIds.length === 1) {
-    const kept = skipKept ? undefined : batchReadsOf(tx)?.take<StopWithLocation[]>(LOAD_STOPS, loadIds[0]!);
-    return kept ? Promise.resolve(kept) : stopsOfOne(tx, { orgId, loadId: loadIds[0]! });
-  }
+  if (loadIds.length === 1) return stopsOfOne(tx, { orgId, loadId: loadIds[0]! });
   return tx
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
@@ -62,12 +50,9 @@ export function stopsOf(tx: Executor, orgId: string, loadIds: string[], skipKept
     .execute();
 }
 
-export function ratesOf(tx: Executor, orgId: string, loadIds: string[], skipKept = false): Promise<LoadRatesTable[]> {
+export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<LoadRatesTable[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
-  if (loadIds.length === 1) {
-    const kept = skipKept ? undefined : batchReadsOf(tx)?.take<LoadRatesTable[]>(LOAD_RATES, loadIds[0]!);
-    return kept ? Promise.resolve(kept) : ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
-  }
+  if (loadIds.length === 1) return ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
   return tx
     .selectFrom('load_rates')
     .selectAll()
@@ -92,48 +77,56 @@ export function recordsByRefs<T extends 'customers' | 'carriers' | 'locations'>(
   return tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('external_reference_id', 'in', refs).execute() as Promise<Database[T][]>;
 }
 
-// The write path of every load item, compiled once (a batch of 100 changed loads built each of these
-// statements 100 times, about as long as running them).
-const deleteStops = prepared<{ orgId: string; loadId: string }, unknown>((db, p) =>
-  db.deleteFrom('load_stops').where('org_id', '=', p('orgId')).where('load_id', '=', p('loadId')),
+const loadByRefStatement = prepared<{ orgId: string; ref: string }, LoadsTable>((db, p) =>
+  db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref')),
 );
-const insertStops = preparedInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival']);
-const deleteRates = prepared<{ orgId: string; loadId: string }, unknown>((db, p) =>
-  db.deleteFrom('load_rates').where('org_id', '=', p('orgId')).where('load_id', '=', p('loadId')),
+const loadByIdStatement = prepared<{ orgId: string; id: string }, LoadsTable>((db, p) =>
+  db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('id', '=', p('id')),
 );
-const insertRates = preparedInsert('load_rates', ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description']);
 
-// PostgreSQL: a load's stops (or rates) replaced in one statement, one round trip instead of two. The
-// delete runs first (the insert waits on its count), so the new rows never meet the old ones in the
-// (load_id, stop_number) unique index; the rows go in as arrays, so one statement text serves any count.
-const str = (xs: unknown[]) => sql`${xs}::text[]`;
+/** One load by reference (a single write's read). */
+export const loadByRef = async (tx: Executor, orgId: string, ref: string): Promise<LoadsTable | undefined> => (await loadByRefStatement(tx, { orgId, ref }))[0];
+export const loadById = async (tx: Executor, orgId: string, id: string): Promise<LoadsTable | undefined> => (await loadByIdStatement(tx, { orgId, id }))[0];
 
-export async function replaceStops(tx: Executor, orgId: string, loadId: string, rows: LoadStopsTable[]) {
-  if (dialectOf(tx) === 'postgres') {
-    await sql`with gone as (delete from load_stops where org_id = ${orgId} and load_id = ${loadId} returning 1)
-      insert into load_stops (id, org_id, load_id, stop_number, stop_type, location_id, early_arrival, late_arrival)
-      select * from unnest(${str(rows.map((r) => r.id))}, ${str(rows.map((r) => r.org_id))}, ${str(rows.map((r) => r.load_id))},
-        ${rows.map((r) => r.stop_number)}::integer[], ${str(rows.map((r) => r.stop_type))}, ${str(rows.map((r) => r.location_id))},
-        ${str(rows.map((r) => r.early_arrival))}, ${str(rows.map((r) => r.late_arrival))})
-      where (select count(*) from gone) >= 0`.execute(tx);
-    return;
-  }
-  await deleteStops(tx, { orgId, loadId });
-  await insertStops(tx, rows);
+const insertLoads = bulkInsert('loads', LOAD_COLUMNS);
+const insertStops = bulkInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival']);
+const insertRates = bulkInsert('load_rates', ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description']);
+const insertHistory = bulkInsert('lane_history', [
+  'load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id',
+  'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at',
+  'carrier_rate_total', 'carrier_rate_currency',
+]);
+
+/** What a unit of work changed of its loads, to be written at once (src/modules/loads/loads.workspace.ts). */
+export interface LoadChanges {
+  /** Stored loads deleted (their stops, rates and history go with them: ON DELETE CASCADE). */
+  deleted: string[];
+  inserted: LoadsTable[];
+  updated: { id: string; patch: Partial<LoadsTable> }[];
+  /** Stored loads whose stops (rates, history rows) are replaced by the rows below. */
+  stopsOf: string[];
+  stops: LoadStopsTable[];
+  ratesOf: string[];
+  rates: LoadRatesTable[];
+  historyOf: string[];
+  history: LaneHistoryTable[];
 }
 
-export async function replaceRates(tx: Executor, orgId: string, loadId: string, rows: LoadRatesTable[]) {
-  if (dialectOf(tx) === 'postgres') {
-    await sql`with gone as (delete from load_rates where org_id = ${orgId} and load_id = ${loadId} returning 1)
-      insert into load_rates (id, org_id, load_id, position, rate_entity, amount, currency, rate_type, description)
-      select * from unnest(${str(rows.map((r) => r.id))}, ${str(rows.map((r) => r.org_id))}, ${str(rows.map((r) => r.load_id))},
-        ${rows.map((r) => r.position)}::integer[], ${str(rows.map((r) => r.rate_entity))}, ${rows.map((r) => r.amount)}::double precision[],
-        ${str(rows.map((r) => r.currency))}, ${str(rows.map((r) => r.rate_type))}, ${str(rows.map((r) => r.description))})
-      where (select count(*) from gone) >= 0`.execute(tx);
-    return;
-  }
-  await deleteRates(tx, { orgId, loadId });
-  await insertRates(tx, rows);
+/**
+ * A unit of work's load changes, set-based: the deletes first (a reference deleted and created again in
+ * one batch never meets itself in the unique index), then one multi-row insert per table. Updates of
+ * stored rows are one statement each (their columns differ).
+ */
+export async function writeLoadChanges(tx: Executor, orgId: string, c: LoadChanges): Promise<void> {
+  await deleteWhereIn(tx, 'loads', 'id', orgId, c.deleted);
+  await deleteWhereIn(tx, 'load_stops', 'load_id', orgId, c.stopsOf);
+  await deleteWhereIn(tx, 'load_rates', 'load_id', orgId, c.ratesOf);
+  await deleteWhereIn(tx, 'lane_history', 'load_id', orgId, c.historyOf);
+  await insertLoads(tx, c.inserted);
+  for (const { id, patch } of c.updated) await tx.updateTable('loads').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
+  await insertStops(tx, c.stops);
+  await insertRates(tx, c.rates);
+  await insertHistory(tx, c.history);
 }
 
 const byRef = {
@@ -294,7 +287,6 @@ export function usersMatching(tx: Executor, orgId: string, emails: string[], nam
     .execute();
 }
 
-export const insertLoad = (tx: Executor, row: LoadsTable) => tx.insertInto('loads').values(row).execute();
 
 /** The places of a load's stops, in stop order (for a distance estimate). */
 export function stopPoints(tx: Executor, orgId: string, loadId: string) {

@@ -11,8 +11,9 @@ import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
-import { loadDocumentByRef, loadDocumentsByIds } from './loads.documents.js';
-import { prefetchLoadBatch } from './loads.batch.js';
+import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
+import { LoadWorkspace } from './loads.workspace.js';
+import { locksRowsForUpdate } from '../../lib/db/locks.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
 import { loadWrites } from './loads.write.js';
 import { loadBodyProblems } from './loads.checks.js';
@@ -43,7 +44,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   const writes = loadWrites(clock, options);
   const { present, presentDocuments } = loadPresenter(lanes);
   // PostgreSQL: a read is one round trip (the load and its parts, and the caller's key, in one statement).
-  const oneStatementReads = pipeline.dialect === 'postgres';
+  const oneStatementReads = readsLoadsAsDocuments(reader);
 
   /**
    * Answers of stored loads. On PostgreSQL several at once (a batch's events, built at seal) come from
@@ -60,7 +61,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     return rows.map((r) => byId.get(r.id)!);
   };
 
-  const lifecycle = recordLifecycle<'loads', LoadCreate, LoadUpdate, Load>({
+  const lifecycle = recordLifecycle<'loads', LoadCreate, LoadUpdate, Load, LoadWorkspace>({
     pipeline,
     clock,
     table: 'loads',
@@ -72,15 +73,28 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     // New and deleted loads, and updates that change a load's lane, status, equipment or carrier, are
     // followed up after commit (load.recommendations_changed).
     followUpWrites: true,
+    // A unit of work's loads are held in its workspace and written set-based when it ends; a batch reads
+    // its loads and everything they name at once (and locks its loads on PostgreSQL).
+    workspace: {
+      open: (orgId) => new LoadWorkspace(orgId),
+      rows: {
+        findByRef: (tx, ws, _orgId, ref) => ws.find(tx, ref),
+        findById: (tx, ws, _orgId, id) => ws.findById(tx, id),
+        update: async (_tx, ws, _orgId, id, patch) => ws.update(id, patch),
+        delete: async (_tx, ws, _orgId, id) => ws.remove(id),
+      },
+      prefetch: (tx, ws, items) => ws.prefetch(tx, items, locksRowsForUpdate(tx)),
+    },
     insert: writes.insert,
     updateColumns: writes.updateColumns,
     present: presentRows,
     // Lane history follows every load write in the same transaction: recommendations read their writes.
-    afterSave: (tx, orgId, row) => lanes.syncLoad(tx, orgId, row.id, row),
+    afterSave: (tx, _orgId, row, _previous, ws) => ws.syncHistory(tx, row),
     beforeDelete: async (_tx, _orgId, row, changes) => countStatusChange(changes, row.status, null),
-    lanesOfDeleted: (tx, _orgId, row) => lanes.laneOfLoad(tx, row.id),
-    // A batch reads its loads and everything they name at once (and locks its loads on PostgreSQL).
-    prefetch: (tx, orgId, items) => prefetchLoadBatch(tx, orgId, items, pipeline.dialect === 'postgres'),
+    lanesOfDeleted: async (tx, _orgId, row, ws) => {
+      const lane = await ws.historyLaneOf(tx, row.id);
+      return lane ? [lane] : [];
+    },
     // D1a: a body that failed its schema is also checked against the database (one 422 with everything).
     problems: (tx, orgId, body) => loadBodyProblems(tx, orgId, body),
   });

@@ -1,5 +1,5 @@
 import type { Executor } from '../../lib/db/index.js';
-import type { LoadRatesTable, LoadStopsTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
+import type { LoadRatesTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
@@ -21,7 +21,8 @@ import {
 import { sameLaneEnds } from '../../domain/lane.js';
 import { sentFields } from '../shared/records.js';
 import { unknownReferenceIssue } from './loads.checks.js';
-import { countStatusChange, findByRefs, insertLoad, ratesOf, replaceRates, replaceStops, stopPoints, stopsOf, type StopWithLocation } from './loads.repo.js';
+import { countStatusChange, type StopWithLocation } from './loads.repo.js';
+import type { LoadWorkspace } from './loads.workspace.js';
 import type { KnownParts, NamedRecord } from './loads.present.js';
 import type { NewRecordBase } from '../shared/record-store.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
@@ -33,17 +34,21 @@ const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user',
 export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   // D1a: every problem of a body in one 422. The checks below add to `issues` instead of throwing; the
   // write throws them all together before its first write.
-  async function resolveRef(tx: Executor, table: 'customers' | 'carriers', orgId: string, ref: string, field: string, issues: ValidationIssue[]): Promise<NamedRecord> {
-    const [row] = await findByRefs(tx, table, orgId, [ref]);
+  async function resolveRef(tx: Executor, ws: LoadWorkspace, table: 'customers' | 'carriers', ref: string, field: string, issues: ValidationIssue[]): Promise<NamedRecord> {
+    const row = await ws.record(tx, table, ref);
     if (!row) issues.push(unknownReferenceIssue(table, field, ref));
     return { id: row?.id ?? '', external_reference_id: row?.external_reference_id ?? ref, name: row?.name ?? '' };
   }
-  const customerId = (tx: Executor, orgId: string, ref: string, issues: ValidationIssue[]) => resolveRef(tx, 'customers', orgId, ref, 'customer_external_reference_id', issues);
-  const carrierId = (tx: Executor, orgId: string, ref: string | null, issues: ValidationIssue[]) =>
-    ref === null ? null : resolveRef(tx, 'carriers', orgId, ref, 'carrier_external_reference_id', issues);
+  const customerId = (tx: Executor, ws: LoadWorkspace, ref: string, issues: ValidationIssue[]) => resolveRef(tx, ws, 'customers', ref, 'customer_external_reference_id', issues);
+  const carrierId = (tx: Executor, ws: LoadWorkspace, ref: string | null, issues: ValidationIssue[]) =>
+    ref === null ? null : resolveRef(tx, ws, 'carriers', ref, 'carrier_external_reference_id', issues);
 
-  async function stopPlan(tx: Executor, orgId: string, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan & { places: Map<string, LocationsTable> }> {
-    const places = await findByRefs(tx, 'locations', orgId, stops.map((s) => s.location_external_reference_id));
+  async function stopPlan(tx: Executor, ws: LoadWorkspace, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan & { places: Map<string, LocationsTable> }> {
+    const places: LocationsTable[] = [];
+    for (const ref of new Set(stops.map((s) => s.location_external_reference_id))) {
+      const place = await ws.record(tx, 'locations', ref);
+      if (place) places.push(place);
+    }
     const plan = planStops(stops, new Map(places.map((l) => [l.external_reference_id, l])), opts.circuityFactor);
     issues.push(...plan.issues);
     return { ...plan, places: new Map(places.map((l) => [l.id, l])) };
@@ -53,12 +58,11 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     if (issues.length > 0) throw new ValidationError(issues);
   };
 
-  const stopRows = (orgId: string, loadId: string, plan: StopPlan): LoadStopsTable[] => plan.stops.map((s) => ({ id: newId('stop'), org_id: orgId, load_id: loadId, ...s }));
-  /** Written stops as a read returns them (with their places), for the load's answer at seal. */
-  const placed = (rows: LoadStopsTable[], places: Map<string, LocationsTable>): StopWithLocation[] =>
-    rows.map((r) => {
-      const l = places.get(r.location_id)!;
-      return { ...r, location_external_reference_id: l.external_reference_id, location_name: l.name, latitude: l.latitude, longitude: l.longitude };
+  /** New stop rows as reads return them (with their places): what the workspace holds and the answer shows. */
+  const stopRows = (orgId: string, loadId: string, plan: StopPlan & { places: Map<string, LocationsTable> }): StopWithLocation[] =>
+    plan.stops.map((s) => {
+      const l = plan.places.get(s.location_id)!;
+      return { id: newId('stop'), org_id: orgId, load_id: loadId, ...s, location_external_reference_id: l.external_reference_id, location_name: l.name, latitude: l.latitude, longitude: l.longitude };
     });
   const rateRows = (orgId: string, loadId: string, rates: RateRequest[]): LoadRatesTable[] =>
     normalizeRates(rates).map((r) => ({ id: newId('rate'), org_id: orgId, load_id: loadId, ...r }));
@@ -69,12 +73,12 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     return rep === null ? null : JSON.stringify(rep);
   }
 
-  async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase, changes: ChangeSet): Promise<LoadsTable> {
+  async function insert(tx: Executor, input: LoadCreate, base: NewRecordBase, changes: ChangeSet, ws: LoadWorkspace): Promise<LoadsTable> {
     const { id, org_id: orgId, created_at: now } = base;
     const issues: ValidationIssue[] = [];
-    const customer = await customerId(tx, orgId, input.customer_external_reference_id, issues);
-    const carrier = await carrierId(tx, orgId, input.carrier_external_reference_id ?? null, issues);
-    const plan = await stopPlan(tx, orgId, input.stops, issues);
+    const customer = await customerId(tx, ws, input.customer_external_reference_id, issues);
+    const carrier = await carrierId(tx, ws, input.carrier_external_reference_id ?? null, issues);
+    const plan = await stopPlan(tx, ws, input.stops, issues);
     const salesRep = teamMember(input.sales_rep ?? null, 'sales_rep', issues);
     const dispatcherRep = teamMember(input.dispatcher_rep ?? null, 'dispatcher_rep', issues);
     refuse(issues);
@@ -104,13 +108,11 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       status_updated_at: now,
       delivered_at: deliveredAt(null, status, now),
     };
-    await insertLoad(tx, row);
     countStatusChange(changes, null, status);
     const stops = stopRows(orgId, id, plan);
     const rates = rateRows(orgId, id, input.financial_rates ?? []);
-    await replaceStops(tx, orgId, id, stops);
-    await replaceRates(tx, orgId, id, rates);
-    changes.keep(id, { stops: placed(stops, plan.places), rates, customer, carrier } satisfies KnownParts);
+    ws.insert(row, stops, rates);
+    changes.keep(id, { stops, rates, customer, carrier } satisfies KnownParts);
     return row;
   }
 
@@ -131,7 +133,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     return patch;
   }
 
-  async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate, changes: ChangeSet) {
+  async function updateColumns(tx: Executor, orgId: string, row: LoadsTable, input: LoadUpdate, changes: ChangeSet, ws: LoadWorkspace) {
     const issues: ValidationIssue[] = [];
     const patch = plainPatch(row, input, toIso(clock.now()), issues);
     let touched = false;
@@ -144,23 +146,23 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     let stops: StopWithLocation[] | undefined;
     let rates: LoadRatesTable[] | undefined;
     if (input.customer_external_reference_id !== undefined) {
-      customer = await customerId(tx, orgId, input.customer_external_reference_id, issues);
+      customer = await customerId(tx, ws, input.customer_external_reference_id, issues);
       patch.customer_id = customer.id;
     }
     if (input.carrier_external_reference_id !== undefined) {
-      carrier = await carrierId(tx, orgId, input.carrier_external_reference_id, issues);
+      carrier = await carrierId(tx, ws, input.carrier_external_reference_id, issues);
       patch.carrier_id = carrier?.id ?? null;
     }
-    const plan = input.stops !== undefined ? await stopPlan(tx, orgId, input.stops, issues) : undefined;
+    const plan = input.stops !== undefined ? await stopPlan(tx, ws, input.stops, issues) : undefined;
     refuse(issues);
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     if (input.stops !== undefined && plan) {
-      const current = await stopsOf(tx, orgId, [row.id]);
+      const current = await ws.stopsOf(tx, row.id);
       stops = current;
       if (!sameStops(current, plan.stops)) {
         const next = stopRows(orgId, row.id, plan);
-        await replaceStops(tx, orgId, row.id, next);
-        stops = placed(next, plan.places);
+        ws.replaceStops(row.id, next);
+        stops = next;
         touched = true;
         laneMoved = !sameLaneEnds(current, plan.stops);
       }
@@ -168,12 +170,12 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     }
     const rule = distanceRule(input.total_distance, row.total_distance_source as 'caller' | 'estimated' | null, plan !== undefined);
     if (rule === 'caller') Object.assign(patch, { total_distance: input.total_distance, total_distance_source: 'caller' });
-    if (rule === 'estimate') Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await stopPoints(tx, orgId, row.id), opts.circuityFactor)));
+    if (rule === 'estimate') Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await ws.stopsOf(tx, row.id), opts.circuityFactor)));
     if (input.financial_rates !== undefined) {
       const next = rateRows(orgId, row.id, input.financial_rates);
-      rates = await ratesOf(tx, orgId, [row.id]);
+      rates = await ws.ratesOf(tx, row.id);
       if (!sameRates(rates, next)) {
-        await replaceRates(tx, orgId, row.id, next);
+        ws.replaceRates(row.id, next);
         rates = next;
         touched = true;
       }

@@ -4,7 +4,7 @@ import { resourceRoutes } from '../shared/resource-routes.js';
 import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
 import type { LocationsService } from './locations.service.js';
 
-export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache }) {
+export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
   resourceRoutes(
     app,
     locations,
@@ -21,6 +21,7 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
       listQuery: LocationListQuery,
       batchOperations: ['create', 'update', 'upsert'],
       batchBodyLimit: opts.batchBodyLimit,
+      ...(opts.batchDeadlineMs ? { batchDeadlineMs: opts.batchDeadlineMs } : {}),
       readCache: opts.readCache,
       dependsOn: ['locations'],
     },

@@ -4,7 +4,7 @@ import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
 import type { Scope } from '../accounts/scopes.js';
-import { batchRequestDocument, batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from '../batch/batch.js';
+import { batchRequestDocument, batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from './batch.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
@@ -162,10 +162,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
       body: batchRequestSchema(o.noun, o.batchOperations),
       response: { 200: Type.Ref(BatchResultSchema, { description: 'One result per item, in order: 200 whatever each item’s outcome.' }) },
     },
-    handler: async (req) => {
+    handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       return service.batch(orgId, req.body.items as BatchItem[], {
-        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs } : {}),
+        // D6a: one deadline for the whole request, counted from when it arrived.
+        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
+        requestId: String(req.id),
         refusedItems: refusedBatchItems(req),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
       });

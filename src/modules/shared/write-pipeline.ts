@@ -1,6 +1,7 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { DataStore, Executor } from '../../lib/db/index.js';
-import { isUniqueViolation } from '../../lib/db/errors.js';
+import { beginBatch, savepointsAreCheap } from '../../lib/db/locks.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
 import { bumpVersions, type VersionedKind } from '../../lib/db/versions.js';
 import { laneKeyId, type LaneKey } from '../../domain/lane.js';
 
@@ -147,11 +148,28 @@ export interface WriteOptions {
   retryUniqueRace?: boolean;
 }
 
-/** Runs one unit of work of a batch: whole or nothing, never undoing another item. */
-export type ItemRunner = <R>(work: (tx: Executor, changes: ChangeSet) => Promise<R>, opts?: Pick<WriteOptions, 'retryUniqueRace'>) => Promise<R>;
+/**
+ * What a unit of work holds of the records it writes, beside its transaction (loads: their rows and parts,
+ * src/modules/loads/loads.workspace.ts). Handed to every write step of the unit; each item of a batch
+ * sees what the items before it wrote. A deferred workspace holds its writes until `flush`, which writes
+ * them set-based; `begin`/`release`/`rollback` bracket one item (a failed item leaves it as it was).
+ */
+export interface Workspace {
+  readonly deferred: boolean;
+  begin(): void;
+  release(): void;
+  rollback(): void;
+  flush(tx: Executor): Promise<void>;
+}
 
-// The advisory lock class of an organization's batches (PostgreSQL), beside the organization's hash.
-const BATCH_LOCK_CLASS = 7215;
+/** The workspace of record kinds that write at once (customers, carriers, locations, market rates). */
+export const IMMEDIATE: Workspace = { deferred: false, begin() {}, release() {}, rollback() {}, flush: async () => {} };
+
+/** One step of work inside a unit: its transaction, its change set, its workspace. */
+export type Work<R, W extends Workspace = Workspace> = (tx: Executor, changes: ChangeSet, ws: W) => Promise<R>;
+
+/** Runs one item of a batch: whole or nothing, never undoing another item. */
+export type ItemRunner<W extends Workspace = Workspace> = <R>(work: Work<R, W>, opts?: Pick<WriteOptions, 'retryUniqueRace'>) => Promise<R>;
 
 // One fixed savepoint name: items run one after another, and a fixed text stays in the statement cache.
 const SAVEPOINT = CompiledQuery.raw('savepoint lb_item');
@@ -172,9 +190,10 @@ async function inSavepoint<R>(tx: Executor, work: () => Promise<R>): Promise<R> 
 }
 
 /**
- * Thrown through a batch's body, by the item after one that failed while the items ran without
- * savepoints (PostgreSQL's first attempt), or after the body: the transaction rolls back and the batch
- * runs again, each item in a savepoint. The batch runner lets it pass (src/modules/batch/batch.ts).
+ * Thrown through a batch's body when its items, run together, cannot stand as they are: an item that
+ * wrote at once failed without a savepoint (PostgreSQL), or the set-based writes were refused (a record
+ * written by another request since the batch read it). The transaction rolls back and the batch runs
+ * again, each item in a savepoint with its own writes. The batch runner lets it pass (batch.ts).
  */
 export class BatchRestart extends Error {
   constructor() {
@@ -215,11 +234,13 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
     if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
   }
 
-  async function inOwnTransaction<R>(orgId: string, work: (tx: Executor, changes: ChangeSet) => Promise<R>, committed: ChangeSet, retry?: boolean): Promise<R> {
+  async function inOwnTransaction<R, W extends Workspace>(orgId: string, work: Work<R, W>, workspace: () => W, committed: ChangeSet, retry?: boolean): Promise<R> {
     return retryingUniqueRace(retry, async () => {
       const changes = new ChangeSet();
       const result = await store.db.transaction().execute(async (tx) => {
-        const r = await work(tx, changes);
+        const ws = workspace();
+        const r = await work(tx, changes, ws);
+        await ws.flush(tx);
         await seal(tx, orgId, changes);
         return r;
       });
@@ -231,64 +252,87 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
   return {
     /** Where reads outside a write go. */
     reader: store.db as Executor,
-    /** The engine (PostgreSQL answers a load read in one statement: src/modules/loads/loads.documents.ts). */
-    dialect: store.dialect,
 
-    /** One write in its own transaction. */
-    async write<R>(orgId: string, work: (tx: Executor, changes: ChangeSet) => Promise<R>, opts: WriteOptions = {}): Promise<R> {
+    /** One write in its own transaction; `workspace`: what its steps hold (a load write's LoadWorkspace). */
+    async write<R, W extends Workspace = Workspace>(orgId: string, work: Work<R, W>, opts: WriteOptions & { workspace?: () => W } = {}): Promise<R> {
       const committed = new ChangeSet();
-      const result = await inOwnTransaction(orgId, work, committed, opts.retryUniqueRace);
+      const result = await inOwnTransaction(orgId, work, opts.workspace ?? (() => IMMEDIATE as W), committed, opts.retryUniqueRace);
       await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
       return result;
     },
 
     /**
-     * A batch: `body` runs its items through the runner it is given, in one transaction with each item
-     * in a savepoint (whole or nothing per item, never undoing another; a commit per item cost more
-     * than the item's writes on both engines). `prepare` runs first in the transaction (reads for all
-     * items at once). On PostgreSQL the organization's batches take turns (an advisory lock): two
-     * batches never hold each other's rows, and counters are taken last (seal), so a batch and single
-     * writes cannot deadlock either. The after-commit work runs once; a failed closing commit is thrown
-     * after it (no item was saved).
+     * A batch: `body` runs its items through the runner it is given, in ONE transaction (a commit per
+     * item cost more than the item's writes on both engines), whole or nothing per item, never undoing
+     * another (D6). `workspace` opens what the items share (a load batch's reads, made at once, and its
+     * writes, held and written set-based at the end). How the items run:
+     *   - together: no savepoints; a deferred workspace's writes go to the database once, after the last
+     *     item (a failed item wrote nothing, so nothing needs undoing);
+     *   - apart: each item in a savepoint with its own writes flushed inside it.
+     * Items run together unless they write at once and savepoints are cheap (SQLite); a batch run together
+     * that cannot stand (an immediate item failed, or the set-based writes were refused) runs again apart.
+     * `deadlineAt` is the request's one deadline (D6a), whichever way and however often the items run:
+     * the runner fails the items it reaches after it, and no lock wait outlasts it. After-commit work
+     * runs once; a failed closing commit is thrown after it (no item was saved).
      */
-    async batch<R>(
+    async batch<R, W extends Workspace = Workspace>(
       orgId: string,
-      body: (item: ItemRunner) => Promise<R>,
-      opts: Pick<WriteOptions, 'analyticsRun'> & { prepare?: (tx: Executor) => Promise<void> } = {},
+      body: (item: ItemRunner<W>) => Promise<R>,
+      opts: Pick<WriteOptions, 'analyticsRun'> & { workspace?: (tx: Executor) => Promise<W>; deadlineAt?: number } = {},
     ): Promise<R> {
       const committed = new ChangeSet();
-      // PostgreSQL first runs the items without savepoints (a savepoint and its release are two round
-      // trips per item, a quarter of a changed load's): when every item succeeds that is the same
-      // outcome. The first item to fail rolls the whole attempt back and the batch runs again with a
-      // savepoint per item, so a failed item still leaves nothing and undoes no other (D6); a batch
-      // with failures costs its successful items twice. SQLite's savepoints cost microseconds.
-      const attempt = async (savepoints: boolean): Promise<R> => {
+      const deadlineAt = opts.deadlineAt ?? Infinity;
+      const attempt = async (together: boolean): Promise<R> => {
         const pending = new ChangeSet();
         const result = await store.db.transaction().execute(async (tx) => {
-          if (store.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
-          await opts.prepare?.(tx);
-          let failed = false;
-          const r = await body((work, o) => {
-            if (failed) throw new BatchRestart();
-            if (!savepoints) {
-              const changes = new ChangeSet();
-              // The body sees the item's own error; the next item, or the end of the body, restarts.
-              return work(tx, changes).then(
-                (out) => (pending.absorb(changes), out),
-                (err: unknown) => {
-                  failed = true;
-                  throw err;
-                },
-              );
+          await beginBatch(tx, orgId, deadlineAt - Date.now());
+          const ws = opts.workspace ? await opts.workspace(tx) : (IMMEDIATE as W);
+          let restart = false;
+          const r = await body(async (work, o) => {
+            if (restart) throw new BatchRestart();
+            const changes = new ChangeSet();
+            if (together) {
+              ws.begin();
+              try {
+                const out = await work(tx, changes, ws);
+                ws.release();
+                pending.absorb(changes);
+                return out;
+              } catch (err) {
+                ws.rollback();
+                // An item that wrote at once may have left part of its writes: the batch runs again apart.
+                if (!ws.deferred) restart = true;
+                throw err;
+              }
             }
             return retryingUniqueRace(o?.retryUniqueRace, async () => {
-              const changes = new ChangeSet();
-              const out = await inSavepoint(tx, () => work(tx, changes));
-              pending.absorb(changes);
-              return out;
+              const itemChanges = new ChangeSet();
+              ws.begin();
+              try {
+                const out = await inSavepoint(tx, async () => {
+                  const done = await work(tx, itemChanges, ws);
+                  await ws.flush(tx);
+                  return done;
+                });
+                ws.release();
+                pending.absorb(itemChanges);
+                return out;
+              } catch (err) {
+                ws.rollback();
+                throw err;
+              }
             });
           });
-          if (failed) throw new BatchRestart();
+          if (restart) throw new BatchRestart();
+          if (together) {
+            try {
+              await ws.flush(tx);
+            } catch (err) {
+              // A record another request wrote since the batch read it: each item on its own decides.
+              if (isUniqueViolation(err) || isForeignKeyViolation(err)) throw new BatchRestart();
+              throw err;
+            }
+          }
           await seal(tx, orgId, pending);
           return r;
         });
@@ -296,12 +340,14 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
         return result;
       };
       try {
-        if (store.dialect !== 'postgres') return await attempt(true);
+        // Decided on the transaction's engine (lib/db): deferred workspaces always start together.
+        const together = opts.workspace !== undefined || !savepointsAreCheap(store.db);
+        if (!together) return await attempt(false);
         try {
-          return await attempt(false);
+          return await attempt(true);
         } catch (err) {
           if (!(err instanceof BatchRestart)) throw err;
-          return await attempt(true);
+          return await attempt(false);
         }
       } finally {
         await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });

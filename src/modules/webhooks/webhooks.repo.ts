@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from '../../lib/db/index.js';
+import type { Executor } from '../../lib/db/index.js';
+import { claimingRead, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 export type EndpointRow = WebhookEndpointsTable;
@@ -93,7 +94,7 @@ export async function endpointsBehind(db: Executor, orgId: string | null): Promi
  */
 export async function lockEndpointForEnqueue(tx: Executor, id: string): Promise<EndpointRow | undefined> {
   const q = tx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).where('status', '=', 'enabled');
-  const row = dialectOf(tx) === 'postgres' ? await q.forUpdate().skipLocked().executeTakeFirst() : await q.executeTakeFirst();
+  const row = await claimingRead(tx, q).executeTakeFirst();
   return row && endpointOf(row);
 }
 
@@ -151,7 +152,7 @@ export async function moveCursor(tx: Executor, id: string, through: number): Pro
  */
 export async function claimDue(db: Executor, q: { now: string; leasedUntil: string; claim: string; limit: number; busy: readonly string[] }): Promise<string[]> {
   const notBusy = q.busy.length > 0 ? sql`and d.endpoint_id not in (${sql.join(q.busy)})` : sql``;
-  const lock = dialectOf(db) === 'postgres' ? sql`for update of d skip locked` : sql``;
+  const lock = skipLockedOf(db, 'd');
   const { rows } = await sql<{ id: string }>`
     with due as (
       select d.id from webhook_deliveries d
@@ -202,7 +203,7 @@ export async function extendLease(db: Executor, id: string, claim: string, lease
 /** The endpoint's failure state, locked to the end of the transaction on PostgreSQL. */
 export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<EndpointRow, 'failing_since' | 'status'> | undefined> {
   const q = tx.selectFrom('webhook_endpoints').select(['failing_since', 'status']).where('id', '=', id);
-  return dialectOf(tx) === 'postgres' ? q.forUpdate().executeTakeFirst() : q.executeTakeFirst();
+  return lockedRead(tx, q).executeTakeFirst();
 }
 
 /** Records an attempt's outcome for the claim's holder; false when the claim was lost meanwhile. */

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { Executor } from '../../lib/db/index.js';
-import { BatchRestart, type ChangeSet, type ItemRunner, type WritePipeline } from '../shared/write-pipeline.js';
+import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
 import { ApiError, InternalError, ServiceUnavailableError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
@@ -113,6 +113,7 @@ export const BatchResultSchema = Type.Object(
           Type.Object(
             {
               status: Type.Integer({ description: '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.' }),
+              request_id: Type.Optional(Type.String({ description: 'On a 500: the request id to quote when reporting it.' })),
               detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue))], {
                 description: 'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem, loc starting at ["body", "items", index].',
               }),
@@ -131,20 +132,28 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 export interface RunOptions {
+  /** D6a: the request's one deadline, from when it began (items reached after it fail 503). */
   deadlineMs?: number;
+  /** When the request began (ms since the epoch); now when omitted. */
+  startedAt?: number;
+  /** The request's id: a failed item's 500 carries it (D6a). */
+  requestId?: string;
   onError?: (err: unknown) => void;
   /** Items refused before the batch ran (text that is not Unicode, or NUL): each fails 422 with these entries. */
   refusedItems?: ReadonlyMap<number, ValidationIssue[]> | null;
 }
 
-/** What one resource lends the batch runner: the same steps its single-record writes run. */
-/** What a batch's prefetch sees of an item: its reference (as the item names it) and its data, unvalidated. */
+/** D6a: what an item the batch did not reach before its deadline answers. */
+export const OUT_OF_TIME = 'The batch ran out of time before this item';
+
+/** What a batch's workspace sees of an item before it runs: its reference (as the item names it) and its data, unvalidated. */
 export interface BatchPrefetchItem {
   ref: unknown;
   data: unknown;
 }
 
-export interface BatchResource<Create, Update> {
+/** What one resource lends the batch runner: the same steps its single-record writes run. */
+export interface BatchResource<Create, Update, W extends Workspace> {
   dataKey: string;
   operations: readonly BatchOperation[];
   createSchema: TSchema;
@@ -152,24 +161,23 @@ export interface BatchResource<Create, Update> {
   pipeline: WritePipeline;
   /** Counts as D7's analytics run, once per batch (load batches). */
   analyticsRun: boolean;
-  create(tx: Executor, changes: ChangeSet, orgId: string, data: Create): Promise<{ id: string }>;
-  update(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
-  upsert(tx: Executor, changes: ChangeSet, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
-  delete(tx: Executor, changes: ChangeSet, orgId: string, ref: string): Promise<{ id: string }>;
-  /** Reads for every item at once, first in the batch's transaction (src/modules/shared/batch-reads.ts). */
-  prefetch?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<void>;
+  create(tx: Executor, changes: ChangeSet, ws: W, orgId: string, data: Create): Promise<{ id: string }>;
+  update(tx: Executor, changes: ChangeSet, ws: W, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
+  upsert(tx: Executor, changes: ChangeSet, ws: W, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
+  delete(tx: Executor, changes: ChangeSet, ws: W, orgId: string, ref: string): Promise<{ id: string }>;
+  /** Opens what the items share, first in the batch's transaction (a load batch reads its records at once). */
+  workspace?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<W>;
   /** D1a: a data object's problems beyond its schema (loc from `body`); `ref`: the record an update names. */
-  problems?(tx: Executor, orgId: string, data: unknown, ref: string | null): Promise<ValidationIssue[]>;
+  problems?(tx: Executor, ws: W, orgId: string, data: unknown, ref: string | null): Promise<ValidationIssue[]>;
 }
-
-type ItemWork = (tx: Executor, changes: ChangeSet) => Promise<{ id: string }>;
 
 /**
  * Applies a batch item by item, in order, each as a unit of work of the write pipeline: an item
  * happens whole or leaves nothing, and one item's failure never undoes another's success. When the
  * batch's closing commit fails (SQLite), no item is reported saved.
  */
-export function batchRunner<C, U>(resource: BatchResource<C, U>) {
+export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C, U, W>) {
+  type ItemWork = Work<{ id: string }, W>;
   const validateCreate = compileBodyValidator(resource.createSchema);
   const validateUpdate = compileBodyValidator(resource.updateSchema);
   const { dataKey } = resource;
@@ -181,19 +189,20 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     const itemRef = item.external_reference_id;
     if (op === 'delete') {
       if (!itemRef) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-      return { ref: itemRef, work: (tx, ch) => resource.delete(tx, ch, orgId, itemRef), upsert: false };
+      return { ref: itemRef, work: (tx, ch, ws) => resource.delete(tx, ch, ws, orgId, itemRef), upsert: false };
     }
-    const data = item[dataKey];
-    if (data === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
-    if (!isPlainObject(data)) throw ValidationError.single([...at, dataKey], 'Input should be a valid dictionary or object', 'dict_type');
-    const dataRef = data.external_reference_id;
+    const sent = item[dataKey];
+    if (sent === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
+    if (!isPlainObject(sent)) throw ValidationError.single([...at, dataKey], 'Input should be a valid dictionary or object', 'dict_type');
+    const dataRef = sent.external_reference_id;
     if (typeof dataRef === 'string' && itemRef !== undefined && dataRef !== itemRef) {
       throw ValidationError.single(
         [...at, dataKey, 'external_reference_id'],
         `external_reference_id of the ${dataKey} ('${dataRef}') differs from the item's ('${itemRef}')`,
       );
     }
-    if (dataRef === undefined && itemRef !== undefined) data.external_reference_id = itemRef;
+    // The item's reference stands in for the data's own (a copy: the parsed request is never changed).
+    const data = dataRef === undefined && itemRef !== undefined ? { ...sent, external_reference_id: itemRef } : sent;
     const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
     if (issues) {
       // D1a: one entry per problem, the checks that need the database included (read in the item's turn).
@@ -201,30 +210,29 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
       if (!problems) throw new ValidationError(issues);
       const named = typeof data.external_reference_id === 'string' ? data.external_reference_id : null;
       const refused = new Set(issues.map((i) => JSON.stringify(i.loc)));
-      const work: ItemWork = async (tx) => {
-        const others = new ValidationError(await problems(tx, orgId, data, op === 'create' ? null : named)).nestedUnder([...at, dataKey]).issues;
+      const work: ItemWork = async (tx, _ch, ws) => {
+        const others = new ValidationError(await problems(tx, ws, orgId, data, op === 'create' ? null : named)).nestedUnder([...at, dataKey]).issues;
         throw new ValidationError([...issues, ...others.filter((i) => !refused.has(JSON.stringify(i.loc)))]);
       };
       return { ref: named ?? '', work, upsert: false };
     }
     const ref = data.external_reference_id as string | undefined;
     if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-    const nested = (w: ItemWork): ItemWork => async (tx, ch) => {
+    const nested = (w: ItemWork): ItemWork => async (tx, ch, ws) => {
       try {
-        return await w(tx, ch);
+        return await w(tx, ch, ws);
       } catch (err) {
         if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
         throw err;
       }
     };
-    if (op === 'create') return { ref, work: nested((tx, ch) => resource.create(tx, ch, orgId, data as C)), upsert: false };
-    if (op === 'update') return { ref, work: nested((tx, ch) => resource.update(tx, ch, orgId, ref, data as U)), upsert: false };
-    return { ref, work: nested((tx, ch) => resource.upsert(tx, ch, orgId, ref, data as U)), upsert: true };
+    if (op === 'create') return { ref, work: nested((tx, ch, ws) => resource.create(tx, ch, ws, orgId, data as C)), upsert: false };
+    if (op === 'update') return { ref, work: nested((tx, ch, ws) => resource.update(tx, ch, ws, orgId, ref, data as U)), upsert: false };
+    return { ref, work: nested((tx, ch, ws) => resource.upsert(tx, ch, ws, orgId, ref, data as U)), upsert: true };
   }
 
-  async function applyAll(orgId: string, items: BatchItem[], opts: RunOptions, runItem: ItemRunner): Promise<BatchResultEntry[]> {
+  async function applyAll(orgId: string, items: BatchItem[], deadline: number, opts: RunOptions, runItem: ItemRunner<W>): Promise<BatchResultEntry[]> {
     const results: BatchResultEntry[] = [];
-    const deadline = opts.deadlineMs ? Date.now() + opts.deadlineMs : Infinity;
     let turnAt = Date.now();
     for (const [index, item] of items.entries()) {
       // Every ~10 ms the event loop gets a turn: on SQLite (a synchronous driver) a batch runs in
@@ -241,7 +249,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         null;
       const entry: BatchResultEntry = { index, external_reference_id: declaredRef, operation: item.operation, success: false, id: null };
       if (Date.now() > deadline) {
-        entry.error = { status: 503, detail: 'Not processed: the batch ran past its deadline. Send this item again.' };
+        entry.error = { status: 503, detail: OUT_OF_TIME };
         results.push(entry);
         continue;
       }
@@ -253,7 +261,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
         Object.assign(entry, { success: true, id, external_reference_id: ref });
       } catch (err) {
         if (err instanceof BatchRestart) throw err;
-        entry.error = batchItemError(err, opts.onError);
+        entry.error = batchItemError(err, opts);
       }
       results.push(entry);
     }
@@ -263,14 +271,18 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
   return async function run(orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> {
     let applied: BatchResultEntry[] = [];
     let results: BatchResultEntry[];
+    // One deadline for the request (D6a), however often the pipeline runs the items.
+    const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
     try {
-      const prefetch = resource.prefetch;
-      results = await resource.pipeline.batch(orgId, async (runItem) => (applied = await applyAll(orgId, items, opts, runItem)), {
+      const open = resource.workspace;
+      results = await resource.pipeline.batch<BatchResultEntry[], W>(orgId, async (runItem) => (applied = await applyAll(orgId, items, deadlineAt, opts, runItem)), {
         analyticsRun: resource.analyticsRun,
-        ...(prefetch
+        deadlineAt,
+        // Items refused for their text are not read ahead: they fail before they run.
+        ...(open
           ? {
-              prepare: (tx: Executor) =>
-                prefetch(
+              workspace: (tx: Executor) =>
+                open(
                   tx,
                   orgId,
                   items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
@@ -281,7 +293,7 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
       // saved, so no item may be reported saved.
-      const failure = batchItemError(err, opts.onError);
+      const failure = batchItemError(err, opts);
       results = items.map((item, index) => {
         const done = applied[index];
         return {
@@ -300,15 +312,16 @@ export function batchRunner<C, U>(resource: BatchResource<C, U>) {
 }
 
 /** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
-function batchItemError(err: unknown, onError?: (err: unknown) => void): BatchItemError {
+function batchItemError(err: unknown, opts: RunOptions): BatchItemError & { request_id?: string } {
   let known: ApiError;
   if (err instanceof ApiError) known = err;
   else if (isDatabaseUnavailable(err)) known = new ServiceUnavailableError();
   else {
-    onError?.(err);
-    known = new InternalError('');
+    opts.onError?.(err);
+    known = new InternalError(opts.requestId ?? '');
   }
   const { status, body } = renderError(known);
   const detail = (body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message) as BatchItemError['detail'];
-  return { status, detail };
+  // D6a: a 500 carries the request's id, like every other 500.
+  return known instanceof InternalError ? { status, detail, request_id: known.requestId } : { status, detail };
 }

@@ -1,14 +1,19 @@
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import type { Executor } from '../../lib/db/index.js';
-import type { Database, LoadRatesTable, LoadsTable } from '../../lib/db/types.js';
-import type { KeyState } from '../../lib/http/principal.js';
-import type { StopWithLocation } from './loads.repo.js';
+import { dialectOf, type Executor } from './executor.js';
+import { LOAD_COLUMNS, type Database, type LoadRatesTable, type LoadsTable, type StopWithLocation } from './types.js';
+import type { KeyState } from '../http/principal.js';
 
 /**
  * PostgreSQL: a load with everything its answer shows, from one statement (one round trip). SQLite
  * answers the same from several in-process statements (loads.repo.ts), where a statement costs
  * microseconds and JSON aggregation would cost more than it saves.
  */
+/**
+ * Whether this engine reads a load with its parts as one document (PostgreSQL: a round trip is the cost),
+ * rather than as several in-process statements (SQLite: a statement costs microseconds).
+ */
+export const readsLoadsAsDocuments = (tx: Executor): boolean => dialectOf(tx) === 'postgres';
+
 export interface LoadDocument extends LoadsTable {
   customer_ref: string | null;
   customer_name: string | null;
@@ -38,16 +43,6 @@ const keyState = (keyId: string | null): RawBuilder<unknown> =>
 
 const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${column}::json->>'${field}')`);
 
-/** Every column of a load, in the order a document's array carries them. */
-const LOAD_COLUMNS = [
-  'id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id',
-  'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep',
-  'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at',
-  'created_at', 'updated_at',
-] as const satisfies readonly (keyof LoadsTable)[];
-// A column added to loads and not here fails to compile.
-const allColumns: Exclude<keyof LoadsTable, (typeof LOAD_COLUMNS)[number]> extends never ? true : never = true;
-void allColumns;
 
 /**
  * One load `l` (a row of loads joined with `c` and `ca`) as one JSON array: its columns, then its
