@@ -8,7 +8,7 @@ import { installIdempotency } from './lib/http/idempotency.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
-import { frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/shared/batch.js';
@@ -99,6 +99,11 @@ export interface Lanebridge {
   webhooks: Webhooks;
 }
 
+/** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (as Fastify reads a number). */
+function trustHops(hops: number) {
+  return (_address: string, hop: number) => hop < hops;
+}
+
 /** Paths under the API prefix that need no key. */
 const PUBLIC_API_PATHS = new Set(['/v2/tms-api/openapi.json']);
 
@@ -126,6 +131,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
             ...(typeof deps.logger === 'object' ? deps.logger : {}),
           },
     genReqId: newRequestId,
+    // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     // Requests that arrive while closing get the D1 503 from the plumbing (Fastify's has another body).
     return503OnClosing: false,
@@ -133,6 +140,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Errors raised before routing get the same shapes.
     frameworkErrors: frameworkErrorHandler,
+    // And those Node's HTTP parser refuses (a malformed request line or header): the D1 shape, an X-Request-Id.
+    clientErrorHandler,
   });
 
   const metrics = createMetrics();
@@ -186,14 +195,18 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   app.addHook('onClose', () => rateLimiter.close());
   registerRateLimitMetrics(metrics.registry, rateLimiter);
 
-  installPlumbing(app, { metrics, bodyLimitBytes: config.bodyLimitBytes });
+  installPlumbing(app, {
+    metrics,
+    bodyLimitBytes: config.bodyLimitBytes,
+    refusedBodies: { maxBytes: config.refusedBodyDrainBytes, maxMs: config.refusedBodyDrainMs },
+  });
   const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
   await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
 
-  opsRoutes(app, { store, metrics, rateLimiter });
+  opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
   if (config.usageRecording !== false) installUsage(app, usage, (presented) => accounts.authenticate(presented));

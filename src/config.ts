@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -14,6 +15,10 @@ const EnvSchema = Type.Object({
   ),
   BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
   BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
+  /** After an answer sent before the body was read (413, 415, 401…), at most this many bytes of it are read and discarded (0: close at once). */
+  REFUSED_BODY_DRAIN_BYTES: Type.Integer({ default: 67_108_864, minimum: 0, maximum: 1_073_741_824 }),
+  /** … and for at most this many seconds, then the connection is cut (0: close at once). */
+  REFUSED_BODY_DRAIN_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 300 }),
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
@@ -29,6 +34,14 @@ const EnvSchema = Type.Object({
   READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** `off` keeps no API usage counts and no failed-writes log (the dashboard's integration health; benchmarks). */
   USAGE_RECORDING: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /**
+   * Proxies whose X-Forwarded-For / -Proto / -Host are believed (Fastify's trustProxy): `off` (default),
+   * `on` (any peer: only when nothing but the proxy can reach the service), a hop count, or a
+   * comma-separated list of addresses and CIDRs (`loopback`, `linklocal`, `uniquelocal` name ranges).
+   */
+  TRUST_PROXY: Type.String({ default: 'off', maxLength: 4096 }),
+  /** When set, GET /metrics (of `serve` and of `worker`) needs `Authorization: Bearer <METRICS_TOKEN>`. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' })),
   /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
   RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
   /** How long the change feed keeps events (D11), in days. */
@@ -57,6 +70,10 @@ export type Config = {
   logLevel: string;
   bodyLimitBytes: number;
   batchBodyLimitBytes: number;
+  /** Bytes of a refused body read and discarded after its early answer before the connection is cut (issue 31). */
+  refusedBodyDrainBytes: number;
+  /** Milliseconds the rest of a refused body is read after its early answer before the connection is cut. */
+  refusedBodyDrainMs: number;
   dbPoolSize: number;
   dashboardCookieSecure: 'auto' | 'on' | 'off';
   dashboardCookieSecret: string | undefined;
@@ -70,6 +87,10 @@ export type Config = {
   /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
   rateLimits: boolean;
   rateLimitKeyPrefix: string;
+  /** Fastify's trustProxy from TRUST_PROXY: false, true, a hop count, or addresses and CIDRs. */
+  trustProxy: TrustProxy;
+  /** Bearer token /metrics requires (METRICS_TOKEN); undefined: /metrics is open. */
+  metricsToken: string | undefined;
   /** GET-by-reference and list answers reused while the database is unchanged (READ_CACHE=on, the default). */
   readCache: boolean;
   /** API usage per key and hour and the failed-writes log, for the dashboard (USAGE_RECORDING=on, the default). */
@@ -93,6 +114,44 @@ export type Config = {
 
 export class ConfigError extends Error {}
 
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** Whether `entry` is an IPv4/IPv6 address, an address with a prefix length, or a named range. */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * TRUST_PROXY as Fastify's trustProxy takes it: `off`/`false` → false, `on`/`true` → true, a whole
+ * number → that many hops, otherwise a comma-separated list of addresses, CIDRs and range names.
+ * Throws a message naming the setting and the entry it could not read.
+ */
+export function parseTrustProxy(raw: string): TrustProxy {
+  const text = raw.trim().toLowerCase();
+  if (text === '' || text === 'off' || text === 'false') return false;
+  if (text === 'on' || text === 'true') return true;
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    if (hops > 100) throw new ConfigError('Invalid environment: TRUST_PROXY: a hop count must be at most 100');
+    return hops === 0 ? false : hops;
+  }
+  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const bad = entries.find((e) => !isProxyEntry(e));
+  if (bad !== undefined || entries.length === 0) {
+    throw new ConfigError(
+      `Invalid environment: TRUST_PROXY: '${bad ?? raw}' is not an address, a CIDR (10.0.0.0/8) or loopback/linklocal/uniquelocal; use off, on, a hop count, or a comma-separated list of those`,
+    );
+  }
+  return entries;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(EnvSchema.properties)) {
@@ -114,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env2.LOG_LEVEL,
     bodyLimitBytes: env2.BODY_LIMIT_BYTES,
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
+    refusedBodyDrainBytes: env2.REFUSED_BODY_DRAIN_BYTES,
+    refusedBodyDrainMs: Math.round(env2.REFUSED_BODY_DRAIN_SECONDS * 1000),
     dbPoolSize: env2.DB_POOL_SIZE,
     dashboardCookieSecure: env2.DASHBOARD_COOKIE_SECURE,
     dashboardCookieSecret: env2.DASHBOARD_COOKIE_SECRET,
@@ -123,6 +184,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env2.REDIS_URL,
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
+    trustProxy: parseTrustProxy(env2.TRUST_PROXY),
+    metricsToken: env2.METRICS_TOKEN,
     readCache: env2.READ_CACHE === 'on',
     usageRecording: env2.USAGE_RECORDING === 'on',
     eventRetentionDays: env2.EVENT_RETENTION_DAYS,

@@ -158,8 +158,9 @@ async function worker(config: Config) {
   });
   metrics.registerWebhookQueue(() => service.queue());
   const { default: Fastify } = await import('fastify');
-  const probes = Fastify({ logger: false });
-  opsRoutes(probes, { store, metrics });
+  const { clientErrorHandler } = await import('./lib/http/plumbing.js');
+  const probes = Fastify({ logger: false, clientErrorHandler });
+  opsRoutes(probes, { store, metrics, metricsToken: config.metricsToken });
   let address: string;
   try {
     address = await probes.listen({ port: config.workerPort, host: config.host });

@@ -78,7 +78,11 @@ describe('the error table', () => {
         headers: { 'X-Events-Kept-After': '40' },
         body: { detail: 'Events after sequence 12 are no longer kept; resynchronise with the list endpoints and updated_since' },
       },
-      payload_too_large: { status: 413, headers: {}, body: { detail: 'Request body is larger than the limit of 1048576 bytes' } },
+      payload_too_large: {
+        status: 413,
+        headers: {},
+        body: { detail: 'Request body is larger than the limit of 1048576 bytes (1 MiB) for this endpoint: send a smaller body, or have the operator raise the server setting BODY_LIMIT_BYTES' },
+      },
       unsupported_media_type: {
         status: 415,
         headers: {},

@@ -437,9 +437,24 @@ describe('users', () => {
     expect(list.body).toContain(email);
     const dup = await v.submit('/users', '/users', { name: 'Again', email: email.toUpperCase(), password: '' });
     expect(dup.statusCode).toBe(409);
-    expect(dup.body).toContain('A user with this email already exists.');
+    expect(dup.body).toContain('A user with this email is already in your organization (listed above).');
     const repOnly = await v.submit('/users', '/users', { name: 'Sam Sales', email: `sam-${Math.random()}@example.com` });
     expect(repOnly.statusCode).toBe(303);
     await new Visitor(t).signIn(email, 'dispatcher password');
+  });
+
+  it("an email of another organization's user: the answer says nothing about that organization (issue 26)", async () => {
+    const other = await orgWithUser(t, { connect: false });
+    const { v } = await signedIn();
+    const refused = await v.submit('/users', '/users', { name: 'Pat Lookalike', email: other.email.toUpperCase(), password: '' });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toContain('This email address cannot be used for a new user. Use another address for this person.');
+    // Nothing of the other organization, and no word that the address exists somewhere.
+    for (const leak of [other.orgName, other.orgId, other.userId, `Owner ${other.orgName.slice(4)}`, 'already', 'another organization', 'exists']) {
+      expect(refused.body).not.toContain(leak);
+    }
+    // Nothing was added here, and the other organization's user is untouched.
+    expect((await v.get('/users')).body).not.toContain(other.email);
+    await new Visitor(t).signIn(other.email, other.password);
   });
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import { ValidationError } from '../../lib/http/errors.js';
+import { EmailTakenError } from '../../modules/accounts/users.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
@@ -89,7 +90,14 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     try {
       await ctx.services.accounts.createUser(s.orgId, { ...values, ...(password ? { password } : {}) });
     } catch (err) {
-      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'A user with this email already exists.' } }), 409);
+      // Emails are the sign-in identity across organizations; another organization's is not named, nor
+      // said to exist: the form says only that this address cannot be used (docs/dashboard.md).
+      if (err instanceof EmailTakenError && err.inOrganization) {
+        return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'A user with this email is already in your organization (listed above).' } }), 409);
+      }
+      if (err instanceof EmailTakenError) {
+        return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }), 422);
+      }
       if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email' }) }), 422);
       throw err;
     }

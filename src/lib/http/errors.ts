@@ -39,7 +39,7 @@ export const ERRORS = {
   conflict: { status: 409, body: 'Detail', scope: 'write', description: 'Duplicate external_reference_id, or the record is still referenced.' },
   idempotency_in_progress: { status: 409, body: 'Detail', scope: 'write', description: 'A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second).' },
   gone: { status: 410, body: 'Detail', scope: 'feed', description: 'The events after this sequence were pruned (retention): resynchronise with the list endpoints, then continue from X-Events-Kept-After.' },
-  payload_too_large: { status: 413, body: 'Detail', scope: 'body', description: 'The body is larger than the limit (1 MiB; batch endpoints 10 MiB).' },
+  payload_too_large: { status: 413, body: 'Detail', scope: 'body', description: 'The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it.' },
   unsupported_media_type: { status: 415, body: 'Detail', scope: 'body', description: "The body is not sent with 'Content-Type: application/json'." },
   validation: { status: 422, body: 'ValidationErrorBody', scope: 'every', description: 'Validation error in the body, query or path.' },
   idempotency_key_reused: { status: 422, body: 'ValidationErrorBody', scope: 'write', description: "The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused')." },
@@ -138,11 +138,12 @@ export class IdempotencyKeyInProgressError extends DetailError {
 
 export class UnauthorizedError extends ApiError {
   readonly code = 'unauthorized';
-  constructor() {
-    super('Invalid or missing API key');
+  /** `message`: what was missing, when it is not the API key (the metrics token). */
+  constructor(message = 'Invalid or missing API key') {
+    super(message);
   }
   body() {
-    return { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } };
+    return { error: { code: 'UNAUTHORIZED', message: this.message } };
   }
 }
 
@@ -195,9 +196,22 @@ export class UnsupportedMediaTypeError extends DetailError {
   }
 }
 
+/** 1048576 → "1 MiB" (exact sizes only; otherwise the bytes say it). */
+function binarySize(bytes: number): string | null {
+  if (bytes % 1_048_576 === 0) return `${bytes / 1_048_576} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return null;
+}
+
+/** The server setting that sets a route's body limit (README, Configuration). */
+export type BodyLimitSetting = 'BODY_LIMIT_BYTES' | 'BATCH_BODY_LIMIT_BYTES';
+
 export class PayloadTooLargeError extends DetailError {
-  constructor(limitBytes: number) {
-    super('payload_too_large', `Request body is larger than the limit of ${limitBytes} bytes`);
+  constructor(limitBytes: number, setting: BodyLimitSetting = 'BODY_LIMIT_BYTES') {
+    const size = binarySize(limitBytes);
+    const what = setting === 'BATCH_BODY_LIMIT_BYTES' ? 'batch endpoints' : 'this endpoint';
+    const fix = setting === 'BATCH_BODY_LIMIT_BYTES' ? 'send fewer items per batch, or have the operator raise' : 'send a smaller body, or have the operator raise';
+    super('payload_too_large', `Request body is larger than the limit of ${limitBytes} bytes${size ? ` (${size})` : ''} for ${what}: ${fix} the server setting ${setting}`);
   }
 }
 

@@ -73,42 +73,72 @@ export function keyIssue(key: string): ValidationIssue | null {
 /**
  * JSON with every object's keys sorted: two bodies that differ only in key order read the same. What
  * JSON.stringify would write otherwise (undefined members left out, in arrays null), written by hand:
- * it runs on every keyed write, batches of 100 loads included.
+ * it runs on every keyed write, batches of 100 loads included. Iterative, with a stack of its own: a
+ * body nested far deeper than the call stack (an ignored field of 100,000 arrays) is written like any
+ * other (issue 26: it was a stack overflow, answered 500).
  */
 export function canonicalJson(value: unknown): string {
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-      return Number.isFinite(value) ? String(value) : 'null';
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'object': {
-      if (value === null) return 'null';
-      if (Array.isArray(value)) {
-        let out = '[';
-        for (let i = 0; i < value.length; i++) {
-          if (i > 0) out += ',';
-          const v: unknown = value[i];
-          out += v === undefined || typeof v === 'function' ? 'null' : canonicalJson(v);
-        }
-        return `${out}]`;
-      }
-      const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).sort();
-      let out = '{';
-      for (const k of keys) {
-        const v = obj[k];
-        if (v === undefined || typeof v === 'function') continue;
-        if (out.length > 1) out += ',';
-        out += `${JSON.stringify(k)}:${canonicalJson(v)}`;
-      }
-      return `${out}}`;
+  let out = '';
+  // Work items: a value to write, or a piece of text (a separator, a closing bracket, a key).
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (item instanceof Piece) {
+      out += item.text;
+      continue;
     }
-    default:
-      return 'null';
+    switch (typeof item) {
+      case 'string':
+        out += JSON.stringify(item);
+        break;
+      case 'number':
+        out += Number.isFinite(item) ? String(item) : 'null';
+        break;
+      case 'boolean':
+        out += item ? 'true' : 'false';
+        break;
+      case 'object': {
+        if (item === null) {
+          out += 'null';
+          break;
+        }
+        if (Array.isArray(item)) {
+          out += '[';
+          stack.push(CLOSE_ARRAY);
+          for (let i = item.length - 1; i >= 0; i--) {
+            const v: unknown = item[i];
+            stack.push(v === undefined || typeof v === 'function' ? null : v);
+            if (i > 0) stack.push(COMMA);
+          }
+          break;
+        }
+        const obj = item as Record<string, unknown>;
+        const keys = Object.keys(obj)
+          .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
+          .sort();
+        out += '{';
+        stack.push(CLOSE_OBJECT);
+        for (let i = keys.length - 1; i >= 0; i--) {
+          const k = keys[i]!;
+          stack.push(obj[k]);
+          stack.push(new Piece(`${i > 0 ? ',' : ''}${JSON.stringify(k)}:`));
+        }
+        break;
+      }
+      default:
+        out += 'null';
+    }
   }
+  return out;
 }
+
+/** A piece of canonicalJson's output waiting on its stack (never a value of the input). */
+class Piece {
+  constructor(readonly text: string) {}
+}
+const COMMA = new Piece(',');
+const CLOSE_ARRAY = new Piece(']');
+const CLOSE_OBJECT = new Piece('}');
 
 /** SHA-256 (base64url) of method, path and the canonical JSON of the parsed body (none: empty). */
 export function requestFingerprint(method: string, path: string, body: unknown): string {

@@ -46,6 +46,14 @@ export function createMetrics() {
     b.count.inc();
     b.time.observe(seconds);
   }
+  // Issue 31: refused bodies read to their end after the early answer, or cut at REFUSED_BODY_DRAIN_*.
+  const refusedBodies = new Counter({
+    name: 'lanebridge_refused_body_drains_total',
+    help: 'Requests answered before their body was read (413, 415, 401…) whose rest was read and discarded: outcome drained (to its end) or cut (at REFUSED_BODY_DRAIN_BYTES or _SECONDS).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const refusedBodyDrained = (outcome: 'drained' | 'cut') => refusedBodies.labels({ outcome }).inc();
   // D12: webhook deliveries, one count per attempt by outcome (delivered, retry: another attempt
   // follows, failed: final).
   const webhookDeliveries = new Counter({
@@ -86,7 +94,7 @@ export function createMetrics() {
       },
     });
   }
-  return { registry, requests, duration, analyticsRuns, observeRequest, cacheCounters, webhookOutcomes, registerWebhookQueue };
+  return { registry, requests, duration, analyticsRuns, observeRequest, cacheCounters, webhookOutcomes, registerWebhookQueue, refusedBodyDrained };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,3 +1,5 @@
+import { STATUS_CODES, maxHeaderSize, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import {
@@ -13,12 +15,14 @@ import {
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
-  type LocPart,
   type ValidationIssue,
 } from './errors.js';
+import { API_PREFIX } from './auth.js';
+import { checksForJsonText, queryEncodingIssues, textIssues, type TextChecks } from './input-text.js';
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
+import { refusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
@@ -35,7 +39,11 @@ export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedMediaTypeError(req.headers['content-type']);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new PayloadTooLargeError(req.routeOptions.bodyLimit ?? bodyLimitBytes);
+      // Every batch route is under /batch/ and takes BATCH_BODY_LIMIT_BYTES; the others BODY_LIMIT_BYTES.
+      return new PayloadTooLargeError(
+        req.routeOptions.bodyLimit ?? bodyLimitBytes,
+        req.routeOptions.url?.startsWith(`${API_PREFIX}/batch/`) ? 'BATCH_BODY_LIMIT_BYTES' : 'BODY_LIMIT_BYTES',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new MalformedJsonError('the body is empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -64,22 +72,63 @@ export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, 
   return send(reply, new DetailError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request'));
 }
 
+/** What Node's HTTP parser (llhttp) could not read, in words a caller can act on. */
+const PARSER_PROBLEMS: Record<string, string> = {
+  HPE_INVALID_METHOD: 'the request line does not start with a known method',
+  HPE_INVALID_URL: 'the request target is not a valid URL',
+  HPE_INVALID_VERSION: 'the request line does not end with HTTP/1.1 (or HTTP/1.0)',
+  HPE_INVALID_CONSTANT: 'the request line is malformed',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value contains a character HTTP does not allow',
+  HPE_LF_EXPECTED: 'a line does not end with CRLF',
+  HPE_CR_EXPECTED: 'a line does not end with CRLF',
+  HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a number',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'the request has both Content-Length and Transfer-Encoding: chunked',
+  HPE_INVALID_TRANSFER_ENCODING: 'Transfer-Encoding must end with chunked and cannot come with Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'a chunk of the chunked body has an invalid size',
+};
+
+/**
+ * Requests Node's HTTP parser refuses before any route or hook sees them (Node's `clientError`: a
+ * malformed request line or header, headers over the size limit, headers too slow): the D1 detail shape
+ * and an `X-Request-Id` (made here: the headers could not be read), logged with it at info. The answer
+ * closes the connection; the socket is dropped a second later if the client does not close it first.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newRequestId({ headers: {} } as IncomingMessage);
+  let error: ApiError;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    error = new OtherClientError(431, `Request headers are larger than the limit of ${maxHeaderSize} bytes: send fewer or shorter headers`);
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+    error = new OtherClientError(408, 'Request timed out: the request line and headers did not arrive in time');
+  } else {
+    error = new DetailError('bad_request', `Malformed HTTP request: ${PARSER_PROBLEMS[err.code ?? ''] ?? 'the request line or headers cannot be parsed'}`);
+  }
+  this.log.info({ requestId, code: err.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused');
+  if (socket.writable) {
+    const { status, headers, body } = renderError(error);
+    const text = JSON.stringify(body);
+    const head = [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Bad Request'}`,
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(text)}`,
+      `X-Request-Id: ${requestId}`,
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      'Connection: close',
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${text}`);
+  }
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
-const NUL_MESSAGE = 'Value error, text must not contain NUL (\\u0000) characters';
+/** Batch items refused for their text before the batch runs, by index (see refusedBatchItems). */
+const refusedItems = new WeakMap<FastifyRequest, Map<number, ValidationIssue[]>>();
 
-/** Where the input carries a NUL character (depth-limited: bodies are at most a few levels deep). */
-function nulIssues(value: unknown, loc: LocPart[], depth = 0): ValidationIssue[] {
-  if (typeof value === 'string') return value.includes('\u0000') ? [{ type: 'value_error', loc, msg: NUL_MESSAGE }] : [];
-  if (!value || typeof value !== 'object' || depth > 8) return [];
-  const out: ValidationIssue[] = [];
-  const entries = Array.isArray(value) ? value.map((v, i) => [i, v] as const) : Object.entries(value);
-  for (const [k, v] of entries) {
-    if (typeof k === 'string' && k.includes('\u0000')) out.push({ type: 'value_error', loc: [...loc, k], msg: NUL_MESSAGE });
-    out.push(...nulIssues(v, [...loc, k], depth + 1));
-    if (out.length >= 20) break;
-  }
-  return out;
+/** The items of this batch request that carry refused text (NUL, a lone surrogate): each fails 422 on its own. */
+export function refusedBatchItems(req: FastifyRequest): ReadonlyMap<number, ValidationIssue[]> | null {
+  return refusedItems.get(req) ?? null;
 }
 
 function routePattern(url: string): RegExp {
@@ -91,8 +140,13 @@ function routePattern(url: string): RegExp {
 }
 
 /** Request ids, JSON-only bodies, validation, the one error handler, 404/405, and request metrics. */
-export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; bodyLimitBytes: number }) {
+export function installPlumbing(
+  app: FastifyInstance,
+  opts: { metrics: Metrics; bodyLimitBytes: number; refusedBodies: RefusedBodyDrainOptions },
+): void {
   const { metrics } = opts;
+  // An answer sent before the body was read (413, 415, 401, …) is followed by a bounded drain of the rest.
+  const refused = refusedBodyDrain(app, { ...opts.refusedBodies, onOutcome: metrics.refusedBodyDrained });
 
   // While the server drains (app.close()): responses to requests in flight close their keep-alive
   // connection (else it would hold the close up until the keep-alive timeout), and a request that still
@@ -109,29 +163,34 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     done(closing ? new ServiceUnavailableError() : undefined);
   });
 
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    refused.drain(req, reply, !closing);
     done(null, payload);
   });
 
-  const bodiesWithNul = new WeakSet<FastifyRequest>();
+  // Bodies whose text may carry refused text (NUL, a lone surrogate) and so need a walk (input-text.ts).
+  const bodiesToCheck = new WeakMap<FastifyRequest, TextChecks>();
 
   // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
-    // A NUL can only arrive escaped (JSON refuses raw control characters): look for it only then.
-    if (text.includes('\\u0000')) bodiesWithNul.add(req);
     if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
+    let parsed: unknown;
     try {
-      // A reviver only when needed: dropping `__proto__` keys keeps merged objects' prototypes intact.
-      const parsed = text.includes('__proto__')
-        ? JSON.parse(text, (k, v) => (k === '__proto__' ? undefined : v))
-        : JSON.parse(text);
-      done(null, parsed);
+      // No reviver: V8 parses any depth iteratively, but a reviver recurses (a deep body overflowed the stack).
+      parsed = JSON.parse(text);
     } catch (err) {
-      done(new MalformedJsonError((err as Error).message), undefined);
+      return done(new MalformedJsonError((err as Error).message), undefined);
     }
+    const checks = checksForJsonText(text);
+    if (checks) {
+      // `__proto__` keys are dropped now (merged objects keep their prototypes); the rest is checked below.
+      if (checks.stripProto) textIssues(parsed, ['body'], { nul: false, surrogates: false, stripProto: true });
+      if (checks.nul || checks.surrogates) bodiesToCheck.set(req, { nul: checks.nul, surrogates: checks.surrogates });
+    }
+    done(null, parsed);
   });
 
   app.addHook('preValidation', (req, _reply, done) => {
@@ -140,12 +199,25 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
       const ct = req.headers['content-type'];
       if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) return done(new UnsupportedMediaTypeError(ct));
     }
-    // PostgreSQL cannot store NUL in text; refusing it everywhere keeps both engines alike.
-    const issues = [
-      ...nulIssues(req.params, ['path']),
-      ...nulIssues(req.query, ['query']),
-      ...(bodiesWithNul.has(req) ? nulIssues(req.body, ['body']) : []),
+    // NUL and lone surrogates, wherever they are (known or ignored fields, batch items, keys): one entry each.
+    const bodyChecks = bodiesToCheck.get(req);
+    let issues = [
+      ...textIssues(req.params, ['path']),
+      ...queryEncodingIssues(req.url),
+      ...textIssues(req.query, ['query']),
+      ...(bodyChecks ? textIssues(req.body, ['body'], bodyChecks) : []),
     ];
+    // In a batch, a problem inside an item fails that item alone (D6); the envelope's fail the request.
+    if (bodyChecks && issues.length > 0 && req.routeOptions.url?.startsWith(`${API_PREFIX}/batch/`)) {
+      const byItem = new Map<number, ValidationIssue[]>();
+      issues = issues.filter((issue) => {
+        const [root, items, index] = issue.loc;
+        if (root !== 'body' || items !== 'items' || typeof index !== 'number') return true;
+        byItem.set(index, [...(byItem.get(index) ?? []), issue]);
+        return false;
+      });
+      if (byItem.size > 0) refusedItems.set(req, byItem);
+    }
     done(issues.length > 0 ? new ValidationError(issues) : undefined);
   });
 

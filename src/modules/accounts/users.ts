@@ -26,6 +26,20 @@ export interface UserInput {
 
 const USERS = new Set(['users'] as const);
 
+/**
+ * The email is already a user's. Emails are unique across organizations (they are the dashboard's
+ * sign-in identity), so this can be another organization's user: `inOrganization` says which, for the
+ * caller to decide what to tell (the dashboard tells another organization's admin nothing of it).
+ */
+export class EmailTakenError extends ConflictError {
+  constructor(
+    email: string,
+    readonly inOrganization: boolean,
+  ) {
+    super(`User with email '${email}' already exists${inOrganization ? '' : ' in another organization'}`);
+  }
+}
+
 /** A checked user row (email shape, a name), its password hashed. */
 export async function userRow(orgId: string, input: UserInput, clock: Clock): Promise<UsersTable> {
   const email = input.email.trim();
@@ -57,7 +71,10 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
           await bumpVersions(tx, orgId, USERS);
         });
       } catch (err) {
-        if (isUniqueViolation(err)) throw new ConflictError(`User with email '${row.email}' already exists`);
+        if (isUniqueViolation(err)) {
+          const holder = await repo.findUserByEmail(row.email);
+          throw new EmailTakenError(row.email, holder?.org_id === orgId);
+        }
         throw err;
       }
       return { id: row.id, email: row.email, name: row.name };

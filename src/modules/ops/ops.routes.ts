@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { DataStore } from '../../lib/db/index.js';
-import { ServiceUnavailableError, renderError } from '../../lib/http/errors.js';
+import { ServiceUnavailableError, UnauthorizedError, renderError } from '../../lib/http/errors.js';
 import type { Metrics } from '../../lib/http/metrics.js';
 import type { RateLimiter, RateLimitStatus } from '../../lib/http/rate-limit.js';
 
@@ -14,8 +15,22 @@ function rateLimitChecks(s: RateLimitStatus): Record<string, string> {
   return s.redisUp ? { rate_limits: 'redis', redis: 'ok' } : { rate_limits: 'in_process_fallback', redis: 'unreachable' };
 }
 
-/** Liveness, readiness and metrics: no key, not part of the versioned API. */
-export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter?: RateLimiter }) {
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether the request carries `Authorization: Bearer <token>` (compared in constant time, whatever its length). */
+function bearerMatches(req: FastifyRequest, expected: Buffer): boolean {
+  const header = req.headers.authorization;
+  const m = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return m !== null && timingSafeEqual(digest(m[1]!), expected);
+}
+
+/**
+ * Liveness, readiness and metrics: no API key, not part of the versioned API. With `metricsToken`
+ * (METRICS_TOKEN), /metrics wants it as a Bearer token (401 in the D1 shape otherwise); the probes stay
+ * open for the orchestrator.
+ */
+export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter?: RateLimiter; metricsToken?: string | undefined }) {
+  const metricsToken = deps.metricsToken ? digest(deps.metricsToken) : null;
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
@@ -31,7 +46,15 @@ export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metric
       .send({ status: 'not_ready', ...body, checks: { database: 'unreachable', ...checks } });
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+  app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+    if (metricsToken && !bearerMatches(req, metricsToken)) {
+      const { status, headers, body } = renderError(new UnauthorizedError('Invalid or missing metrics token: send Authorization: Bearer <METRICS_TOKEN>'));
+      return reply
+        .code(status)
+        .headers({ ...headers, 'www-authenticate': 'Bearer realm="metrics"' })
+        .type('application/json; charset=utf-8')
+        .send(body);
+    }
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });

@@ -138,6 +138,8 @@ export interface RunOptions {
   /** The request's id: a failed item's 500 carries it (D6a). */
   requestId?: string;
   onError?: (err: unknown) => void;
+  /** Items refused before the batch ran (text that is not Unicode, or NUL): each fails 422 with these entries. */
+  refusedItems?: ReadonlyMap<number, ValidationIssue[]> | null;
 }
 
 /** D6a: what an item the batch did not reach before its deadline answers. */
@@ -251,6 +253,8 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
         continue;
       }
       try {
+        const refused = opts.refusedItems?.get(index);
+        if (refused) throw new ValidationError(refused);
         const { ref, work, upsert } = itemWork(orgId, item, index);
         const { id } = await runItem(work, { retryUniqueRace: upsert });
         Object.assign(entry, { success: true, id, external_reference_id: ref });
@@ -273,7 +277,17 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
       results = await resource.pipeline.batch<BatchResultEntry[], W>(orgId, async (runItem) => (applied = await applyAll(orgId, items, deadlineAt, opts, runItem)), {
         analyticsRun: resource.analyticsRun,
         deadlineAt,
-        ...(open ? { workspace: (tx: Executor) => open(tx, orgId, items.map((item) => ({ ref: item.external_reference_id, data: item[dataKey] }))) } : {}),
+        // Items refused for their text are not read ahead: they fail before they run.
+        ...(open
+          ? {
+              workspace: (tx: Executor) =>
+                open(
+                  tx,
+                  orgId,
+                  items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
+                ),
+            }
+          : {}),
       });
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was

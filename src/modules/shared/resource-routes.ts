@@ -10,6 +10,7 @@ import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams, RefParams } from './route-schemas.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import { addDocumentSchema, documentedBody } from '../../lib/http/openapi.js';
+import { refusedBatchItems } from '../../lib/http/plumbing.js';
 
 /** The service calls a resource with the standard endpoint set offers (list, CRUD, batch). */
 export interface ResourceService<Create, Update, Rec, ListQuery> {
@@ -167,6 +168,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
         // D6a: one deadline for the whole request, counted from when it arrived.
         ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
         requestId: String(req.id),
+        refusedItems: refusedBatchItems(req),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
       });
     },
