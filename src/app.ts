@@ -158,7 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline, lanes }),
     marketRates: marketRatesService(pipeline, clock),
   };
-  const insights = insightsService(pipeline.reader, services.loads);
+  const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 
   const rateLimiter = createRateLimiter({
     enabled: config.rateLimits,
@@ -201,7 +201,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, lanes, reader: pipeline.reader, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
       webhooks: webhooks.service,
       store,
       clock,

@@ -11,7 +11,6 @@ import type { LocationsService } from '../modules/locations/locations.service.js
 import type { InsightsService } from '../modules/insights/insights.service.js';
 import type { LanesService } from '../modules/lanes/lanes.service.js';
 import type { UsageRecorder } from '../modules/ops/usage.js';
-import type { Executor } from '../lib/db/index.js';
 import type { FeedEvent } from '../modules/events/events.schema.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
@@ -35,8 +34,6 @@ export interface DashboardServices {
   insights: InsightsService;
   /** D7 lanes: the lane pages rank carriers exactly as recommendations do. */
   lanes: LanesService;
-  /** Reads for the detail pages (src/dashboard/queries.ts). */
-  reader: Executor;
   /** API usage and failed writes (src/modules/ops/usage.ts). */
   usage: UsageRecorder;
   /** The change feed, newest first (the Events page). */
