@@ -1,6 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { DataStore } from '../lib/db/index.js';
 import type { Clock } from '../lib/clock.js';
 import type { AccountsService } from '../modules/accounts/accounts.service.js';
 import type { DashboardSession, SessionsService } from '../modules/accounts/sessions.js';
@@ -44,7 +43,6 @@ export type CookieSecureMode = 'auto' | 'on' | 'off';
 
 export interface DashboardContext {
   services: DashboardServices;
-  store: DataStore;
   clock: Clock;
   sessions: SessionsService;
   throttle: SignInThrottle;
