@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
 import { html } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
-import { MIN_PASSWORD_LENGTH, fieldErrorsOf, passwordProblem } from './auth.js';
+import { fieldErrorsOf } from './auth.js';
 
 interface UserForm {
   name: string;
@@ -90,7 +91,7 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
       await ctx.services.accounts.createUser(s.orgId, { ...values, ...(password ? { password } : {}) });
     } catch (err) {
       if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'A user with this email already exists.' } }), 409);
-      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email' }) }), 422);
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
       throw err;
     }
     return reply.redirect('/users?done=added', 303);
@@ -102,9 +103,13 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     checkSessionCsrf(req);
     const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
     const password = formText(req.body, 'new_password');
-    const problem = !user ? 'Choose a user of your organization.' : passwordProblem(password);
-    if (problem) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: problem } }), 422);
-    await ctx.services.accounts.setPassword(user!.email, password);
+    if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
+    try {
+      await ctx.services.accounts.setPassword(user.email, password);
+    } catch (err) {
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
+      throw err;
+    }
     return reply.redirect('/users?done=password', 303);
   });
 }
