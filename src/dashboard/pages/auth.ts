@@ -17,6 +17,8 @@ import {
 import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+import { RECORD_KINDS } from '../../domain/records.js';
+import { listPath } from './details.js';
 import { integrationHealth } from './health.js';
 
 /** The one answer to every failed sign-in, whatever failed. */
@@ -92,10 +94,10 @@ ${integration
 <p><a href="/settings/integrations">Go to Settings → TMS Integrations</a></p>`)}
 <h2>Your data</h2>
 <div class="grid">
-  ${stat(counts.loads, 'Loads', '/loads', `${count(counts.openLoads)} open`)}
-  ${stat(counts.locations, 'Locations', '/locations')}
-  ${stat(counts.carriers, 'Carriers', '/carriers')}
-  ${stat(counts.customers, 'Customers', '/customers')}
+  ${stat(counts.loads, RECORD_KINDS.loads.plural, listPath('loads'), `${count(counts.openLoads)} open`)}
+  ${stat(counts.locations, RECORD_KINDS.locations.plural, listPath('locations'))}
+  ${stat(counts.carriers, RECORD_KINDS.carriers.plural, listPath('carriers'))}
+  ${stat(counts.customers, RECORD_KINDS.customers.plural, listPath('customers'))}
   ${stat(counts.lanes, 'Lanes with history', '/lanes')}
 </div>
 <h2>Workspace</h2>

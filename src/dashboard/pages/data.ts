@@ -7,7 +7,7 @@ import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { cellBoxLabel, count, hours, inZone, label, miles, money, utc } from '../format.js';
-import { href, html, segment, type SafeHtml } from '../html.js';
+import { href, html, type SafeHtml } from '../html.js';
 import { page, pager } from '../layout.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision } from '../../geo/index.js';
@@ -39,9 +39,7 @@ function searchForm(path: string, labelText: string, value: string, extra: SafeH
 </form>`;
 }
 
-import { statusBadge } from './details.js';
-
-const loadPath = (ref: string) => `/loads/${segment(ref)}`;
+import { loadPath, statusBadge } from './details.js';
 
 function endsOf(load: Load): { origin: string; destination: string } {
   const { origin, destination } = laneEnds(load.stops);

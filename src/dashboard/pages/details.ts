@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OPEN_STATUSES } from '../../domain/enums.js';
+import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
 import type { LocationsTable } from '../../lib/db/types.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { lineChart, stackedBars } from '../charts.js';
@@ -11,10 +12,14 @@ import type { LoadLine, PrimaryContact } from '../../modules/insights/insights.s
 
 /** Detail pages (issue 19): a location, a carrier, a customer and a D7 lane. */
 
-export const locationPath = (ref: string) => `/locations/${segment(ref)}`;
-export const carrierPath = (ref: string) => `/carriers/${segment(ref)}`;
-export const customerPath = (ref: string) => `/customers/${segment(ref)}`;
-export const loadPath = (ref: string) => `/loads/${segment(ref)}`;
+/** A kind's list page: its collection, as in the API's paths (src/domain/records.ts). */
+export const listPath = (kind: ReferencedRecordKind) => `/${RECORD_KINDS[kind].collection}`;
+/** A record's page, addressed by its external_reference_id. */
+const recordPath = (kind: ReferencedRecordKind) => (ref: string) => `${listPath(kind)}/${segment(ref)}`;
+export const locationPath = recordPath('locations');
+export const carrierPath = recordPath('carriers');
+export const customerPath = recordPath('customers');
+export const loadPath = recordPath('loads');
 /** A D7 lane, anchored on two of the organization's locations and an equipment type. */
 export const lanePath = (originRef: string, destinationRef: string, equipment: string) => `/lanes/${segment(originRef)}/${segment(destinationRef)}/${segment(equipment)}`;
 
@@ -310,8 +315,8 @@ export function detailRoutes(app: FastifyInstance, ctx: DashboardContext) {
       const { title, body } = await build(s.orgId, req.params as Record<string, string>);
       return sendPage(reply, page({ title, session: s, active, body }));
     };
-  app.get('/locations/:ref', show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
-  app.get('/carriers/:ref', show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
-  app.get('/customers/:ref', show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('locations')}/:ref`, show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('carriers')}/:ref`, show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('customers')}/:ref`, show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
   app.get('/lanes/:origin/:destination/:equipment', show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase())));
 }

@@ -2,6 +2,7 @@ import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { withinRadius } from '../../domain/lane.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import type { Coordinates } from '../../geo/index.js';
 import type { LanesService } from '../lanes/lanes.service.js';
 import type { LoadsService } from '../loads/loads.service.js';
@@ -157,7 +158,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
     /** A location and the newest loads with a stop there. */
     async locationActivity(orgId: string, ref: string) {
       const location = await locationByRef(reader, orgId, ref);
-      if (!location) throw new NotFoundError('Location', ref);
+      if (!location) throw new NotFoundError(RECORD_KINDS.locations.name, ref);
       return { location, loads: await loadsThroughLocation(reader, orgId, location.id) };
     },
 
@@ -190,7 +191,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
      */
     async lane(orgId: string, originRef: string, destinationRef: string, equipmentType: string) {
       const [origin, destination] = await Promise.all([locationByRef(reader, orgId, originRef), locationByRef(reader, orgId, destinationRef)]);
-      if (!origin || !destination) throw new NotFoundError('Location', !origin ? originRef : destinationRef);
+      if (!origin || !destination) throw new NotFoundError(RECORD_KINDS.locations.name, !origin ? originRef : destinationRef);
       const radiusMiles = deps.lanes.rules.radiusMiles;
       const [history, snapshots, [ranked]] = await Promise.all([
         laneHistory(orgId, equipmentType, origin, destination, radiusMiles),
