@@ -1,5 +1,9 @@
 import js from '@eslint/js';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+
+// Node's built-ins that do no I/O and keep no state: the only packages the domain core may import.
+const PURE_BUILTINS = ['assert', 'buffer', 'path', 'querystring', 'string_decoder', 'url', 'util'];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'src/geo/data/'] },
@@ -16,11 +20,31 @@ export default tseslint.config(
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
-  // Layers (docs/architecture.md): data flows route → service → (domain, repo) → database.
+  // Layers (docs/architecture.md): data flows route → service → (domain, repo) → database. The rules
+  // go by folder: import-x resolves each import to its file (`./x.js` to `./x.ts`), so a zone holds
+  // whatever the path is spelled like.
   {
-    files: ['src/lib/**/*.ts'],
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json', '.node'], extensionAlias: { '.js': ['.ts', '.js'] } })],
+    },
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/modules/**', '**/dashboard/**', '**/app.js'], message: 'lib/ holds no domain knowledge: it must not import modules, the dashboard or the app.' }] }],
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          basePath: import.meta.dirname,
+          zones: [
+            { target: './src/lib', from: ['./src/modules', './src/dashboard', './src/app.ts', './src/main.ts'], message: 'lib/ holds no domain knowledge: it must not import modules, the dashboard or the app.' },
+            // src/geo/distance.ts (great-circle distance, no imports) is the one pure file of geo/; its index loads data files.
+            { target: './src/domain', from: './src', except: ['./domain', './geo/distance.ts'], message: 'The domain core imports only the domain (and geo/distance.ts): no lib, modules, dashboard or geo data.' },
+          ],
+        },
+      ],
+      // No import circle anywhere in src/ (an `import type` is erased at run time and does not count).
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
   },
   {
@@ -29,11 +53,11 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['fastify', 'kysely', 'pg', 'better-sqlite3', 'ioredis'].map((name) => ({ name, message: 'The domain core does no I/O.' })),
           patterns: [
-            // Subpaths too (kysely/helpers/postgres, fastify/types/...): the package's own root is covered by paths.
-            { group: ['fastify/*', 'kysely/*', 'pg/*', 'better-sqlite3/*', 'ioredis/*'], message: 'The domain core does no I/O.' },
-            { group: ['**/lib/db/**', '**/lib/http/**', '**/modules/**', '**/dashboard/**', '@fastify/*'], message: 'The domain core does no I/O and knows no HTTP.' },
+            {
+              regex: `^(?!\\.\\.?/|node:(?:${PURE_BUILTINS.join('|')})$)`,
+              message: `The domain core does no I/O: it imports no package and of Node only ${PURE_BUILTINS.map((b) => `node:${b}`).join(', ')}.`,
+            },
           ],
         },
       ],
@@ -55,9 +79,18 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/dashboard/**/*.ts'],
+    // Route handlers and dashboard pages call services: no SQL, no repo, and of lib/db only its types.
+    files: ['src/modules/**/*.routes.ts', 'src/dashboard/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repo.js'], message: 'Dashboard pages call services, never repos.' }] }],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/*.repo.js'], message: 'Routes and dashboard pages call services, never repos.' },
+            { group: ['**/lib/db/**', 'kysely', 'kysely/*'], allowTypeImports: true, message: 'Routes and dashboard pages call services: of the database layer they may import types only (import type).' },
+          ],
+        },
+      ],
     },
   },
   // The engine seam (docs/architecture.md): every PostgreSQL/SQLite difference lives in src/lib/db, one

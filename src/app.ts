@@ -43,6 +43,7 @@ import { eventRetention } from './modules/events/retention.js';
 import { FeedEvent, EventPage } from './modules/events/events.schema.js';
 import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
+import { RECORD_KINDS } from './domain/records.js';
 import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
@@ -176,13 +177,13 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, log: app.log });
   const services = {
     accounts,
-    customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Customer') }),
-    carriers: carriersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Carrier') }),
-    locations: locationsService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse('Location'), lanes }),
+    customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),
+    carriers: carriersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.carriers.name) }),
+    locations: locationsService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.locations.name), lanes }),
     loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline, lanes }),
     marketRates: marketRatesService(pipeline, clock),
   };
-  const insights = insightsService(pipeline.reader, services.loads);
+  const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 
   const rateLimiter = createRateLimiter({
     enabled: config.rateLimits,
@@ -229,7 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, lanes, reader: pipeline.reader, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
       webhooks: webhooks.service,
       store,
       clock,

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DatabaseSetupError, openDataStore, type DataStore, type OpenOptions } from './lib/db/index.js';
 import { ApiError, ValidationError } from './lib/http/errors.js';
-import { accountsService, parseScopes } from './modules/accounts/accounts.service.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseScopes } from './modules/accounts/accounts.service.js';
 
 const USAGE = `Usage: lanebridge <command>
 
@@ -20,14 +20,10 @@ const USAGE = `Usage: lanebridge <command>
   key list --org ORG_ID
 
 Each command prints one JSON object on stdout; messages go to stderr. Passwords (for the dashboard's
-sign-in) have at least 10 characters; --password-stdin reads one from the first line of stdin
+sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --password-stdin reads one from the first line of stdin
 (kept out of the shell history and the process list).`;
 
 class UsageError extends Error {}
-
-/** As the dashboard asks (src/dashboard/pages/auth.ts). */
-const MIN_PASSWORD_LENGTH = 10;
-const MAX_PASSWORD_LENGTH = 1024;
 
 async function readStdinLine(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -35,14 +31,10 @@ async function readStdinLine(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
 }
 
-/** The password of --password or --password-stdin, checked; undefined when neither is given. */
+/** The password of --password or --password-stdin (the accounts service checks it); undefined when neither is given. */
 async function passwordOption(values: Record<string, unknown>): Promise<string | undefined> {
   if (values.password !== undefined && values['password-stdin']) throw new UsageError('give --password or --password-stdin, not both');
   const password = values['password-stdin'] ? await readStdinLine() : (values.password as string | undefined);
-  if (password === undefined) return undefined;
-  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-    throw new UsageError(`the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`);
-  }
   return password;
 }
 

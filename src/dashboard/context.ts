@@ -1,6 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { DataStore } from '../lib/db/index.js';
 import type { Clock } from '../lib/clock.js';
 import type { AccountsService } from '../modules/accounts/accounts.service.js';
 import type { DashboardSession, SessionsService } from '../modules/accounts/sessions.js';
@@ -11,7 +10,6 @@ import type { LocationsService } from '../modules/locations/locations.service.js
 import type { InsightsService } from '../modules/insights/insights.service.js';
 import type { LanesService } from '../modules/lanes/lanes.service.js';
 import type { UsageRecorder } from '../modules/ops/usage.js';
-import type { Executor } from '../lib/db/index.js';
 import type { FeedEvent } from '../modules/events/events.schema.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
@@ -35,8 +33,6 @@ export interface DashboardServices {
   insights: InsightsService;
   /** D7 lanes: the lane pages rank carriers exactly as recommendations do. */
   lanes: LanesService;
-  /** Reads for the detail pages (src/dashboard/queries.ts). */
-  reader: Executor;
   /** API usage and failed writes (src/modules/ops/usage.ts). */
   usage: UsageRecorder;
   /** The change feed, newest first (the Events page). */
@@ -47,7 +43,6 @@ export type CookieSecureMode = 'auto' | 'on' | 'off';
 
 export interface DashboardContext {
   services: DashboardServices;
-  store: DataStore;
   clock: Clock;
   sessions: SessionsService;
   throttle: SignInThrottle;

@@ -1,3 +1,4 @@
+import { RECORD_KINDS, type ReferencedRecordKind } from '../domain/records.js';
 import type { DashboardSession } from '../modules/accounts/sessions.js';
 import { cssHref, jsHref } from './assets.js';
 import { utc } from './format.js';
@@ -5,12 +6,15 @@ import { html, href, type SafeHtml } from './html.js';
 
 export type NavKey = 'home' | 'loads' | 'locations' | 'carriers' | 'customers' | 'lanes' | 'events' | 'users' | 'settings';
 
+/** A record kind's menu entry: its list page, headed by its plural (src/domain/records.ts). */
+const recordNav = (kind: ReferencedRecordKind): [NavKey, string, string] => [kind, `/${RECORD_KINDS[kind].collection}`, RECORD_KINDS[kind].plural];
+
 const NAV: [NavKey, string, string][] = [
   ['home', '/', 'Overview'],
-  ['loads', '/loads', 'Loads'],
-  ['locations', '/locations', 'Locations'],
-  ['carriers', '/carriers', 'Carriers'],
-  ['customers', '/customers', 'Customers'],
+  recordNav('loads'),
+  recordNav('locations'),
+  recordNav('carriers'),
+  recordNav('customers'),
   ['lanes', '/lanes', 'Lanes'],
   ['events', '/events', 'Events'],
   ['users', '/users', 'Users'],

@@ -1,9 +1,8 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { DataStore } from '../lib/db/index.js';
-import { isDatabaseUnavailable } from '../lib/db/errors.js';
 import type { Clock } from '../lib/clock.js';
-import { ApiError, DetailError, ValidationError } from '../lib/http/errors.js';
+import { ApiError, DetailError, ServiceUnavailableError, ValidationError, classifyError } from '../lib/http/errors.js';
 import { DEFAULT_SESSION_OPTIONS, sessionsService, type SessionOptions } from '../modules/accounts/sessions.js';
 import { ASSETS } from './assets.js';
 import {
@@ -71,12 +70,12 @@ const FORM_BODY_LIMIT = 64 * 1024;
  */
 export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
   return async (app: FastifyInstance) => {
-    const secret = cookieSecret(deps.store, deps.clock, deps.options.cookieSecret);
+    const sessions = sessionsService(deps.store, deps.clock, { ...DEFAULT_SESSION_OPTIONS, ...deps.options.sessions });
+    const secret = cookieSecret(() => sessions.storedCookieSecret(), deps.options.cookieSecret);
     const ctx: DashboardContext = {
       services: deps.services,
-      store: deps.store,
       clock: deps.clock,
-      sessions: sessionsService(deps.store, deps.clock, { ...DEFAULT_SESSION_OPTIONS, ...deps.options.sessions }),
+      sessions,
       throttle: signInThrottle(deps.options.signInThrottle),
       secret,
       cookieSecure: deps.options.cookieSecure,
@@ -128,15 +127,15 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         const detail = String(error.body().detail ?? error.message);
         return show(error.status, error.status === 404 ? 'Not found' : 'Request refused', detail);
       }
-      const fe = error as FastifyError;
-      if (isDatabaseUnavailable(error)) {
-        req.log.warn({ err: error }, 'database unavailable');
-        return show(503, 'Temporarily unavailable', 'The database cannot be reached right now. Try again in a moment.');
+      // The API's classification (lib/http/errors.ts), shown as pages: 503, a client error, else 500.
+      const known = classifyError(error, req.id, {
+        unavailable: (err) => req.log.warn({ err }, 'database unavailable'),
+        internal: (err) => req.log.error({ err }, 'dashboard error'),
+      });
+      if (known instanceof ServiceUnavailableError) return show(503, 'Temporarily unavailable', 'The database cannot be reached right now. Try again in a moment.');
+      if (known.status >= 400 && known.status < 500) {
+        return show(known.status, 'Request refused', (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'The form was too large.' : 'The request could not be handled.');
       }
-      if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-        return show(fe.statusCode, 'Request refused', fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'The form was too large.' : 'The request could not be handled.');
-      }
-      req.log.error({ err: error }, 'dashboard error');
       return show(500, 'Something went wrong', `The page could not be shown. Request id: ${req.id}`);
     });
 

@@ -1,40 +1,20 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { Signer, type UnsignResult } from '@fastify/cookie';
-import type { DataStore } from '../lib/db/index.js';
-import { isUniqueViolation } from '../lib/db/errors.js';
-import { type Clock, toIso } from '../lib/clock.js';
-
-const SETTING = 'cookie_secret';
 
 /**
  * The key that signs dashboard cookies and anonymous form tokens. Configured (DASHBOARD_COOKIE_SECRET)
  * or else made once and kept in the database, so every instance of a deployment signs alike and a
  * restart does not sign everyone out. Loaded on the first dashboard request, not at boot, so the app
- * starts (and the API answers 503s) while the database is away.
+ * starts (and the API answers 503s) while the database is away. `stored` reads (or first makes) the
+ * kept one (the sessions service).
  */
-export function cookieSecret(store: DataStore, clock: Clock, configured: string | undefined) {
+export function cookieSecret(stored: () => Promise<string>, configured: string | undefined) {
   let key: Buffer | null = configured ? Buffer.from(configured, 'utf8') : null;
   let signer: Signer | null = key ? new Signer(key) : null;
   let loading: Promise<void> | null = null;
 
-  async function read(): Promise<string | undefined> {
-    const row = await store.db.selectFrom('dashboard_settings').select('value').where('name', '=', SETTING).executeTakeFirst();
-    return row?.value;
-  }
-
   async function load() {
-    let value = await read();
-    if (value === undefined) {
-      const fresh = randomBytes(32).toString('base64url');
-      try {
-        await store.db.insertInto('dashboard_settings').values({ name: SETTING, value: fresh, created_at: toIso(clock.now()) }).execute();
-        value = fresh;
-      } catch (err) {
-        // Another instance made it first: use theirs.
-        if (!isUniqueViolation(err)) throw err;
-        value = await read();
-      }
-    }
+    const value = await stored();
     if (!value) throw new Error('dashboard cookie secret could not be stored');
     key = Buffer.from(value, 'utf8');
     signer = new Signer(key);

@@ -1,4 +1,4 @@
-import { haversineMiles, type Coordinates } from '../geo/index.js';
+import { haversineMiles, type Coordinates } from '../geo/distance.js';
 import { isDelivery, isPickup } from './enums.js';
 
 /** What the lane rules need of a stop: its type and its place in the load's order. */

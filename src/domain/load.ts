@@ -1,4 +1,4 @@
-import { haversineMiles, type Coordinates } from '../geo/index.js';
+import { haversineMiles, type Coordinates } from '../geo/distance.js';
 import { DELIVERED_STATUSES, isDelivery, isPickup } from './enums.js';
 
 /** A broken rule of the load, where it is in the body and why (the 422 `detail` entry). */

@@ -1,4 +1,4 @@
-import { haversineMiles, type Coordinates } from '../geo/index.js';
+import { haversineMiles, type Coordinates } from '../geo/distance.js';
 
 /** D7's settings; the distances are configurable, the weights are the decision's. */
 export interface LaneRules {

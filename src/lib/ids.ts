@@ -1,4 +1,5 @@
 import { pooledRandom } from './random.js';
+import type { RecordIdPrefix } from '../domain/records.js';
 
 // Crockford base32: ids sort by creation time as plain strings (ULID layout: 48-bit ms time + 80 random bits).
 // Monotonic within a process (as ULID's monotonic factory): an id made in the same millisecond as the one
@@ -7,8 +8,8 @@ import { pooledRandom } from './random.js';
 // exact. (Across instances, ids made in the same millisecond still order at random, as any ULID.)
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
-export type IdKind =
-  | 'cust' | 'carrier' | 'contact' | 'loc' | 'load' | 'stop' | 'rate' | 'mrs' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd' | 'wha' | 'whr';
+/** A record kind's prefix (src/domain/records.ts), or that of a part of one, an account or an event. */
+export type IdKind = RecordIdPrefix | 'contact' | 'stop' | 'rate' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd' | 'wha' | 'whr';
 
 function encodeTime(ms: number): string {
   let out = '';

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import {
   FORM_COOKIE,
@@ -16,21 +17,14 @@ import {
 import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+import { RECORD_KINDS } from '../../domain/records.js';
+import { listPath } from './details.js';
 import { integrationHealth } from './health.js';
 
-export const MIN_PASSWORD_LENGTH = 10;
-const MAX_PASSWORD_LENGTH = 1024;
 /** The one answer to every failed sign-in, whatever failed. */
 export const SIGN_IN_FAILED = 'Email or password is incorrect.';
 
-function passwordProblem(password: string): string | null {
-  if (password.length < MIN_PASSWORD_LENGTH) return `Use a password of at least ${MIN_PASSWORD_LENGTH} characters.`;
-  if (password.length > MAX_PASSWORD_LENGTH) return `Use a password of at most ${MAX_PASSWORD_LENGTH} characters.`;
-  return null;
-}
-export { passwordProblem };
-
-const FIRST_RUN_FIELDS: Record<string, string> = { organization_name: 'organization_name', name: 'name', email: 'email' };
+const FIRST_RUN_FIELDS: Record<string, string> = { organization_name: 'organization_name', name: 'name', email: 'email', password: 'password' };
 
 /** Field errors from a service's validation error (its `loc` names the field). */
 export function fieldErrorsOf(err: ValidationError, fields: Record<string, string>): FieldErrors {
@@ -100,10 +94,10 @@ ${integration
 <p><a href="/settings/integrations">Go to Settings → TMS Integrations</a></p>`)}
 <h2>Your data</h2>
 <div class="grid">
-  ${stat(counts.loads, 'Loads', '/loads', `${count(counts.openLoads)} open`)}
-  ${stat(counts.locations, 'Locations', '/locations')}
-  ${stat(counts.carriers, 'Carriers', '/carriers')}
-  ${stat(counts.customers, 'Customers', '/customers')}
+  ${stat(counts.loads, RECORD_KINDS.loads.plural, listPath('loads'), `${count(counts.openLoads)} open`)}
+  ${stat(counts.locations, RECORD_KINDS.locations.plural, listPath('locations'))}
+  ${stat(counts.carriers, RECORD_KINDS.carriers.plural, listPath('carriers'))}
+  ${stat(counts.customers, RECORD_KINDS.customers.plural, listPath('customers'))}
   ${stat(counts.lanes, 'Lanes with history', '/lanes')}
 </div>
 <h2>Workspace</h2>
@@ -141,6 +135,7 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!values.name) errors.name = 'Enter your name.';
     else if (values.name.length > 255) errors.name = 'Use at most 255 characters for your name.';
     if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
+    // The accounts service's rule, asked first so that its problem shows beside the others.
     const pw = passwordProblem(password);
     if (pw) errors.password = pw;
     const token = anonymousFormToken(ctx, req, reply);
@@ -170,10 +165,7 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const email = formText(req.body, 'email').trim().slice(0, 255);
     const password = formText(req.body, 'password');
     const next = safeNext(formText(req.body, 'next'));
-    const user =
-      email !== '' && password !== '' && password.length <= MAX_PASSWORD_LENGTH
-        ? await ctx.throttle.attempt(email, req.ip, () => accounts.verifyCredentials(email, password))
-        : null;
+    const user = email !== '' && password !== '' ? await ctx.throttle.attempt(email, req.ip, () => accounts.verifyCredentials(email, password)) : null;
     if (!user) {
       const token = anonymousFormToken(ctx, req, reply);
       return sendPage(reply, signInPage(token, next, email, notice('error', html`<p>${SIGN_IN_FAILED}</p>`, 'alert')), 401);

@@ -7,12 +7,12 @@ import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { cellBoxLabel, count, hours, inZone, label, miles, money, utc } from '../format.js';
-import { href, html, segment, type SafeHtml } from '../html.js';
+import { href, html, type SafeHtml } from '../html.js';
 import { page, pager } from '../layout.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision } from '../../geo/index.js';
 import { mapSvg } from '../map.js';
-import { locationPoints, primaryContacts, searchLoadsFiltered, LOAD_SORTS } from '../queries.js';
+import { LOAD_SORTS } from '../../modules/insights/insights.service.js';
 import { carrierPath, customerPath, emptyState, equipmentClass, lanePath, locationPath, placeLabel, recommendationTable } from './details.js';
 import { outsideHours } from '../hours.js';
 
@@ -39,9 +39,7 @@ function searchForm(path: string, labelText: string, value: string, extra: SafeH
 </form>`;
 }
 
-import { statusBadge } from './details.js';
-
-const loadPath = (ref: string) => `/loads/${segment(ref)}`;
+import { loadPath, statusBadge } from './details.js';
 
 function endsOf(load: Load): { origin: string; destination: string } {
   const { origin, destination } = laneEnds(load.stops);
@@ -97,13 +95,11 @@ async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: stri
   const f = loadFilters(req);
   const statuses = f.status === OPEN ? [...OPEN_STATUSES] : f.status ? [f.status] : undefined;
   const pageNo = pageNumber(req);
-  const { rows, total } = await searchLoadsFiltered(
-    ctx.services.reader,
+  const { loads, total } = await ctx.services.insights.searchLoads(
     orgId,
     { statuses, text: f.text, equipment: f.equipment, customerRef: f.customer, carrierRef: f.carrier, originState: f.origin, destinationState: f.destination, pickupFrom: f.from, pickupTo: f.to },
     { page: pageNo, page_size: PAGE_SIZE, sort: f.sort },
   );
-  const loads = await ctx.services.loads.present(ctx.services.reader, orgId, rows);
   const query = { q: f.text, status: f.status, equipment: f.equipment, customer: f.customer, carrier: f.carrier, origin: f.origin, destination: f.destination, from: f.from, to: f.to };
   const keep = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v || undefined]));
   const filtered = Object.values(query).some(Boolean);
@@ -164,7 +160,7 @@ async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Prom
   const open = OPEN_STATUSES.has(load.status);
   const recs = load.carrier_recommendations ?? [];
   const stops = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
-  const contacts = await primaryContacts(ctx.services.reader, orgId, recs.map((r) => r.carrier_id));
+  const contacts = await ctx.services.insights.primaryContacts(orgId, recs.map((r) => r.carrier_id));
   const placed = stops.flatMap((st) => {
     const loc = locations.get(st.location_id);
     return loc ? [{ st, loc }] : [];
@@ -282,7 +278,7 @@ export function dataRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const pageNo = pageNumber(req);
     const [result, points] = await Promise.all([
       services.locations.list(s.orgId, { page: pageNo, page_size: PAGE_SIZE, sort: 'name', ...(text ? { name_contains: text } : {}) }),
-      locationPoints(services.reader, s.orgId),
+      services.insights.locationPoints(s.orgId),
     ]);
     const body = html`<h1>Locations</h1>
 ${points.length

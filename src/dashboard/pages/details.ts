@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NotFoundError } from '../../lib/http/errors.js';
 import { OPEN_STATUSES } from '../../domain/enums.js';
+import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
 import type { LocationsTable } from '../../lib/db/types.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { lineChart, stackedBars } from '../charts.js';
@@ -8,14 +8,18 @@ import { count, hours, label, money, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
 import { mapSvg } from '../map.js';
-import { carrierLanes, countLoadsOf, recommendedFor, laneHistory, laneSnapshots, loadsOf, loadsThroughLocation, locationByRef, primaryContacts, type LoadLine } from '../queries.js';
+import type { LoadLine, PrimaryContact } from '../../modules/insights/insights.service.js';
 
 /** Detail pages (issue 19): a location, a carrier, a customer and a D7 lane. */
 
-export const locationPath = (ref: string) => `/locations/${segment(ref)}`;
-export const carrierPath = (ref: string) => `/carriers/${segment(ref)}`;
-export const customerPath = (ref: string) => `/customers/${segment(ref)}`;
-export const loadPath = (ref: string) => `/loads/${segment(ref)}`;
+/** A kind's list page: its collection, as in the API's paths (src/domain/records.ts). */
+export const listPath = (kind: ReferencedRecordKind) => `/${RECORD_KINDS[kind].collection}`;
+/** A record's page, addressed by its external_reference_id. */
+const recordPath = (kind: ReferencedRecordKind) => (ref: string) => `${listPath(kind)}/${segment(ref)}`;
+export const locationPath = recordPath('locations');
+export const carrierPath = recordPath('carriers');
+export const customerPath = recordPath('customers');
+export const loadPath = recordPath('loads');
 /** A D7 lane, anchored on two of the organization's locations and an equipment type. */
 export const lanePath = (originRef: string, destinationRef: string, equipment: string) => `/lanes/${segment(originRef)}/${segment(destinationRef)}/${segment(equipment)}`;
 
@@ -76,9 +80,7 @@ const weekStart = (ms: number) => {
 const shortDate = (ms: number) => new Date(ms).toISOString().slice(5, 10);
 
 async function locationPage(ctx: DashboardContext, orgId: string, ref: string) {
-  const loc = await locationByRef(ctx.services.reader, orgId, ref);
-  if (!loc) throw new NotFoundError('Location', ref);
-  const loads = await loadsThroughLocation(ctx.services.reader, orgId, loc.id);
+  const { location: loc, loads } = await ctx.services.insights.locationActivity(orgId, ref);
   const body = html`<p><a href="/locations">← All locations</a></p>
 <h1>${loc.name} <span class="muted">(${loc.external_reference_id})</span></h1>
 <div class="split">
@@ -103,15 +105,7 @@ ${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(`The ${
 
 async function carrierPage(ctx: DashboardContext, orgId: string, ref: string) {
   const carrier = await ctx.services.carriers.get(orgId, ref);
-  const db = ctx.services.reader;
-  const [loads, total, run, recommended] = await Promise.all([
-    loadsOf(db, orgId, { carrierId: carrier.id }),
-    countLoadsOf(db, orgId, { carrierId: carrier.id }),
-    carrierLanes(db, orgId, carrier.id),
-    recommendedFor(db, orgId, carrier.id),
-  ]);
-  const lanes = run.lanes.slice(0, 25);
-  const places = new Map((await ctx.services.insights.locationsByIds(orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
+  const { loads, total, lanes, history, places, recommended } = await ctx.services.insights.carrierActivity(orgId, carrier.id);
   const body = html`<p><a href="/carriers">← All carriers</a></p>
 <h1>${carrier.name} <span class="muted">(${carrier.external_reference_id})</span></h1>
 <section class="card" aria-labelledby="carrier-facts">
@@ -149,7 +143,7 @@ ${lanes.length === 0
       }),
     })}
 <div class="table-wrap"><table aria-labelledby="carrier-lanes">
-  <caption>Delivered loads by origin, destination and equipment (the newest ${count(run.history)} history loads)</caption>
+  <caption>Delivered loads by origin, destination and equipment (the newest ${count(history)} history loads)</caption>
   <thead><tr><th scope="col">Lane</th><th scope="col">Equipment</th><th scope="col" class="num">Loads</th><th scope="col">Last delivered</th></tr></thead>
   <tbody>${lanes.map((l) => {
     const o = places.get(l.origin_location_id);
@@ -174,8 +168,7 @@ ${loads.length === 0 ? emptyState('No loads with this carrier yet.') : loadTable
 
 async function customerPage(ctx: DashboardContext, orgId: string, ref: string) {
   const customer = await ctx.services.customers.get(orgId, ref);
-  const db = ctx.services.reader;
-  const [loads, total] = await Promise.all([loadsOf(db, orgId, { customerId: customer.id }), countLoadsOf(db, orgId, { customerId: customer.id })]);
+  const { loads, total } = await ctx.services.insights.customerActivity(orgId, customer.id);
   const body = html`<p><a href="/customers">← All customers</a></p>
 <h1>${customer.name} <span class="muted">(${customer.external_reference_id})</span></h1>
 <section class="card" aria-labelledby="customer-facts">
@@ -197,18 +190,8 @@ ${loads.length === 0 ? emptyState('No loads for this customer yet.') : loadTable
 const WEEKS = 26;
 
 async function lanePage(ctx: DashboardContext, orgId: string, originRef: string, destinationRef: string, equipment: string) {
-  const db = ctx.services.reader;
-  const [origin, destination] = await Promise.all([locationByRef(db, orgId, originRef), locationByRef(db, orgId, destinationRef)]);
-  if (!origin || !destination) throw new NotFoundError('Location', !origin ? originRef : destinationRef);
-  const radius = ctx.services.lanes.rules.radiusMiles;
-  const [history, snapshots, [ranked]] = await Promise.all([
-    laneHistory(db, orgId, equipment, origin, destination, radius),
-    laneSnapshots(db, orgId, equipment, origin, destination, radius),
-    // Ranked exactly as a load on this lane would be (D7): the lanes service, with no carrier assigned.
-    ctx.services.lanes.recommendMany(db, orgId, [{ load: { id: '', equipment_type: equipment, carrier_id: null }, origin, destination }]),
-  ]);
-  const recs = ranked ?? [];
-  const contacts = await primaryContacts(db, orgId, recs.map((r) => r.carrier_id));
+  // Carriers ranked exactly as a load on this lane would be (D7), with no carrier assigned.
+  const { origin, destination, radiusMiles: radius, history, snapshots, carriers: recs, contacts } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment);
   // Weekly series over the last 26 weeks (UTC weeks from Monday).
   const lastWeek = weekStart(ctx.clock.now().getTime());
   const weeks = Array.from({ length: WEEKS }, (_, i) => lastWeek - (WEEKS - 1 - i) * 7 * DAY);
@@ -307,7 +290,7 @@ export interface RankedCarrier {
 }
 
 /** Ranked carriers with a link to each and its primary contact's phone and email. */
-export function recommendationTable(labelledBy: string, recs: RankedCarrier[], contacts: Map<string, { name: string; phone: string | null; email: string | null }>): SafeHtml {
+export function recommendationTable(labelledBy: string, recs: RankedCarrier[], contacts: Map<string, PrimaryContact>): SafeHtml {
   return html`<div class="table-wrap"><table aria-labelledby="${labelledBy}">
   <caption>Best first: score = Σ proximity weight × ½^(age in days ÷ 90)</caption>
   <thead><tr><th scope="col" class="num">Rank</th><th scope="col">Carrier</th><th scope="col">Primary contact</th><th scope="col">DOT number</th><th scope="col" class="num">Loads on lane</th>
@@ -332,8 +315,8 @@ export function detailRoutes(app: FastifyInstance, ctx: DashboardContext) {
       const { title, body } = await build(s.orgId, req.params as Record<string, string>);
       return sendPage(reply, page({ title, session: s, active, body }));
     };
-  app.get('/locations/:ref', show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
-  app.get('/carriers/:ref', show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
-  app.get('/customers/:ref', show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('locations')}/:ref`, show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('carriers')}/:ref`, show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
+  app.get(`${listPath('customers')}/:ref`, show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
   app.get('/lanes/:origin/:destination/:equipment', show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase())));
 }

@@ -2,7 +2,6 @@ import type { DashboardContext } from '../context.js';
 import { stackedBars } from '../charts.js';
 import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
-import { apiKeysOf } from '../queries.js';
 import { API_DOCS } from './details.js';
 
 /**
@@ -29,13 +28,13 @@ function detailSummary(detail: string): string {
 }
 
 export async function integrationHealth(ctx: DashboardContext, orgId: string): Promise<SafeHtml> {
-  const { usage, reader } = ctx.services;
+  const { usage, insights } = ctx.services;
   // This instance's counts are written first, so the page shows them.
   await usage.flush();
   const now = ctx.clock.now().getTime();
   const firstHour = Math.floor(now / HOUR) * HOUR - (DAYS * 24 - 1) * HOUR;
   const since = new Date(firstHour).toISOString();
-  const [hourly, failed, keys] = await Promise.all([usage.hourly(orgId, since), usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN), apiKeysOf(reader, orgId)]);
+  const [hourly, failed, keys] = await Promise.all([usage.hourly(orgId, since), usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN), insights.usageKeys(orgId)]);
 
   const firstDay = Math.floor(now / DAY) * DAY - (DAYS - 1) * DAY;
   const days = Array.from({ length: DAYS }, (_, i) => firstDay + i * DAY);

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../../lib/http/errors.js';
 import { EmailTakenError } from '../../modules/accounts/users.js';
+import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
 import { html } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
-import { MIN_PASSWORD_LENGTH, fieldErrorsOf, passwordProblem } from './auth.js';
+import { fieldErrorsOf } from './auth.js';
 
 interface UserForm {
   name: string;
@@ -98,7 +99,7 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
       if (err instanceof EmailTakenError) {
         return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }), 422);
       }
-      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email' }) }), 422);
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
       throw err;
     }
     return reply.redirect('/users?done=added', 303);
@@ -110,9 +111,13 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     checkSessionCsrf(req);
     const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
     const password = formText(req.body, 'new_password');
-    const problem = !user ? 'Choose a user of your organization.' : passwordProblem(password);
-    if (problem) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: problem } }), 422);
-    await ctx.services.accounts.setPassword(user!.email, password);
+    if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
+    try {
+      await ctx.services.accounts.setPassword(user.email, password);
+    } catch (err) {
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
+      throw err;
+    }
     return reply.redirect('/users?done=password', 303);
   });
 }

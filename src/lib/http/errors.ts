@@ -1,3 +1,4 @@
+import type { RecordName } from '../../domain/records.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 /**
  * The one error model. Every failure a handler or service can raise is one of these; the error
@@ -73,7 +74,8 @@ export class DetailError extends ApiError {
   }
 }
 
-export type ResourceKind = 'Customer' | 'Carrier' | 'Location' | 'Load' | 'Market rate snapshot' | 'API key' | 'Organization' | 'User';
+/** A record kind's name (src/domain/records.ts), or an account's. */
+export type ResourceKind = RecordName | 'API key' | 'Organization' | 'User';
 
 export class NotFoundError extends DetailError {
   constructor(kind: ResourceKind, externalReferenceId: string) {

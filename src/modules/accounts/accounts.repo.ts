@@ -1,6 +1,6 @@
 import type { Executor } from '../../lib/db/index.js';
 import { prepared } from '../../lib/db/prepared.js';
-import type { ApiKeysTable, OrganizationsTable, UsersTable } from '../../lib/db/types.js';
+import type { ApiKeysTable, DashboardSessionsTable, OrganizationsTable, UsersTable } from '../../lib/db/types.js';
 
 const keyByHash = prepared<{ hash: string }, ApiKeysTable>((db, p) => db.selectFrom('api_keys').selectAll().where('key_hash', '=', p('hash')));
 
@@ -23,6 +23,29 @@ export function accountsRepo(db: Executor) {
     /** The marker of the dashboard's first run (its unique name makes a second one fail). */
     markFirstRun: (orgId: string, at: string, tx: Executor = db) =>
       tx.insertInto('dashboard_settings').values({ name: 'first_run', value: orgId, created_at: at }).execute(),
+    findSetting: async (name: string, tx: Executor = db) =>
+      (await tx.selectFrom('dashboard_settings').select('value').where('name', '=', name).executeTakeFirst())?.value,
+    /** Fails on a unique violation when the setting exists (another instance made it first). */
+    insertSetting: (name: string, value: string, at: string, tx: Executor = db) =>
+      tx.insertInto('dashboard_settings').values({ name, value, created_at: at }).execute(),
+
+    insertSession: (row: DashboardSessionsTable, tx: Executor = db) => tx.insertInto('dashboard_sessions').values(row).execute(),
+    /** A session with its user's and organization's names; none when the user is gone. */
+    findSession: (id: string, tx: Executor = db) =>
+      tx
+        .selectFrom('dashboard_sessions as s')
+        .innerJoin('users as u', (j) => j.onRef('u.id', '=', 's.user_id').onRef('u.org_id', '=', 's.org_id'))
+        .innerJoin('organizations as o', 'o.id', 's.org_id')
+        .select([
+          's.id', 's.org_id', 's.user_id', 's.csrf_token', 's.last_seen_at', 's.expires_at',
+          'u.name as user_name', 'u.email as user_email', 'o.name as org_name',
+        ])
+        .where('s.id', '=', id)
+        .executeTakeFirst(),
+    touchSession: (id: string, at: string, tx: Executor = db) =>
+      tx.updateTable('dashboard_sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
+    deleteSession: (id: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('id', '=', id).execute(),
+    deleteSessionsExpiredBy: (at: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('expires_at', '<', at).execute(),
 
     insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
     listUsers: (orgId: string, tx: Executor = db) =>

@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataStore } from '../../lib/db/index.js';
+import { isUniqueViolation } from '../../lib/db/errors.js';
 import { type Clock, systemClock, toIso } from '../../lib/clock.js';
+import { accountsRepo } from './accounts.repo.js';
 
 /** What a dashboard request knows about the signed-in user. */
 export interface DashboardSession {
@@ -30,16 +32,37 @@ const TOUCH_INTERVAL_MS = 60_000;
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
+const COOKIE_SECRET_SETTING = 'cookie_secret';
+
 /**
  * Server-side dashboard sessions. The cookie carries 256 random bits; the table keeps only their hash,
  * so a copy of the database cannot be used to sign in. Signing out deletes the row: the cookie is
  * then worthless everywhere, on every instance.
  */
 export function sessionsService(store: DataStore, clock: Clock = systemClock, options: SessionOptions = DEFAULT_SESSION_OPTIONS) {
-  const db = store.db;
+  const repo = accountsRepo(store.db);
 
   return {
     options,
+
+    /**
+     * The key that signs dashboard cookies when none is configured: made once and kept in the
+     * database, so every instance of a deployment signs alike and a restart signs no one out. Two
+     * instances making it at once agree on the first one stored.
+     */
+    async storedCookieSecret(): Promise<string> {
+      const kept = await repo.findSetting(COOKIE_SECRET_SETTING);
+      if (kept !== undefined) return kept;
+      const fresh = randomBytes(32).toString('base64url');
+      try {
+        await repo.insertSetting(COOKIE_SECRET_SETTING, fresh, toIso(clock.now()));
+        return fresh;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+      // Another instance made it first: use theirs.
+      return (await repo.findSetting(COOKIE_SECRET_SETTING)) ?? '';
+    },
 
     async create(user: { id: string; org_id: string }): Promise<{ token: string; csrfToken: string; expiresAt: Date }> {
       const now = clock.now();
@@ -47,44 +70,32 @@ export function sessionsService(store: DataStore, clock: Clock = systemClock, op
       const csrfToken = randomBytes(32).toString('base64url');
       const expiresAt = new Date(now.getTime() + options.absoluteMs);
       // Expired rows are swept on each sign-in, which keeps the table small without a timer.
-      await db.deleteFrom('dashboard_sessions').where('expires_at', '<', toIso(now)).execute();
-      await db
-        .insertInto('dashboard_sessions')
-        .values({
-          id: hashToken(token),
-          org_id: user.org_id,
-          user_id: user.id,
-          csrf_token: csrfToken,
-          created_at: toIso(now),
-          last_seen_at: toIso(now),
-          expires_at: toIso(expiresAt),
-        })
-        .execute();
+      await repo.deleteSessionsExpiredBy(toIso(now));
+      await repo.insertSession({
+        id: hashToken(token),
+        org_id: user.org_id,
+        user_id: user.id,
+        csrf_token: csrfToken,
+        created_at: toIso(now),
+        last_seen_at: toIso(now),
+        expires_at: toIso(expiresAt),
+      });
       return { token, csrfToken, expiresAt };
     },
 
     /** The live session of a token, or null (unknown, expired, idle too long, or its user gone). */
     async find(token: string): Promise<DashboardSession | null> {
       const id = hashToken(token);
-      const row = await db
-        .selectFrom('dashboard_sessions as s')
-        .innerJoin('users as u', (j) => j.onRef('u.id', '=', 's.user_id').onRef('u.org_id', '=', 's.org_id'))
-        .innerJoin('organizations as o', 'o.id', 's.org_id')
-        .select([
-          's.id', 's.org_id', 's.user_id', 's.csrf_token', 's.last_seen_at', 's.expires_at',
-          'u.name as user_name', 'u.email as user_email', 'o.name as org_name',
-        ])
-        .where('s.id', '=', id)
-        .executeTakeFirst();
+      const row = await repo.findSession(id);
       if (!row) return null;
       const now = clock.now();
       const lastSeen = Date.parse(row.last_seen_at);
       if (Date.parse(row.expires_at) <= now.getTime() || now.getTime() - lastSeen > options.idleMs) {
-        await db.deleteFrom('dashboard_sessions').where('id', '=', id).execute();
+        await repo.deleteSession(id);
         return null;
       }
       if (now.getTime() - lastSeen > TOUCH_INTERVAL_MS) {
-        await db.updateTable('dashboard_sessions').set({ last_seen_at: toIso(now) }).where('id', '=', id).execute();
+        await repo.touchSession(id, toIso(now));
       }
       return {
         id: row.id,
@@ -99,7 +110,7 @@ export function sessionsService(store: DataStore, clock: Clock = systemClock, op
     },
 
     async destroy(token: string): Promise<void> {
-      await db.deleteFrom('dashboard_sessions').where('id', '=', hashToken(token)).execute();
+      await repo.deleteSession(hashToken(token));
     },
   };
 }

@@ -40,8 +40,26 @@ export class EmailTakenError extends ConflictError {
   }
 }
 
-/** A checked user row (email shape, a name), its password hashed. */
+export const MIN_PASSWORD_LENGTH = 10;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/**
+ * The password rule (dashboard sign-in), the only one: what is wrong with a password, or null. Every
+ * write of a password checks it here; a front end may ask first to show it beside its other fields.
+ */
+export function passwordProblem(password: string): string | null {
+  if (password.length >= MIN_PASSWORD_LENGTH && password.length <= MAX_PASSWORD_LENGTH) return null;
+  return `Use at least ${MIN_PASSWORD_LENGTH} characters: the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`;
+}
+
+function checkPassword(password: string): void {
+  const problem = passwordProblem(password);
+  if (problem) throw ValidationError.single(['password'], problem);
+}
+
+/** A checked user row (email shape, a name, a password if one is given), its password hashed. */
 export async function userRow(orgId: string, input: UserInput, clock: Clock): Promise<UsersTable> {
+  if (input.password !== undefined) checkPassword(input.password);
   const email = input.email.trim();
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw ValidationError.single(['email'], `'${input.email}' is not an email address`);
   if (!input.name.trim()) throw ValidationError.single(['name'], 'User name must not be empty');
@@ -80,8 +98,12 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       return { id: row.id, email: row.email, name: row.name };
     },
 
-    /** The user with this email and password, or null; the same work is done whatever is wrong. */
+    /**
+     * The user with this email and password, or null; the same work is done whatever is wrong (a
+     * password longer than any the rule lets be set is refused without hashing it).
+     */
     async verifyCredentials(email: string, password: string): Promise<SignedInUser | null> {
+      if (password.length > MAX_PASSWORD_LENGTH) return null;
       const user = await repo.findUserByEmail(email);
       const stored = user?.password_hash ?? (await (decoyHash ??= hashPassword(randomBytes(16).toString('hex'))));
       const matches = await verifyPassword(password, stored);
@@ -94,6 +116,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
      * (emails are unique across them): how a user made without one, or who forgot it, signs in.
      */
     async setPassword(email: string, password: string) {
+      checkPassword(password);
       const user = await repo.findUserByEmail(email);
       if (!user) throw new DetailError('not_found', `No user with email '${email.trim()}': create one with user create`);
       await repo.setUserPassword(user.id, await hashPassword(password));

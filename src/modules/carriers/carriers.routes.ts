@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ReadCache } from '../../lib/http/read-cache.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } from './carriers.schema.js';
 import type { CarriersService } from './carriers.service.js';
@@ -9,9 +10,9 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
     app,
     carriers,
     {
-      collection: 'carriers',
-      noun: 'carrier',
-      tag: 'Carriers',
+      collection: RECORD_KINDS.carriers.collection,
+      noun: RECORD_KINDS.carriers.noun,
+      tag: RECORD_KINDS.carriers.plural,
       readScope: 'read:carriers',
       writeScope: 'write:carriers',
       createSchema: CarrierCreate,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ReadCache } from '../../lib/http/read-cache.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpdate } from './customers.schema.js';
 import type { CustomersService } from './customers.service.js';
@@ -9,9 +10,9 @@ export function customerRoutes(app: FastifyInstance, customers: CustomersService
     app,
     customers,
     {
-      collection: 'customers',
-      noun: 'customer',
-      tag: 'Customers',
+      collection: RECORD_KINDS.customers.collection,
+      noun: RECORD_KINDS.customers.noun,
+      tag: RECORD_KINDS.customers.plural,
       readScope: 'read:customers',
       writeScope: 'write:customers',
       createSchema: CustomerCreate,

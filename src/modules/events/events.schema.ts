@@ -1,13 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
+import type { RecordNoun } from '../../domain/records.js';
 
-/** Every event type of the feed (D11). */
+/** Every event type of the feed (D11): each starts with its record kind's noun (src/domain/records.ts). */
 export const EVENT_TYPES = [
   'customer.created', 'customer.updated', 'customer.deleted',
   'carrier.created', 'carrier.updated', 'carrier.deleted',
   'location.created', 'location.updated', 'location.deleted',
   'load.created', 'load.updated', 'load.deleted', 'load.status_changed', 'load.recommendations_changed',
   'market_rate.created',
-] as const;
+] as const satisfies readonly `${RecordNoun}.${string}`[];
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const MAX_EVENTS_PAGE = 500;

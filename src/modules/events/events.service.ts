@@ -3,19 +3,11 @@ import type { VersionedKind } from '../../lib/db/versions.js';
 import { DetailError, ForbiddenError, ValidationError } from '../../lib/http/errors.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { RECORD_KINDS, isRecordKind } from '../../domain/records.js';
 import type { Scope } from '../accounts/scopes.js';
 import type { EventDraft, Outbox, Presenter, RecordChange } from '../shared/write-pipeline.js';
 import { eventsAfter, eventsNewestFirst, insertEvents, prunableUpTo, pruneChunk } from './events.repo.js';
 import { EVENT_TYPES, type EventListQuery, type FeedEvent } from './events.schema.js';
-
-/** The event type's first word for each kind of record. */
-const TYPE_PREFIX: Partial<Record<VersionedKind, string>> = {
-  customers: 'customer',
-  carriers: 'carrier',
-  locations: 'location',
-  loads: 'load',
-  market_rates: 'market_rate',
-};
 
 /** D11: a key sees the events of the kinds it may read (`market_rate.*` with write:rates). */
 const KIND_SCOPES: [VersionedKind, Scope][] = [
@@ -25,8 +17,6 @@ const KIND_SCOPES: [VersionedKind, Scope][] = [
   ['loads', 'read:loads'],
   ['market_rates', 'write:rates'],
 ];
-
-export const DEFAULT_EVENT_RETENTION_DAYS = 30;
 
 /** Thrown for an `after` older than what retention kept (D11's 410). */
 export class EventsGoneError extends DetailError {
@@ -81,11 +71,11 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
       const add = (kind: VersionedKind, type: string, recordId: string | null, d: unknown, lanes: EventDraft['lanes'] = null) =>
         drafts.push({ id: newId('evt'), type, kind, record_id: recordId, created_at: createdAt, data: d, lanes });
       for (const r of records) {
-        const prefix = TYPE_PREFIX[r.kind];
-        if (!prefix) continue;
+        // Users and API keys have no events; a record's event type starts with its kind's noun.
+        if (!isRecordKind(r.kind)) continue;
         // The follow-up reads only events that carry lanes: those that moved some, or `[]` for a change
         // that may move the load's own recommendations.
-        add(r.kind, `${prefix}.${r.op}`, r.id, data.get(r), r.lanes && r.lanes.length > 0 ? r.lanes : r.followUp ? [] : null);
+        add(r.kind, `${RECORD_KINDS[r.kind].noun}.${r.op}`, r.id, data.get(r), r.lanes && r.lanes.length > 0 ? r.lanes : r.followUp ? [] : null);
         const before = r.previous as StatusRow | undefined;
         const after = r.row as StatusRow | undefined;
         if (r.kind === 'loads' && r.op === 'updated' && before && after && before.status !== after.status) {

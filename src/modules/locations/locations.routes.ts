@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ReadCache } from '../../lib/http/read-cache.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpdate } from './locations.schema.js';
 import type { LocationsService } from './locations.service.js';
@@ -9,9 +10,9 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
     app,
     locations,
     {
-      collection: 'locations',
-      noun: 'location',
-      tag: 'Locations',
+      collection: RECORD_KINDS.locations.collection,
+      noun: RECORD_KINDS.locations.noun,
+      tag: RECORD_KINDS.locations.plural,
       readScope: 'read:locations',
       writeScope: 'write:locations',
       createSchema: LocationCreate,
