@@ -8,7 +8,7 @@
  *
  * For each engine, each tree gets a fresh database (a SQLite file; a PostgreSQL database beside
  * LANEBRIDGE_BENCH_PG_URL's), an organization and key made with its own CLI, its records (10 locations,
- * 3 customers, 12 carriers) and a server (core 0 when taskset exists; this process on core 1). Batches
+ * 3 customers, 12 carriers) and a server (this tree on core 0, the other on core 1, when taskset exists). Batches
  * then alternate between the two servers, one at a time, each with references never sent before; the
  * figure is the wall time of the request as the client sees it. Every item must succeed. Without
  * --base only this tree is measured.
@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { PG_ADMIN_URL } from './scratch-databases.js';
-import { median, pinLoadGenerator, startServer, waitFor } from './servers.js';
+import { spawn } from 'node:child_process';
+import { median, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -35,7 +36,20 @@ const { values: args } = parseArgs({
 });
 const BATCHES = Number(args.batches);
 const WARMUP = Number(args.warmup);
-const hasTaskset = pinLoadGenerator();
+// Each tree's server on a core of its own (taskset, when present): the recommendations follow-up a
+// batch leaves behind (beside the requests, D11) then runs beside that server's own next batch, as in a
+// deployment, not beside the other tree's batch. The load generator and PostgreSQL share the cores.
+let hasTaskset = true;
+try {
+  execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+} catch {
+  hasTaskset = false;
+}
+function startServer(cwd: string, bin: string, env: Record<string, string>, core: number): ChildProcess {
+  const argv = [bin, 'serve'];
+  const [cmd, args] = hasTaskset ? ['taskset', ['-c', String(core), process.execPath, ...argv]] : [process.execPath, argv];
+  return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
 
 const CITIES = [
   ['DAL', '75201', 'TX'], ['HOU', '77002', 'TX'], ['CHI', '60601', 'IL'], ['ATL', '30303', 'GA'], ['LAX', '90012', 'CA'],
@@ -110,7 +124,7 @@ async function send(port: number, key: string, path: string, body: unknown): Pro
 async function start(running: Running[], tree: Tree, databaseUrl: string, port: number): Promise<void> {
   const org = cli(tree, databaseUrl, ['org', 'create', '--name', `bench ${tree.name}`]);
   const key = cli(tree, databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']);
-  const child = startServer(tree.dir, join(tree.dir, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(port), RATE_LIMITS: 'off' }, hasTaskset);
+  const child = startServer(tree.dir, join(tree.dir, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(port), RATE_LIMITS: 'off' }, running.length % 2);
   const k = String(key.key);
   running.push({ tree, port, key: k, child, ms: [] });
   await waitFor(`http://127.0.0.1:${port}/readyz`);

@@ -1,11 +1,10 @@
 import { STATUS_CODES, maxHeaderSize, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '../db/errors.js';
 import {
   ApiError,
   DetailError,
-  InternalError,
+  classifyError,
   MalformedJsonError,
   MethodNotAllowedError,
   OtherClientError,
@@ -53,13 +52,10 @@ export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: 
     default:
       break;
   }
-  if (isDatabaseUnavailable(error)) {
-    req.log.warn({ err: error }, 'database unavailable');
-    return new ServiceUnavailableError();
-  }
-  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return new OtherClientError(fe.statusCode, fe.message);
-  req.log.error({ err: error }, 'unhandled error');
-  return new InternalError(req.id);
+  return classifyError(error, req.id, {
+    unavailable: (err) => req.log.warn({ err }, 'database unavailable'),
+    internal: (err) => req.log.error({ err }, 'unhandled error'),
+  });
 }
 
 /** Errors Fastify raises before routing: a path past the router's limit, or not valid percent-encoding. */

@@ -4,27 +4,20 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js
 import { prepared } from '../../lib/db/prepared.js';
 import type { Database } from '../../lib/db/types.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
-import { ConflictError, NotFoundError, ValidationError, type ResourceKind, type ValidationIssue } from '../../lib/http/errors.js';
+import { ConflictError, NotFoundError, ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 import { type Clock, toIso } from '../../lib/clock.js';
-import { newId, type IdKind } from '../../lib/ids.js';
+import { newId } from '../../lib/ids.js';
+import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
 import type { LaneKey } from '../../domain/lane.js';
 import { batchRunner, type BatchOperation, type BatchPrefetchItem } from './batch.js';
 import { assertSameReference, changedFields } from './records.js';
 import { IMMEDIATE, type ChangeSet, type Presenter, type RecordChange, type Workspace, type WritePipeline } from './write-pipeline.js';
 
 /** Tables of the records callers address by external_reference_id. */
-export type RecordTable = 'customers' | 'carriers' | 'locations' | 'loads';
+export type RecordTable = ReferencedRecordKind;
 
 type RowOf<T extends RecordTable> = Database[T];
-
-/** Each record table's name in messages, the prefix of its service ids, and its batch data object's key. */
-const RECORD_KINDS = {
-  customers: { kind: 'Customer', id: 'cust', dataKey: 'customer' },
-  carriers: { kind: 'Carrier', id: 'carrier', dataKey: 'carrier' },
-  locations: { kind: 'Location', id: 'loc', dataKey: 'location' },
-  loads: { kind: 'Load', id: 'load', dataKey: 'load' },
-} as const satisfies Record<RecordTable, { kind: ResourceKind; id: IdKind; dataKey: string }>;
 
 /** The columns every new record row starts with. */
 export interface NewRecordBase {
@@ -145,7 +138,8 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   const repo = tenantRecords(o.table);
   const rows: RecordRows<T, W> = o.workspace?.rows ?? (immediateRows(repo) as RecordRows<T, W>);
   const open = (orgId: string): W => o.workspace?.open(orgId) ?? (IMMEDIATE as W);
-  const { kind, id: idKind, dataKey } = RECORD_KINDS[o.table];
+  // The kind's names (src/domain/records.ts): in messages, before the `_` of its ids, the batch data object's key.
+  const { name: kind, idPrefix: idKind, noun: dataKey } = RECORD_KINDS[o.table];
   const idPrefix = `${idKind}_`;
   const validateCreate = compileBodyValidator(o.createSchema);
   const presenter = o.present as unknown as Presenter;
