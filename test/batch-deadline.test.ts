@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Executor } from '../src/lib/db/index.js';
 import { batchRunner, OUT_OF_TIME } from '../src/modules/shared/batch.js';
 import type { Workspace } from '../src/modules/shared/write-pipeline.js';
-import { newTenant, startApp, type TestApp } from './helpers.js';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { isPostgres, newTenant, startApp, type TestApp } from './helpers.js';
 
 // D6a: the 60 s of D6 is ONE deadline for the whole request, however the engine runs the items (on
 // PostgreSQL a batch whose items write at once runs again item by item after a failure). Items not
@@ -102,5 +104,30 @@ describe('D6a: one deadline per batch request', () => {
     expect(result.results[0]!.error).toEqual({ status: 500, detail: 'Internal server error', request_id: 'req-d6a-500' });
     expect(result.results[1]!.success).toBe(true);
     expect(await stored(a.orgId)).toEqual(['B1']);
+  });
+
+  it.runIf(isPostgres())('PostgreSQL: a batch waiting on its organization\'s batch lock stops waiting at the deadline (503 for every item, nothing written)', async () => {
+    const a = await newTenant(t);
+    const holder = new pg.Client({ connectionString: inject('databaseUrl')! });
+    await holder.connect();
+    try {
+      // Another batch of the organization holds the lock (src/lib/db/locks.ts: class 7215, the organization's hash).
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock(7215, hashtext($1))', [a.orgId]);
+      const { run } = customers(a.orgId, {});
+      const began = Date.now();
+      const result = await run(a.orgId, items(['W0', 'W1']), { deadlineMs: 400, startedAt: began });
+      const elapsed = Date.now() - began;
+      expect(result.results.map((r) => r.error)).toEqual([
+        { status: 503, detail: OUT_OF_TIME },
+        { status: 503, detail: OUT_OF_TIME },
+      ]);
+      expect(elapsed).toBeGreaterThanOrEqual(350);
+      expect(elapsed).toBeLessThan(2000);
+    } finally {
+      await holder.query('rollback');
+      await holder.end();
+    }
+    expect(await stored(a.orgId)).toEqual([]);
   });
 });

@@ -151,6 +151,21 @@ describe('statements per request', () => {
     expect(json(loaded)).toMatchObject({ carrier_external_reference_id: 'CAR-1', description: 'round 2' });
   });
 
+  it('a batch of new loads is a fixed number of statements, whatever its size (set-based: one insert per table)', async () => {
+    const fresh = (n: number, tag: string) => ({
+      items: Array.from({ length: n }, (_, i) => ({ operation: 'upsert', load: i % 3 === 2 ? dallasToHouston(`NEW-${tag}-${i}`) : delivered(`NEW-${tag}-${i}`) })),
+    });
+    const ten = await statementsOf(() => a.post('/v2/tms-api/batch/loads', fresh(10, 'a')));
+    const ninety = await statementsOf(() => a.post('/v2/tms-api/batch/loads', fresh(90, 'b')));
+    expect(ninety.body).toMatchObject({ success_count: 90, error_count: 0 });
+    const work = (sql: string[]) => sql.filter((s) => !/from "(org_versions|api_keys)"/.test(s));
+    // SQLite inserts in slices of 100 rows: 90 loads' 180 stops are two statements.
+    expect(work(ninety.sql).length - work(ten.sql).length, ninety.sql.join('\n')).toBe(isPostgres() ? 0 : 1);
+    console.log('statements for 90 new loads', work(ninety.sql).length, work(ninety.sql).join('\n'));
+    expect(work(ninety.sql).length).toBeLessThanOrEqual(24);
+    for (const table of ['loads', 'load_rates', 'lane_history']) expect(ninety.sql.filter((s) => new RegExp(`insert into "${table}"`).test(s)), table).toHaveLength(1);
+  });
+
   it('a batch with a failing item: the item wrote nothing, so the others are written together, with no rollback or savepoint', async () => {
     const batch = changedBatch(3, 3);
     const bad = batch.items[1]!.load as Record<string, unknown>;

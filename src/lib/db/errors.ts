@@ -21,6 +21,8 @@ const UNAVAILABLE_CODES = new Set([
   '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
   // A statement past its statement_timeout (src/lib/db/index.ts), or a transaction idle past its limit.
   '57014', '25P03',
+  // A lock wait past lock_timeout (a batch waiting past its request's deadline, src/lib/db/locks.ts).
+  '55P03',
   'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN',
 ]);
 

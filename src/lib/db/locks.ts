@@ -12,8 +12,10 @@ import { dialectOf, type Executor } from './executor.js';
  */
 export async function beginBatch(tx: Executor, orgId: string, remainingMs: number): Promise<void> {
   if (dialectOf(tx) !== 'postgres') return;
-  if (Number.isFinite(remainingMs)) await sql`select set_config('lock_timeout', ${`${Math.max(1, Math.ceil(remainingMs))}ms`}, true)`.execute(tx);
-  await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
+  // One round trip: the bound on lock waits is set (in a subquery kept apart by `offset 0`, so it runs
+  // first) before the lock is waited for. '0' is no bound.
+  const timeout = Number.isFinite(remainingMs) ? `${Math.max(1, Math.ceil(remainingMs))}ms` : '0';
+  await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId})) from (select set_config('lock_timeout', ${timeout}, true) offset 0) bound`.execute(tx);
 }
 
 // The advisory lock class of an organization's batches (PostgreSQL), beside the organization's hash.

@@ -292,7 +292,8 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
       // saved, so no item may be reported saved.
-      const failure = batchItemError(err, opts);
+      // Past the deadline (PostgreSQL: a lock wait cut by it) no item was reached in time (D6a).
+      const failure = Date.now() >= deadlineAt ? { status: 503, detail: OUT_OF_TIME } : batchItemError(err, opts);
       results = items.map((item, index) => {
         const done = applied[index];
         return {
