@@ -52,7 +52,7 @@ describe('Settings → Webhooks', () => {
     expect(res.body).toMatch(/value="load.created" checked/);
     const private_ = await v.submit('/settings/webhooks', '/settings/webhooks', { url: 'https://10.0.0.8/hooks' });
     expect(private_.statusCode).toBe(422);
-    expect(private_.body).toContain('URL must not point to a loopback, private, link-local or other non-public address');
+    expect(private_.body).toContain('URL must point to a public host: this one has no address, or a loopback, private, link-local or other non-public one');
     expect(private_.body).not.toContain('resolves to');
     expect(private_.body).toContain('No endpoints yet.');
   });

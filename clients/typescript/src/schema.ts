@@ -303,7 +303,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook endpoint
-         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization's endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).
+         * @description Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https, whose host does not resolve, or that points to a loopback, private, link-local or other non-public address (one message for the last two, naming no address). 409 past the organization's endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;

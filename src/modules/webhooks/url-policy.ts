@@ -98,7 +98,9 @@ const systemResolver: Resolver = async (host) => (await lookup(host, { all: true
  * The one answer for a refused address: it names neither the address nor the range, so the 422 and the
  * delivery log cannot be used to map what a host name resolves to inside the network.
  */
-export const BLOCKED_ADDRESS_MESSAGE = 'URL must not point to a loopback, private, link-local or other non-public address';
+// One message for a host with no address and one with a non-public address: two would tell a caller
+// which internal names exist (docs/webhooks.md).
+export const BLOCKED_ADDRESS_MESSAGE = 'URL must point to a public host: this one has no address, or a loopback, private, link-local or other non-public one';
 
 /**
  * Why `text` may not be a webhook URL, or null when it may. `allowInsecure` lifts the https and address
@@ -126,9 +128,9 @@ export async function urlProblem(text: string, opts: { allowInsecure: boolean; r
     try {
       addresses = await (opts.resolve ?? systemResolver)(host);
     } catch {
-      return `Host '${host}' could not be resolved`;
+      return BLOCKED_ADDRESS_MESSAGE;
     }
-    if (addresses.length === 0) return `Host '${host}' could not be resolved`;
+    if (addresses.length === 0) return BLOCKED_ADDRESS_MESSAGE;
   }
   return addresses.some(isBlockedAddress) ? BLOCKED_ADDRESS_MESSAGE : null;
 }

@@ -44,7 +44,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       operationId: 'createWebhookEndpoint',
       summary: 'Add a webhook endpoint',
       description:
-        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https or points to a loopback, private, link-local or other non-public address (the answer does not say which). 409 past the organization\'s endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).',
+        'Events committed from now on are POSTed to `url`, signed per Standard Webhooks v1 (headers webhook-id, webhook-timestamp, webhook-signature). The `secret` is shown only in this answer and on rotation. 422 on `["body","url"]` for a URL that is not https, whose host does not resolve, or that points to a loopback, private, link-local or other non-public address (one message for the last two, naming no address). 409 past the organization\'s endpoint limit (WEBHOOK_MAX_ENDPOINTS, default 20, enabled and disabled endpoints alike).',
       body: WebhookEndpointCreate,
       response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }), ...tooMany },
     },
