@@ -124,6 +124,15 @@ describe('batch loads', () => {
     expect(stopsLeft).toHaveLength(2);
   });
 
+  it('concurrent single creates of one load: one 201, the others the D1 409, no 5xx', async () => {
+    const a = await seeded();
+    const results = await Promise.all(Array.from({ length: 6 }, () => a.post('/v2/tms-api/loads', load({ external_reference_id: 'RACE-CREATE' }))));
+    const statuses = results.map((r) => r.statusCode).sort();
+    expect(statuses).toEqual([201, 409, 409, 409, 409, 409]);
+    for (const r of results.filter((x) => x.statusCode === 409)) expect(json(r)).toEqual({ detail: "Load with external_reference_id 'RACE-CREATE' already exists" });
+    expect(json(await a.get('/v2/tms-api/loads')).pagination.total).toBe(1);
+  });
+
   it('reports items not started by the deadline as failed (503) instead of hanging', async () => {
     const { startApp: start } = await import('./helpers.js');
     const quick = await start({ loadBatchDeadlineMs: 1 });

@@ -51,6 +51,8 @@ export class LoadWorkspace implements Workspace {
   private readonly byRef = new Map<string, string | null>();
   private readonly named: { [K in Named]: Map<string, NamedRow[K] | null> } = { customers: new Map(), carriers: new Map(), locations: new Map() };
   private readonly carrierRefs = new Map<string, string>();
+  /** References an item of this unit deleted (absent here, though the database holds them until flush). */
+  private readonly removed = new Set<string>();
   private journal: { entries: Map<string, LoadEntry | undefined>; refs: Map<string, string | null | undefined> } | null = null;
 
   constructor(readonly orgId: string) {}
@@ -244,6 +246,7 @@ export class LoadWorkspace implements Workspace {
   remove(id: string): void {
     const e = this.touch(id)!;
     e.deleted = true;
+    this.removed.add(e.row.external_reference_id);
     this.point(e.row.external_reference_id, null);
   }
 
@@ -280,7 +283,9 @@ export class LoadWorkspace implements Workspace {
       else this.entries.delete(id);
     }
     for (const [ref, before] of j.refs) {
-      if (before === undefined) this.byRef.delete(ref);
+      // A reference the item found absent is read again next time: the item may have failed because
+      // another request created it meanwhile (an upsert's unique race, run again in its savepoint).
+      if (before === undefined || (before === null && !this.removed.has(ref))) this.byRef.delete(ref);
       else this.byRef.set(ref, before);
     }
   }

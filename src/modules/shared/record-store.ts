@@ -264,7 +264,16 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       if (!row) throw new NotFoundError(kind, ref);
       return presentOne(o.pipeline.reader, orgId, row);
     },
-    create: (orgId: string, input: Create): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.create(tx, changes, ws, orgId, input))),
+    create: async (orgId: string, input: Create): Promise<Out> => {
+      try {
+        return await single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.create(tx, changes, ws, orgId, input)));
+      } catch (err) {
+        // A deferred workspace inserts at its flush, after the step's own check: a concurrent create of the
+        // same reference that committed in between is refused there by the unique index (the same 409).
+        if (isUniqueViolation(err)) throw ConflictError.duplicate(kind, input.external_reference_id);
+        throw err;
+      }
+    },
     update: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.update(tx, changes, ws, orgId, ref, input))),
     upsert: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.upsert(tx, changes, ws, orgId, ref, input)), true),
     delete: (orgId: string, refOrId: string): Promise<{ id: string }> => single(orgId, (tx, changes, ws) => steps.delete(tx, changes, ws, orgId, refOrId)),
