@@ -174,7 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
-  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, log: app.log });
+  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log });
   const services = {
     accounts,
     customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),

@@ -22,6 +22,8 @@ const EnvSchema = Type.Object({
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
+  /** The least time between two runs of an organization's recommendations follow-up (load.recommendations_changed), in ms: writes meanwhile are followed up together. */
+  RECOMMENDATIONS_FOLLOW_UP_GAP_MS: Type.Integer({ default: 250, minimum: 0, maximum: 60_000 }),
   DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
   /** Dashboard cookies: `on` always Secure (behind a TLS-terminating proxy), `off` never, `auto` when the request came over TLS. */
   DASHBOARD_COOKIE_SECURE: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
@@ -83,6 +85,7 @@ export type Config = {
   loadBatchDeadlineMs: number;
   /** Origins (and destinations) within this many miles share a lane (D7). */
   laneRadiusMiles: number;
+  recommendationsFollowUpGapMs: number;
   redisUrl: string | undefined;
   /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
   rateLimits: boolean;
@@ -181,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     circuityFactor: env2.DISTANCE_CIRCUITY,
     loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
     laneRadiusMiles: env2.LANE_RADIUS_MILES,
+    recommendationsFollowUpGapMs: env2.RECOMMENDATIONS_FOLLOW_UP_GAP_MS,
     redisUrl: env2.REDIS_URL,
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,

@@ -9,6 +9,7 @@ import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 import { foldCase } from '../fold.js';
+import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 
 export type { Dialect };
 import type { Db } from './executor.js';
@@ -166,6 +167,8 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   raw.pragma('busy_timeout = 5000');
   // 16 MiB of page cache: the OS caches the file too, and the server stays within 300 MB (BENCHMARKS.md).
   raw.pragma('cache_size = -16384');
+  // Checkpoints beside the requests, not inside the commit that crosses the log's limit.
+  const checkpoints = path === ':memory:' ? null : backgroundCheckpoints(raw, path);
   const log = statementLog();
   const statements = cachingStatements(raw, 500, log);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
@@ -212,6 +215,7 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
     },
     async close() {
       clearInterval(statisticsTimer);
+      await checkpoints?.stop();
       await db.destroy();
     },
   };

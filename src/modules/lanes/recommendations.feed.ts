@@ -1,6 +1,6 @@
 import type { Executor } from '../../lib/db/index.js';
 import { cellOf, cellsWithin, CELL_DEGREES } from '../../domain/grid.js';
-import { laneEnds, type LaneKey } from '../../domain/lane.js';
+import { laneEnds, laneKeyId, type LaneKey } from '../../domain/lane.js';
 import { OPEN_STATUSES } from '../../domain/enums.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { LanesService } from './lanes.service.js';
@@ -20,8 +20,9 @@ import {
   type WatchRow,
 } from './watch.repo.js';
 
-// Events read per pass (each pass one transaction); a busier outbox is worked through in several passes.
-const WINDOW = 100;
+// Events read per pass (each pass one transaction; four columns an event); a busier outbox is worked
+// through in several passes. Ten batches of 100 loads are one pass: the lanes they share ranked once.
+const WINDOW = 1000;
 // Half the diagonal of a grid cell, in miles (a history row anywhere in a cell may be near a load).
 const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
 
@@ -59,7 +60,7 @@ const rankedIds = (recs: readonly CarrierRecommendation[]) => JSON.stringify(rec
  *
  * It runs beside the requests, never inside one: a write is answered before its follow-up starts.
  */
-export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; log?: FollowUpLog }) {
+export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; gapMs?: number; log?: FollowUpLog }) {
   const { pipeline, lanes } = deps;
   const reader: Executor = pipeline.reader;
   const near = (cell: number) => cellsWithin(cellCentre(cell).latitude, cellCentre(cell).longitude, deps.radiusMiles + HALF_CELL_DIAGONAL_MILES);
@@ -87,7 +88,8 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
     const events = await loadEventsAfter(reader, orgId, after, WINDOW);
     // Without load or location events the cursor moves to what has been committed (nothing to follow up).
     const until = events.length === WINDOW ? events[events.length - 1]!.sequence : last;
-    const moved = events.flatMap((e) => lanesOf(e.lanes));
+    // Each lane once (a window of a busy push names the same few lanes hundreds of times).
+    const moved = [...new Map(events.flatMap((e) => lanesOf(e.lanes)).map((k) => [laneKeyId(k), k] as const)).values()];
     const written = new Set(events.filter((e) => e.type.startsWith('load.') && e.type !== 'load.recommendations_changed' && e.record_id).map((e) => e.record_id!));
     const relocated = events.filter((e) => e.type === 'location.updated' && e.lanes && e.record_id).map((e) => e.record_id!);
     // Open loads at a moved location: their lane moved with it, whatever their cells say.
@@ -97,12 +99,13 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
     // or carrier changed (or they are new), or when history near them moved.
     const ownWrites = await loadsWithStops(reader, orgId, [...written]);
     const watched = await watchRows(reader, [...written]);
-    const closed = [...written].filter((id) => !ownWrites.some((w) => w.load.id === id));
+    const found = new Set(ownWrites.map((w) => w.load.id));
+    const closed = new Set([...written].filter((id) => !found.has(id)));
     const targets = new Map<string, WatchRow>();
     for (const { load, stops } of ownWrites) {
       const { origin, destination } = laneEnds(stops);
       if (!OPEN_STATUSES.has(load.status) || !origin || !destination) {
-        closed.push(load.id);
+        closed.add(load.id);
         continue;
       }
       const before = watched.get(load.id);
@@ -122,7 +125,7 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
       };
       if (!before || !sameWatch(before, row) || atMoved.has(load.id)) targets.set(load.id, row);
     }
-    if (moved.length > 0) for (const w of await watchedNearLanes(orgId, moved)) if (!targets.has(w.load_id) && !closed.includes(w.load_id)) targets.set(w.load_id, w);
+    if (moved.length > 0) for (const w of await watchedNearLanes(orgId, moved)) if (!targets.has(w.load_id) && !closed.has(w.load_id)) targets.set(w.load_id, w);
 
     // Outside the transaction: the recommendations as GET would show them now (loads on the same cells
     // share one read of the history: a busy lane has hundreds of open loads).
@@ -151,7 +154,7 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
           } else if (!before || !sameWatch(before, w)) changed.push({ ...w, ranked: now });
         });
         await upsertWatch(tx, changed);
-        await unwatch(tx, closed);
+        await unwatch(tx, [...closed]);
         if (!(await advanceCursor(tx, orgId, after, until))) throw new CursorMoved();
       });
     } catch (err) {
@@ -164,6 +167,11 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
   }
 
   const running = new Map<string, Promise<void>>();
+  // The least time between two runs of an organization: writes arriving meanwhile are followed up
+  // together (a busy lane's open loads are ranked once for many batches, not once per batch).
+  const gapMs = deps.gapMs ?? 0;
+  const lastEnded = new Map<string, number>();
+  const pause = (ms: number) => (ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
   /** What the follow-up has done in this process (benchmarks, diagnosis). */
   const stats = { passes: 0, ranked: 0, announced: 0 };
   const again = new Set<string>();
@@ -179,15 +187,23 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
       // After the write's answer has gone out (the follow-up is never part of a request).
       await new Promise((resolve) => setImmediate(resolve));
       try {
+        await pause((lastEnded.get(orgId) ?? -Infinity) + gapMs - Date.now());
         do {
           again.delete(orgId);
           while (await pass(orgId));
+          if (again.has(orgId)) await pause(gapMs);
         } while (again.has(orgId));
       } catch (err) {
         // The cursor did not move: the next write or the sweep tries again.
         deps.log?.warn({ err }, 'recommendations follow-up failed');
       } finally {
         running.delete(orgId);
+        if (gapMs > 0) {
+          const now = Date.now();
+          lastEnded.set(orgId, now);
+          // Forgotten once past the gap (the map stays as small as the organizations writing now).
+          for (const [id, at] of lastEnded) if (at + gapMs < now) lastEnded.delete(id);
+        }
       }
     })();
     running.set(orgId, run);

@@ -1,0 +1,41 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
+import { isPostgres } from '../helpers.js';
+
+// SQLite only: the connection's own checkpoints are off and a worker thread checkpoints beside the
+// requests (src/lib/db/sqlite-checkpoints.ts), so the write-ahead log stays small without a commit
+// ever copying it back on the event loop.
+describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
+  let dir: string;
+  let store: DataStore;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'lanebridge-checkpoints-'));
+    store = openDataStore(join(dir, 'wal.db'));
+    await sql`create table filler (id integer primary key, body blob not null)`.execute(store.db);
+  });
+  afterAll(async () => {
+    await store?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('commits do not checkpoint, and the log stays bounded under a steady stream of writes', async () => {
+    const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(store.db);
+    expect(auto.rows[0]!.wal_autocheckpoint).toBe(0);
+    // 30 commits of about 1 MiB, 60 ms apart: 30 MiB of log if nothing checkpointed it.
+    let largest = 0;
+    for (let i = 0; i < 30; i++) {
+      await store.db.transaction().execute(async (tx) => {
+        for (let j = 0; j < 16; j++) await sql`insert into filler (body) values (randomblob(65536))`.execute(tx);
+      });
+      largest = Math.max(largest, statSync(join(dir, 'wal.db-wal')).size);
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    expect(largest).toBeLessThan(8 * 1024 * 1024);
+    const count = await sql<{ n: number }>`select count(*) as n from filler`.execute(store.db);
+    expect(Number(count.rows[0]!.n)).toBe(480);
+  });
+});
