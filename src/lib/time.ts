@@ -8,14 +8,28 @@ export function isIsoTimestamp(value: string): boolean {
 
 const CANONICAL_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
+const digits = (value: string, at: number, count: number): number => {
+  let n = 0;
+  for (let i = at; i < at + count; i++) n = n * 10 + (value.charCodeAt(i) - 48);
+  return n;
+};
+
+/** Days in a month of the proleptic Gregorian calendar (JavaScript's). */
+const daysIn = (year: number, month: number): number =>
+  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+
 export function parseIsoTimestamp(value: string): string | null {
-  // The common forms, canonical (what this service returns) or to the second with Z: valid when the
-  // date reads back unchanged, which also refuses rolled-over dates such as 2024-02-31.
+  // The common forms, canonical (what this service returns) or to the second with Z: checked field by
+  // field (a calendar date, 00:00:00 to 23:59:59), which refuses rolled-over dates such as 2024-02-31.
+  // Most timestamps a batch carries take this path: no Date is made (it was a tenth of a batch's time).
   const common = CANONICAL_RE.exec(value);
   if (common) {
-    const canonical = common[1] ? value : `${value.slice(0, 19)}.000Z`;
-    const t = Date.parse(canonical);
-    return !Number.isNaN(t) && new Date(t).toISOString() === canonical ? canonical : null;
+    const year = digits(value, 0, 4);
+    const month = digits(value, 5, 2);
+    const day = digits(value, 8, 2);
+    if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return null;
+    if (digits(value, 11, 2) > 23 || digits(value, 14, 2) > 59 || digits(value, 17, 2) > 59) return null;
+    return common[1] ? value : `${value.slice(0, 19)}.000Z`;
   }
   const m = ISO_RE.exec(value);
   if (!m) return null;

@@ -1,8 +1,5 @@
-import type { Executor } from '../../lib/db/index.js';
-import type { Clock } from '../../lib/clock.js';
-import type { Resolver } from './url-policy.js';
 import { webhooksService, type WebhooksService } from './webhooks.service.js';
-import { deliveryWorker, type DeliveryWorker, type WorkerLog, type WorkerOutcomes } from './webhooks.worker.js';
+import { deliveryWorker, type DeliveryWorker, type DeliveryWorkerDeps } from './webhooks.worker.js';
 
 export interface Webhooks {
   /** The endpoints API and the dashboard's actions. */
@@ -12,19 +9,9 @@ export interface Webhooks {
 }
 
 /** D12's pieces, wired: the delivery worker and the service that manages endpoints beside it. */
-export function webhooksModule(deps: {
-  db: Executor;
-  clock: Clock;
-  allowInsecure: boolean;
-  leaseMs: number;
-  log: WorkerLog;
-  outcomes?: WorkerOutcomes;
-  resolve?: Resolver;
-  pollMs?: number;
-  retentionDays?: number;
+export function webhooksModule(deps: Omit<DeliveryWorkerDeps, 'random'> & {
+  /** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS). */
   maxEndpoints?: number;
-  maxInFlight?: number;
-  maxInFlightPerOrg?: number;
 }): Webhooks {
   const worker = deliveryWorker(deps);
   const service = webhooksService({ ...deps, worker });
