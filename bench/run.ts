@@ -182,7 +182,8 @@ async function databaseFor(engine: string): Promise<string> {
     return join(here, 'data', `bench-${LOADS}.db`);
   }
   const admin = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `lanebridge_bench_${LOADS}`;
+  // BENCH_PG_DATABASE: another name (two checkouts benchmarking on one PostgreSQL keep their seeds apart).
+  const name = process.env.BENCH_PG_DATABASE ?? `lanebridge_bench_${LOADS}`;
   const c = new pg.Client({ connectionString: admin });
   await c.connect();
   const exists = await c.query('select 1 from pg_database where datname = $1', [name]);
