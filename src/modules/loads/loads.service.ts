@@ -8,7 +8,7 @@ import { LOAD_STATUSES, OPEN_STATUSES } from '../../domain/enums.js';
 import { recordLifecycle, type ServiceHooks } from '../shared/record-store.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
-import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
+import type { LaneStop, LanesService, RecommendOptions } from '../lanes/lanes.service.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
 import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
@@ -128,14 +128,17 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] };
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
-    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null) {
+    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
       const { load, stops } = await readOne(orgId, ref, guard);
+      const answer = await lanes.recommendWith(reader, orgId, load, stops, opts);
       return {
         load_id: load.id,
         external_reference_id: load.external_reference_id,
         status: load.status,
         open: OPEN_STATUSES.has(load.status),
-        carrier_recommendations: await recommendations(orgId, load, stops),
+        carrier_recommendations: answer.items,
+        lane_radius_miles: answer.lane_radius_miles,
+        ranking: answer.ranking,
       };
     },
     async list(orgId: string, query: LoadListQuery, guard: KeyGuard | null = null) {
