@@ -33,6 +33,8 @@ import { marketRateRoutes } from './modules/rates/rates.routes.js';
 import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
 import { loadRoutes } from './modules/loads/loads.routes.js';
+import { trackingRoutes } from './modules/tracking/tracking.routes.js';
+import { TrackingEventAnswer } from './modules/tracking/tracking.schema.js';
 import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { loadJson } from './modules/loads/loads.present.js';
@@ -205,7 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
 
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
@@ -218,6 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   carrierRoutes(app, services.carriers, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   locationRoutes(app, services.locations, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
+  trackingRoutes(app, services.loads);
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);
