@@ -9,7 +9,7 @@ const OnTime = (kind: string) =>
       coverage: Nullable(Type.Number({ description: `Σw over scored ${kind} stops ÷ Σw over all of them, 3 decimals; null when the carrier has none.` })),
     },
     {
-      description: `On time at ${kind} stops (${kind === 'pickup' ? 'Pickup' : 'Delivery and Both'}): a scored stop is on time iff actual_arrival ≤ deadline + grace, the deadline being late_arrival (else early_arrival) as it stood when the arrival was recorded; early is on time. w = D7's proximity × recency weight of the stop's history load.`,
+      description: `On time at ${kind} stops (${kind === 'pickup' ? 'Pickup' : 'Delivery and Both'}): a scored stop is on time iff actual_arrival ≤ deadline + grace, the deadline being late_arrival (else early_arrival) as it stood when the arrival was recorded; early is on time. w = the proximity weight × 0.5^(age in days / 90) of the stop's history load, as in score.`,
     },
   );
 
@@ -25,7 +25,7 @@ export const Evidence = Type.Object(
       rate_vs_market: Nullable(
         Type.Number({
           description:
-            'Weighted (w) median over the carrier\'s lane loads with a CARRIER total and a market snapshot on this lane (D8 matching) as of their delivery date, in the same currency, of total ÷ (snapshot rate_per_mile × total_distance): the smallest ratio at which the cumulative weight reaches half the total; 3 decimals. null when none.',
+            'Weighted (w) median over the carrier\'s lane loads with a CARRIER total and a market snapshot on this lane (both ends within the lane radius, as max_buy_rate matches them) as of their delivery date, in the same currency, of total ÷ (snapshot rate_per_mile × total_distance): the smallest ratio at which the cumulative weight reaches half the total; 3 decimals. null when none.',
         }),
       ),
       priced_loads: Type.Integer({ description: 'How many loads the median is over.' }),
@@ -50,7 +50,7 @@ export const Evidence = Type.Object(
         'round(50 + 50 × density × consistency × (0.5 + 0.5 × cov)): density = 1 − e^(−effective_loads/4); consistency = 1/(1+cv), cv the coefficient of variation (population) of the carrier rate per mile (total ÷ total_distance) over the priced loads (cv = 1 with fewer than 2); cov = mean of pickup and delivery coverage (those not null; 0 when both are). Below 63: thin evidence, get more bids.',
     }),
   },
-  { $id: 'RecommendationEvidence', description: 'D14: what the recommendation rests on.' },
+  { $id: 'RecommendationEvidence', description: 'What the recommendation rests on, each number with its formula.' },
 );
 export type Evidence = Static<typeof Evidence>;
 

@@ -46,7 +46,7 @@ export function loadRoutes(
       description: [
         'For any load, open or not: the carriers with delivered loads on its lane (origins and destinations within 100 miles, same equipment), ranked by recency-weighted lane history. The carrier already assigned to the load is left out.',
         '',
-        'Each entry carries its evidence (D14), w being D7\'s weight of each history load (proximity × 0.5^(age in days/90)):',
+        'Each entry carries its evidence, w being the weight of each history load (proximity × 0.5^(age in days/90)):',
         '- effective_loads = (Σw)² ÷ Σw² (2 decimals).',
         '- on_time.pickup / on_time.delivery: rate = Σw on-time scored ÷ Σw scored; scored = count of stops with an actual_arrival and a window; coverage = Σw scored ÷ Σw over all the carrier\'s lane stops of that kind (3 decimals). On time iff actual_arrival ≤ deadline (late_arrival, else early_arrival, as recorded with the arrival) + grace_minutes.',
         '- price.rate_vs_market = weighted median of total ÷ (market rate_per_mile on the lane as of the delivery date × total_distance) (3 decimals); priced_loads their count.',

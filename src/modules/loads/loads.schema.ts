@@ -11,7 +11,7 @@ export const StopInput = Type.Object({
   early_arrival: Timestamp('Start of the arrival window (ISO 8601; no offset means UTC).'),
   late_arrival: Timestamp('End of the arrival window; not before early_arrival.'),
   actual_arrival: Type.Optional(
-    Nullable(Timestamp('When the truck actually arrived (D14). In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it.')),
+    Nullable(Timestamp('When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it.')),
   ),
   actual_departure: Type.Optional(Nullable(Timestamp('When the truck actually left; not before actual_arrival. Kept like actual_arrival when not sent.'))),
 });
@@ -198,7 +198,7 @@ export const RecommendationsQuery = Type.Object({
     Type.String({
       enum: ['history', 'balanced'],
       description:
-        'history (default): D7 exactly (score = Σ proximity × 0.5^(age/90) per carrier). balanced: every carrier on the lane ordered by balanced_score = score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 2.55) ÷ (Σw scored + 3) over deliveries; the best 10 kept.',
+        'history (default): the lane-history ranking (score = Σ proximity × 0.5^(age/90) per carrier). balanced: every carrier on the lane ordered by balanced_score = score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 2.55) ÷ (Σw scored + 3) over deliveries; the best 10 kept.',
     }),
   ),
   widen: Type.Optional(

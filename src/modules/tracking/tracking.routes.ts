@@ -16,7 +16,7 @@ export function trackingRoutes(app: FastifyInstance, loads: LoadsService) {
       description: [
         'Sets the stop\'s actual_arrival (ARRIVED) or actual_departure (DEPARTED) and emits load.stop_arrived or load.stop_departed (data: the load), beside load.updated.',
         '- Idempotent by event_id: the same id again in your organization answers what the first answered (201) and changes nothing.',
-        '- EDI 214 codes stand for the type: X3, X1 → ARRIVED; AF, CD, D1 → DEPARTED. A type that contradicts the code: 422.',
+        '- EDI 214 status codes stand for the type, in any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. A type that contradicts the code: 422.',
         '- occurred_at without an offset is the local time at the stop\'s location (its time zone; UTC for a location without one).',
         '- A different time already recorded is replaced only with "correction": true (else 409); the same time again changes nothing.',
         '- A departure before the stop\'s arrival: 422. A stop_number the load does not have: 422.',

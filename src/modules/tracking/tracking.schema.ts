@@ -25,7 +25,7 @@ export const TrackingEventInput = Type.Object(
     }),
     source: Type.Optional(CiEnum(TRACKING_SOURCES, { description: 'Where the event came from. Default: EDI when edi_status_code is given, else MANUAL.' })),
     edi_status_code: Type.Optional(
-      Type.String({ minLength: 2, maxLength: 2, description: 'EDI 214 status code: X3, X1 → ARRIVED; AF, CD, D1 → DEPARTED. Given with a type that contradicts it: 422.' }),
+      Type.String({ minLength: 2, maxLength: 2, description: 'EDI 214 status code, any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. Given with a type that contradicts it: 422.' }),
     ),
     correction: Type.Optional(Type.Boolean({ description: 'true replaces a different time already recorded for the stop (else 409).' })),
   },
