@@ -293,6 +293,10 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       return rankedLane(tx, orgId, load.equipment_type, lane, opts);
     },
 
+    /** A lane between two places, ranked as a load with no carrier and no pickup time on it would be (the dashboard's lane page). */
+    recommendLane: (tx: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, opts: RecommendOptions): Promise<RecommendationAnswer> =>
+      rankedLane(tx, orgId, equipmentType, { load: { id: '', equipment_type: equipmentType, carrier_id: null }, origin, destination, pickupAt: null }, opts),
+
     /**
      * The same for many loads of one equipment type (the recommendations follow-up): one read of the
      * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
