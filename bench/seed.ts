@@ -26,6 +26,20 @@ import { cellOf } from '../src/domain/grid.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+/** A carrier's share of on-time arrivals (0.70–0.97, fixed per carrier): carriers differ, as scorecards show. */
+function carrierReliability(ref: string): number {
+  let h = 0;
+  for (const ch of ref) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  return 0.7 + (h % 28) / 100;
+}
+
+/** Milliseconds after the deadline a truck arrives: on time mostly early or just in, a tail late by up to 6 h. */
+function actualLateness(rand: () => number, onTime: number): number {
+  const r = rand();
+  if (r < onTime) return Math.round((-120 + rand() * 130) * 60_000);
+  return Math.round((16 + Math.pow(rand(), 2) * 344) * 60_000);
+}
+
 /** Freight markets (metro centres) and their relative weight in the generated lanes. */
 const MARKETS: [string, number, number, number][] = [
   ['Dallas', 32.78, -96.8, 10], ['Houston', 29.76, -95.37, 9], ['Chicago', 41.88, -87.63, 10], ['Atlanta', 33.75, -84.39, 9],
@@ -228,10 +242,11 @@ async function main() {
   const sample = { history: [] as string[], open: [] as string[] };
   const BATCH = 20_000;
   const loadCols = ['id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id', 'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep', 'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at', 'created_at', 'updated_at'];
-  const stopCols = ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival'];
+  const stopCols = ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival', 'actual_arrival', 'actual_departure', 'arrival_deadline'];
   const rateCols = ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description'];
-  const laneCols = ['load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at', 'carrier_rate_total', 'carrier_rate_currency'];
+  const laneCols = ['load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at', 'carrier_rate_total', 'carrier_rate_currency', 'total_distance', 'stop_outcomes'];
   const span = 730 * DAY;
+  const marketLanes = new Set<string>();
   for (let start = 0; start < loadCount; start += BATCH) {
     const loads: unknown[][] = [];
     const stops: unknown[][] = [];
@@ -261,10 +276,18 @@ async function main() {
       const carrier = history || status === 'COVERED' || status === 'DISPATCHED' || status === 'EN_ROUTE' ? carrierFor(origin.market, destination.market) : null;
       const t = iso(created);
       loads.push([id, orgId, ref, status, equipment, rand() < 0.9 ? 'FTL' : 'LTL', null, customers[Math.floor(rand() * customers.length)]!, carrier?.id ?? null, 20000 + Math.floor(rand() * 24000), 'lbs', distance, 'estimated', null, null, null, null, null, null, null, null, iso(pickupAt), t, history ? deliveredAt : null, t, t]);
+      // D14 actuals as real ones look: delivered loads (and the stops an on-the-way load has passed) mostly
+      // on time, a tail late, some never reported; the carrier's own reliability shifts the odds.
+      const reported = history ? path.length : status === 'EN_ROUTE' || status === 'AT_RECEIVER' ? 1 : 0;
+      const outcomes: string[] = [];
       path.forEach((loc, s) => {
         const type = s === 0 ? 'Pickup' : s === path.length - 1 ? 'Delivery' : rand() < 0.5 ? 'Pickup' : 'Delivery';
         const early = pickupAt + (s / (path.length - 1)) * transitMs;
-        stops.push([newId('stop', created), orgId, id, s + 1, type, loc.id, iso(early), iso(s === path.length - 1 ? pickupAt + transitMs + 2 * 3_600_000 : early + 2 * 3_600_000)]);
+        const late = s === path.length - 1 ? pickupAt + transitMs + 2 * 3_600_000 : early + 2 * 3_600_000;
+        let arrival: number | null = null;
+        if (s < reported && rand() >= 0.08) arrival = late + actualLateness(rand, carrier ? carrierReliability(carrier.ref) : 0.85);
+        stops.push([newId('stop', created), orgId, id, s + 1, type, loc.id, iso(early), iso(late), arrival === null ? null : iso(arrival), arrival === null ? null : iso(arrival + (45 + rand() * 120) * 60_000), arrival === null ? null : iso(late)]);
+        outcomes.push(`${type === 'Pickup' ? 'p' : 'd'}${arrival === null ? '' : Math.round((arrival - late) / 1000)}`);
       });
       const carrierAmount = Math.round(distance * (1.6 + rand() * 1.4) * 100) / 100;
       if (history || rand() < 0.5) {
@@ -272,7 +295,8 @@ async function main() {
         if (carrier) rates.push([newId('rate', created), orgId, id, 1, 'CARRIER', carrierAmount, 'USD', 'LINEHAUL', null]);
       }
       if (history && carrier) {
-        lanes.push([id, orgId, carrier.id, carrier.ref, equipment, origin.id, destination.id, origin.latitude, origin.longitude, destination.latitude, destination.longitude, cellOf(origin.latitude, origin.longitude), cellOf(destination.latitude, destination.longitude), deliveredAt, carrierAmount, 'USD']);
+        lanes.push([id, orgId, carrier.id, carrier.ref, equipment, origin.id, destination.id, origin.latitude, origin.longitude, destination.latitude, destination.longitude, cellOf(origin.latitude, origin.longitude), cellOf(destination.latitude, destination.longitude), deliveredAt, carrierAmount, 'USD', distance, outcomes.join(',')]);
+        if (origin.market >= 0 && destination.market >= 0) marketLanes.add(`${origin.market}|${destination.market}|${equipment}`);
         if (sample.history.length < 2000 && rand() < 0.05) sample.history.push(ref);
       }
       if (!history && ['ACTIVE', 'SPOT', 'TENDERED', 'TENDER_REJECTED'].includes(status) && sample.open.length < 1000 && rand() < 0.2) sample.open.push(ref);
@@ -283,6 +307,26 @@ async function main() {
     await w.insert('lane_history', laneCols, lanes);
     log(`${Math.min(loadCount, start + BATCH)} loads`);
   }
+  // D8/D14 market snapshots: every month of the two years, on each market pair and equipment with history
+  // (market centre to market centre: within 60 miles of the facilities), around 2.00–2.60 $/mi.
+  const snapshotCols = ['id', 'org_id', 'equipment_type', 'origin_label', 'destination_label', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_state', 'destination_state', 'origin_cell', 'destination_cell', 'rate_per_mile', 'rate_per_mile_low', 'rate_per_mile_high', 'currency', 'source', 'as_of', 'created_at'];
+  let snapshots: unknown[][] = [];
+  for (const key of marketLanes) {
+    const [a, b, equipment] = key.split('|') as [string, string, string];
+    const [oName, oLat, oLon] = MARKETS[Number(a)]!;
+    const [dName, dLat, dLon] = MARKETS[Number(b)]!;
+    for (let m = 0; m < 25; m++) {
+      const asOf = now - span + m * 30 * DAY;
+      const rate = Math.round((2 + rand() * 0.6) * 100) / 100;
+      snapshots.push([newId('mrs', asOf), orgId, equipment, oName, dName, oLat, oLon, dLat, dLon, null, null, cellOf(oLat, oLon), cellOf(dLat, dLon), rate, Math.round(rate * 0.9 * 100) / 100, Math.round(rate * 1.12 * 100) / 100, 'USD', 'bench', iso(asOf), iso(asOf)]);
+      if (snapshots.length >= BATCH) {
+        await w.insert('market_rate_snapshots', snapshotCols, snapshots);
+        snapshots = [];
+      }
+    }
+  }
+  if (snapshots.length > 0) await w.insert('market_rate_snapshots', snapshotCols, snapshots);
+  log(`${marketLanes.size * 25} market snapshots`);
   await w.exec(
     `insert into lane_stats (org_id, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, refreshed_at)
      select org_id, equipment_type, origin_cell, destination_cell, count(*), count(distinct carrier_id), max(delivered_at), '${iso(now)}'

@@ -24,7 +24,7 @@ import { locationsService, type LocationsService } from './modules/locations/loc
 import { opsRoutes } from './modules/ops/ops.routes.js';
 import { installUsage, usageRecorder } from './modules/ops/usage.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
-import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
+import { CarrierRecommendation, Evidence } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
 import { writePipeline, type AfterCommit, type WritePipeline } from './modules/shared/write-pipeline.js';
 import { recommendationsFeed, type RecommendationsFeed } from './modules/lanes/recommendations.feed.js';
@@ -33,6 +33,8 @@ import { marketRateRoutes } from './modules/rates/rates.routes.js';
 import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
 import { loadRoutes } from './modules/loads/loads.routes.js';
+import { trackingRoutes } from './modules/tracking/tracking.routes.js';
+import { TrackingEventAnswer } from './modules/tracking/tracking.schema.js';
 import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
 import { loadJson } from './modules/loads/loads.present.js';
@@ -173,7 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void followUp.schedule(orgId);
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
-  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });
+  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes });
   followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log });
   const services = {
     accounts,
@@ -205,7 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, CarrierRecommendation, Load, LoadPage, LoadRecommendations, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
 
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
@@ -218,6 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   carrierRoutes(app, services.carriers, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   locationRoutes(app, services.locations, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
+  trackingRoutes(app, services.loads);
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);

@@ -21,6 +21,8 @@ const EnvSchema = Type.Object({
   REFUSED_BODY_DRAIN_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 300 }),
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
+  // D14: minutes after a stop's deadline that still count as on time (an organization may set its own).
+  ON_TIME_GRACE_MINUTES: Type.Integer({ default: 15, minimum: 0, maximum: 1440 }),
   LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
   /** The least time between two runs of an organization's recommendations follow-up (load.recommendations_changed), in ms: writes meanwhile are followed up together. */
   RECOMMENDATIONS_FOLLOW_UP_GAP_MS: Type.Integer({ default: 250, minimum: 0, maximum: 60_000 }),
@@ -86,6 +88,7 @@ export type Config = {
   /** Origins (and destinations) within this many miles share a lane (D7). */
   laneRadiusMiles: number;
   recommendationsFollowUpGapMs: number;
+  onTimeGraceMinutes: number;
   redisUrl: string | undefined;
   /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
   rateLimits: boolean;
@@ -185,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
     laneRadiusMiles: env2.LANE_RADIUS_MILES,
     recommendationsFollowUpGapMs: env2.RECOMMENDATIONS_FOLLOW_UP_GAP_MS,
+    onTimeGraceMinutes: env2.ON_TIME_GRACE_MINUTES,
     redisUrl: env2.REDIS_URL,
     rateLimits: env2.RATE_LIMITS === 'on',
     rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,

@@ -77,10 +77,12 @@ describe('loads: create and get', () => {
       {
         id: expect.stringMatching(/^stop_/), stop_number: 1, stop_type: 'Pickup', location_id: expect.stringMatching(/^loc_/),
         location_external_reference_id: 'DAL', location_name: 'Dallas DC', early_arrival: '2026-03-02T08:00:00.000Z', late_arrival: '2026-03-02T10:00:00.000Z',
+        actual_arrival: null, actual_departure: null,
       },
       {
         id: expect.stringMatching(/^stop_/), stop_number: 2, stop_type: 'Delivery', location_id: expect.stringMatching(/^loc_/),
         location_external_reference_id: 'HOU', location_name: 'Houston Port', early_arrival: '2026-03-03T08:00:00.000Z', late_arrival: '2026-03-03T12:00:00.000Z',
+        actual_arrival: null, actual_departure: null,
       },
     ]);
     expect(json(await a.get(`${base}/LOAD-001`))).toEqual({ ...body, carrier_recommendations: [] });

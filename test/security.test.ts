@@ -50,6 +50,7 @@ const ROUTE_TABLE = [
   'POST /v2/tms-api/carriers write:carriers',
   'POST /v2/tms-api/customers write:customers',
   'POST /v2/tms-api/loads write:loads',
+  'POST /v2/tms-api/loads/:external_reference_id/tracking-events write:loads',
   'POST /v2/tms-api/locations write:locations',
   'POST /v2/tms-api/market-rates write:rates',
   'POST /v2/tms-api/webhook-endpoints write:webhooks',

@@ -29,3 +29,6 @@ export const OPEN_STATUSES: ReadonlySet<string> = new Set(['ACTIVE', 'SPOT', 'TE
 
 export const isPickup = (t: string) => t === 'Pickup' || t === 'Both';
 export const isDelivery = (t: string) => t === 'Delivery' || t === 'Both';
+
+/** Loads on their way to delivery (D14's backhaul): the partial index loads_backhaul_idx holds exactly these. */
+export const BACKHAUL_STATUSES = ['COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER'] as const;

@@ -19,6 +19,9 @@ export interface StopRequest {
   /** Canonical UTC text (the schema rewrites timestamps), so text order is time order. */
   early_arrival: string;
   late_arrival: string;
+  /** D14; undefined: not sent (an update keeps the stop's stored value), null: cleared. */
+  actual_arrival?: string | null;
+  actual_departure?: string | null;
 }
 
 export interface PlacedLocation extends Coordinates {
@@ -31,6 +34,11 @@ export interface PlannedStop {
   location_id: string;
   early_arrival: string;
   late_arrival: string;
+  /** D14 actuals (null: unknown). */
+  actual_arrival: string | null;
+  actual_departure: string | null;
+  /** The deadline (late_arrival, else early_arrival) when actual_arrival was recorded; null without one. */
+  arrival_deadline: string | null;
 }
 
 export interface StopPlan {
@@ -50,6 +58,29 @@ export const unknownLocationIssue = (index: number, ref: string): RuleIssue =>
 export const windowIssue = (index: number, early: string, late: string): RuleIssue =>
   ruleIssue(['body', 'stops', index, 'late_arrival'], `late_arrival (${late}) is before early_arrival (${early})`);
 
+/** D14: a stop whose actual_departure is before its actual_arrival. */
+export const actualsIssue = (index: number, arrival: string, departure: string): RuleIssue =>
+  ruleIssue(['body', 'stops', index, 'actual_departure'], `actual_departure (${departure}) is before actual_arrival (${arrival})`);
+
+/**
+ * An update's stops beside the stored ones (by stop_number): an actual not sent keeps the stored value,
+ * and an arrival already recorded keeps the deadline it was recorded against (D14: a window moved after
+ * the arrival changes nothing).
+ */
+export function carryActuals(sent: readonly StopRequest[], planned: readonly PlannedStop[], stored: readonly PlannedStop[]): PlannedStop[] {
+  const before = new Map(stored.map((s) => [s.stop_number, s]));
+  const sentByNumber = new Map(sent.map((s, i) => [s.stop_number ?? i + 1, s]));
+  return planned.map((p) => {
+    const old = before.get(p.stop_number);
+    const req = sentByNumber.get(p.stop_number);
+    if (!old) return p;
+    const arrival = req?.actual_arrival === undefined ? old.actual_arrival : p.actual_arrival;
+    const departure = req?.actual_departure === undefined ? old.actual_departure : p.actual_departure;
+    const deadline = arrival === null ? null : arrival === old.actual_arrival && old.arrival_deadline !== null ? old.arrival_deadline : p.late_arrival;
+    return { ...p, actual_arrival: arrival, actual_departure: departure, arrival_deadline: deadline };
+  });
+}
+
 /**
  * A full stops array checked against D4: numbers default to the position and are unique, late not
  * before early, at least one pickup and one delivery, every location known (`locations` by reference).
@@ -66,7 +97,19 @@ export function planStops(stops: readonly StopRequest[], locations: ReadonlyMap<
     const point = locations.get(s.location_external_reference_id);
     if (!point) issues.push(unknownLocationIssue(i, s.location_external_reference_id));
     if (s.late_arrival < s.early_arrival) issues.push(windowIssue(i, s.early_arrival, s.late_arrival));
-    planned.push({ stop_number: number, stop_type: s.stop_type, location_id: point?.id ?? '', early_arrival: s.early_arrival, late_arrival: s.late_arrival, point });
+    if (s.actual_arrival && s.actual_departure && s.actual_departure < s.actual_arrival) issues.push(actualsIssue(i, s.actual_arrival, s.actual_departure));
+    const actualArrival = s.actual_arrival ?? null;
+    planned.push({
+      stop_number: number,
+      stop_type: s.stop_type,
+      location_id: point?.id ?? '',
+      early_arrival: s.early_arrival,
+      late_arrival: s.late_arrival,
+      actual_arrival: actualArrival,
+      actual_departure: s.actual_departure ?? null,
+      arrival_deadline: actualArrival === null ? null : s.late_arrival,
+      point,
+    });
   });
   if (!stops.some((s) => isPickup(s.stop_type))) issues.push(ruleIssue(['body', 'stops'], 'a load needs at least one Pickup (or Both) stop'));
   if (!stops.some((s) => isDelivery(s.stop_type))) issues.push(ruleIssue(['body', 'stops'], 'a load needs at least one Delivery (or Both) stop'));
@@ -86,7 +129,10 @@ export function sameStops(current: readonly PlannedStop[], next: readonly Planne
     current.length === next.length &&
     current.every((c, i) => {
       const n = next[i]!;
-      return c.stop_number === n.stop_number && c.stop_type === n.stop_type && c.location_id === n.location_id && c.early_arrival === n.early_arrival && c.late_arrival === n.late_arrival;
+      return (
+        c.stop_number === n.stop_number && c.stop_type === n.stop_type && c.location_id === n.location_id && c.early_arrival === n.early_arrival && c.late_arrival === n.late_arrival &&
+        (c.actual_arrival ?? null) === (n.actual_arrival ?? null) && (c.actual_departure ?? null) === (n.actual_departure ?? null) && (c.arrival_deadline ?? null) === (n.arrival_deadline ?? null)
+      );
     })
   );
 }

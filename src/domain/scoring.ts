@@ -4,7 +4,17 @@ import { haversineMiles, type Coordinates } from '../geo/distance.js';
 export interface LaneRules {
   /** Origins within this many miles of each other, and destinations likewise, share a lane (D7: 100). */
   radiusMiles: number;
+  /** D14 `widen=true`: the lane widened to 150 or 250 miles (weights 0.25 and 0.1 beyond radiusMiles). */
+  widenedToMiles?: number;
+  /** D14: the default on-time grace in minutes (ON_TIME_GRACE_MINUTES; an organization may set its own). */
+  graceMinutes?: number;
 }
+
+/** D14: the radii `widen=true` tries after the lane's own, with the proximity weight of each ring. */
+export const WIDENED_RINGS = [
+  { miles: 150, weight: 0.25 },
+  { miles: 250, weight: 0.1 },
+] as const;
 
 export const HALF_LIFE_DAYS = 90;
 const DAY_MS = 86_400_000;
@@ -14,6 +24,7 @@ export function proximityWeight(miles: number, rules: LaneRules): number {
   if (miles <= 25) return 1.0;
   if (miles <= 50) return 0.7;
   if (miles <= rules.radiusMiles) return 0.4;
+  if (rules.widenedToMiles !== undefined) for (const ring of WIDENED_RINGS) if (ring.miles <= rules.widenedToMiles && miles <= ring.miles) return ring.weight;
   return 0;
 }
 
@@ -81,6 +92,7 @@ export function rankCarriers(
   now: Date,
   rules: LaneRules,
   refOf: (carrierId: string) => string,
+  limit: number = MAX_RECOMMENDATIONS,
 ): CarrierScore[] {
   const byCarrier = new Map<string, { count: number; last: string; score: number; rates: Map<string, { sum: number; count: number }> }>();
   for (const h of history) {
@@ -120,5 +132,5 @@ export function rankCarriers(
         (x.lastDeliveredAt < y.lastDeliveredAt ? 1 : x.lastDeliveredAt > y.lastDeliveredAt ? -1 : 0) ||
         (refOf(x.carrierId) < refOf(y.carrierId) ? -1 : refOf(x.carrierId) > refOf(y.carrierId) ? 1 : 0),
     )
-    .slice(0, MAX_RECOMMENDATIONS);
+    .slice(0, limit);
 }

@@ -47,3 +47,37 @@ export function parseIsoTimestamp(value: string): string | null {
   if (probe.getUTCDate() !== day) return null;
   return new Date(t).toISOString();
 }
+
+const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/;
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Milliseconds the zone's wall clock is ahead of UTC at instant `t`. */
+function zoneOffsetMs(t: number, timeZone: string): number {
+  let f = zoneFormats.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    zoneFormats.set(timeZone, f);
+  }
+  const parts = Object.fromEntries(f.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
+  const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
+  return wall - Math.floor(t / 1000) * 1000;
+}
+
+/**
+ * A timestamp that may lack an offset: with one (or Z) it is that instant; without, it is the wall-clock
+ * time in `timeZone` (an IANA zone; UTC when null). A wall time skipped by a DST change is read with the
+ * offset before the change; a repeated one as its first occurrence. null when it is not a timestamp.
+ */
+export function parseLocalTimestamp(value: string, timeZone: string | null): string | null {
+  const m = LOCAL_RE.exec(value);
+  if (!m || timeZone === null) return parseIsoTimestamp(value);
+  if (parseIsoTimestamp(`${value}Z`) === null) return null;
+  const [, y, mo, d, h, mi, s = '00', frac] = m;
+  const ms = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
+  const wall = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
+  // The offset at the instant the wall time names: two rounds settle it (the second only moves across a DST change).
+  const first = wall - zoneOffsetMs(wall, timeZone);
+  const second = wall - zoneOffsetMs(first, timeZone);
+  const t = zoneOffsetMs(second, timeZone) === zoneOffsetMs(first, timeZone) ? Math.min(first, second) : first;
+  return new Date(t).toISOString();
+}

@@ -204,7 +204,7 @@ ${load.description ? html`<p>${load.description}</p>` : ''}
 ${routeMap}
 <div class="table-wrap"><table aria-labelledby="stops-title">
   <caption>Arrival windows in each location’s local time, with its hours for scheduling</caption>
-  <thead><tr><th scope="col" class="num">#</th><th scope="col">Type</th><th scope="col">Location</th><th scope="col">Arrival window (local)</th>
+  <thead><tr><th scope="col" class="num">#</th><th scope="col">Type</th><th scope="col">Location</th><th scope="col">Arrival window (local)</th><th scope="col">Actual (local)</th>
   <th scope="col">Time zone</th><th scope="col">Weekday hours</th><th scope="col">Weekend hours</th></tr></thead>
   <tbody>${stops.map((st) => {
     const loc = locations.get(st.location_id);
@@ -213,6 +213,7 @@ ${routeMap}
     return html`<tr><td class="num">${st.stop_number}</td><td>${st.stop_type}</td>
     <th scope="row"><a href="${locationPath(st.location_external_reference_id)}">${st.location_name}</a> <span class="muted">(${st.location_external_reference_id})</span><br><span class="muted">${placeOf(loc)}</span></th>
     <td>${inZone(st.early_arrival, tz)}<br>to ${inZone(st.late_arrival, tz)}${flagged ? html`<br><span class="flag" data-outside-hours>⚠ ${flagged}</span>` : ''}</td>
+    <td data-actuals>${st.actual_arrival ? html`arrived ${inZone(st.actual_arrival, tz)}` : html`<span class="muted">no arrival yet</span>`}${st.actual_departure ? html`<br>left ${inZone(st.actual_departure, tz)}` : ''}</td>
     <td>${tz ?? 'unknown (times in UTC)'}</td>
     <td class="nowrap">${hours(loc?.weekday_open_hours, loc?.weekday_close_hours)}</td>
     <td class="nowrap">${hours(loc?.weekend_open_hours, loc?.weekend_close_hours)}</td></tr>`;

@@ -9,6 +9,8 @@ import { html, segment, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
 import { mapSvg } from '../map.js';
 import type { LoadLine, PrimaryContact } from '../../modules/insights/insights.service.js';
+import type { Evidence } from '../../modules/lanes/lanes.schema.js';
+import { THIN_EVIDENCE_BELOW } from '../../domain/evidence.js';
 
 /** Detail pages (issue 19): a location, a carrier, a customer and a D7 lane. */
 
@@ -105,7 +107,10 @@ ${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(`The ${
 
 async function carrierPage(ctx: DashboardContext, orgId: string, ref: string) {
   const carrier = await ctx.services.carriers.get(orgId, ref);
-  const { loads, total, lanes, history, places, recommended } = await ctx.services.insights.carrierActivity(orgId, carrier.id);
+  const { loads, total, lanes, history, places, recommended, onTime, graceMinutes } = await ctx.services.insights.carrierActivity(orgId, carrier.id);
+  const months = onTime.slice(-12);
+  const scoredAll = onTime.reduce((n, m) => n + m.scored, 0);
+  const onTimeAll = onTime.reduce((n, m) => n + m.onTime, 0);
   const body = html`<p><a href="/carriers">← All carriers</a></p>
 <h1>${carrier.name} <span class="muted">(${carrier.external_reference_id})</span></h1>
 <section class="card" aria-labelledby="carrier-facts">
@@ -151,6 +156,22 @@ ${lanes.length === 0
     return html`<tr><th scope="row">${o && d ? html`<a href="${lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type)}">${o.name} → ${d.name}</a>` : '—'}</th>
     <td>${label(l.equipment_type)}</td><td class="num">${count(l.loads)}</td><td class="nowrap">${utc(l.last_delivered_at)}</td></tr>`;
   })}</tbody></table></div>`}
+<h2 id="carrier-on-time">On-time delivery</h2>
+${scoredAll === 0
+  ? html`<p>No delivered load of this carrier has an actual arrival yet: send stop actuals or tracking events to see its on-time record.</p>`
+  : html`<p data-on-time-summary>On time at ${count(onTimeAll)} of ${count(scoredAll)} deliveries with an actual arrival (${Math.round((onTimeAll / scoredAll) * 100)}%), arriving by the end of the window as it stood then plus ${graceMinutes} minutes’ grace; the newest ${count(history)} history loads.</p>
+${lineChart({
+  id: 'carrier-on-time-trend',
+  title: 'On-time delivery by month',
+  description: `Share of scored deliveries on time per month of delivery (UTC), the last ${months.length} months with history.`,
+  labels: months.map((m) => m.month),
+  series: [{ name: 'On time', cls: 's0', values: months.map((m) => (m.scored === 0 ? null : Math.round((m.onTime / m.scored) * 1000) / 10)) }],
+  format: (v) => `${v.toFixed(0)}%`,
+})}
+<div class="table-wrap"><table aria-labelledby="carrier-on-time"><caption>Scored deliveries per month</caption>
+  <thead><tr><th scope="col">Month</th><th scope="col" class="num">Scored</th><th scope="col" class="num">On time</th><th scope="col" class="num">Rate</th></tr></thead>
+  <tbody>${months.map((m) => html`<tr><th scope="row">${m.month}</th><td class="num">${m.scored}</td><td class="num">${m.onTime}</td><td class="num">${m.scored ? `${Math.round((m.onTime / m.scored) * 100)}%` : '—'}</td></tr>`)}</tbody></table></div>`}
+<p>Price against market: each lane's page ranks this carrier with its price against the market at each delivery date (open a lane above).</p>
 <h2 id="carrier-recommended">Recommended for</h2>
 ${recommended.length === 0
   ? html`<p>No open load has this carrier among its recommendations right now.</p>`
@@ -189,9 +210,9 @@ ${loads.length === 0 ? emptyState('No loads for this customer yet.') : loadTable
 
 const WEEKS = 26;
 
-async function lanePage(ctx: DashboardContext, orgId: string, originRef: string, destinationRef: string, equipment: string) {
+async function lanePage(ctx: DashboardContext, orgId: string, originRef: string, destinationRef: string, equipment: string, rankBy: 'history' | 'balanced' = 'history') {
   // Carriers ranked exactly as a load on this lane would be (D7), with no carrier assigned.
-  const { origin, destination, radiusMiles: radius, history, snapshots, carriers: recs, contacts } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment);
+  const { origin, destination, radiusMiles: radius, history, snapshots, carriers: recs, contacts } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment, rankBy);
   // Weekly series over the last 26 weeks (UTC weeks from Monday).
   const lastWeek = weekStart(ctx.clock.now().getTime());
   const weeks = Array.from({ length: WEEKS }, (_, i) => lastWeek - (WEEKS - 1 - i) * 7 * DAY);
@@ -238,6 +259,7 @@ ${mapSvg({
   lines: [{ from: origin, to: destination, curved: true, kind: equipmentClass(equipment), width: 4, label: title }],
 })}
 <h2 id="lane-carriers">Carriers, ranked as recommendations rank them</h2>
+<p class="ranking-switch">Ranked by ${rankBy === 'balanced' ? html`<strong>balanced score</strong> (history × on time × price × backhaul) · <a href="?">rank by lane history</a>` : html`<strong>lane history</strong> · <a href="?rank_by=balanced">rank by balanced score</a> (on time, price against market and backhaul weighed in)`}</p>
 ${recs.length === 0
   ? html`<p>No carrier has delivered a load on this lane yet.</p>`
   : recommendationTable('lane-carriers', recs, contacts)}
@@ -287,22 +309,52 @@ export interface RankedCarrier {
   last_delivered_at: string;
   score: number;
   average_carrier_rate: number | null;
+  balanced_score?: number;
+  evidence?: Evidence;
+  reasons?: string[];
 }
 
-/** Ranked carriers with a link to each and its primary contact's phone and email. */
+const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${Math.round(x * 100)}%`);
+
+/** D14: each number of a recommendation's evidence with the formula it came from, in words. */
+function howCalculated(r: RankedCarrier): SafeHtml {
+  const e = r.evidence!;
+  const d = e.on_time.delivery;
+  const p = e.on_time.pickup;
+  const rvm = e.price.rate_vs_market;
+  return html`<details class="how"><summary>How this was calculated</summary>
+<ul>
+  <li>Score ${r.score.toFixed(3)} = Σ over its ${r.lane_load_count} loads on the lane of proximity weight (1.0 within 25 mi, 0.7 within 50, 0.4 within 100) × ½^(age in days ÷ 90); each load's product is its weight w.</li>
+  <li>Effective loads ${e.effective_loads.toFixed(2)} = (Σw)² ÷ Σw²: how many equally weighted loads the evidence is worth.</li>
+  <li>On time at delivery ${pct(d.rate)} = Σw of on-time stops ÷ Σw of scored stops (${d.scored} scored; coverage ${pct(d.coverage)} of the weight has an actual arrival). At pickup ${pct(p.rate)} (${p.scored} scored, coverage ${pct(p.coverage)}). On time means arriving by the end of the window as it stood then + ${e.on_time.grace_minutes} min grace.</li>
+  <li>Price ${rvm === null ? 'not compared: no load with a carrier rate had a market snapshot on the lane at its delivery date' : html`${rvm.toFixed(3)} × market = weighted median over ${e.price.priced_loads} priced loads of carrier total ÷ (market $/mi at the delivery date × miles)`}.</li>
+  <li>Backhaul: ${e.backhaul ? html`load ${e.backhaul.load_external_reference_id} delivers ${e.backhaul.miles_to_origin} mi from this pickup ${e.backhaul.hours_before_pickup} h before it` : 'none (no load of this carrier on its way delivers within 100 mi of this pickup 0–48 h before it)'}.</li>
+  <li>Confidence ${e.confidence} = round(50 + 50 × (1 − e^(−effective loads ÷ 4)) × 1 ÷ (1 + variation of its $/mi) × (0.5 + 0.5 × mean coverage)); below 63 the evidence is thin.</li>
+  ${r.balanced_score !== undefined ? html`<li>Balanced score ${r.balanced_score.toFixed(4)} = score × (0.5 + 0.5 × on-time estimate) × (1 ÷ price vs market, kept within 0.8–1.2) × 1.25 with a backhaul.</li>` : ''}
+</ul></details>`;
+}
+
+/** Ranked carriers with a link to each, its primary contact's phone and email, and the evidence behind its rank. */
 export function recommendationTable(labelledBy: string, recs: RankedCarrier[], contacts: Map<string, PrimaryContact>): SafeHtml {
+  const balanced = recs.some((r) => r.balanced_score !== undefined);
   return html`<div class="table-wrap"><table aria-labelledby="${labelledBy}">
-  <caption>Best first: score = Σ proximity weight × ½^(age in days ÷ 90)</caption>
+  <caption>${balanced ? 'Best first by balanced score: lane history weighed with on-time delivery, price against market and backhaul' : 'Best first: score = Σ proximity weight × ½^(age in days ÷ 90)'}</caption>
   <thead><tr><th scope="col" class="num">Rank</th><th scope="col">Carrier</th><th scope="col">Primary contact</th><th scope="col">DOT number</th><th scope="col" class="num">Loads on lane</th>
-  <th scope="col">Last delivered</th><th scope="col" class="num">Score</th><th scope="col" class="num">Average carrier rate</th></tr></thead>
+  <th scope="col">Last delivered</th><th scope="col" class="num">Score</th>${balanced ? html`<th scope="col" class="num">Balanced</th>` : ''}<th scope="col" class="num">Average carrier rate</th>
+  <th scope="col" class="num">On time (deliveries)</th><th scope="col" class="num">vs market</th><th scope="col" class="num">Confidence</th><th scope="col">Why</th></tr></thead>
   <tbody>${recs.map((r, i) => {
     const c = contacts.get(r.carrier_id);
-    return html`<tr><td class="num">${i + 1}</td><th scope="row"><a href="${carrierPath(r.carrier_external_reference_id)}">${r.carrier_name}</a> <span class="muted">(${r.carrier_external_reference_id})</span></th>
+    const e = r.evidence;
+    return html`<tr data-carrier="${r.carrier_external_reference_id}"><td class="num">${i + 1}</td><th scope="row"><a href="${carrierPath(r.carrier_external_reference_id)}">${r.carrier_name}</a> <span class="muted">(${r.carrier_external_reference_id})</span></th>
     <td class="contact">${c?.name ? html`${c.name}<br>` : ''}${c?.phone ? html`<a href="tel:${c.phone}">${c.phone}</a>` : html`<span class="muted">no phone</span>`}<br>${
       c?.email ? html`<a href="mailto:${c.email}">${c.email}</a>` : html`<span class="muted">no email</span>`
     }</td>
     <td>${r.dot_number ?? '—'}</td><td class="num">${r.lane_load_count}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
-    <td class="num">${r.score.toFixed(3)}</td><td class="num">${money(r.average_carrier_rate)}</td></tr>`;
+    <td class="num">${r.score.toFixed(3)}</td>${balanced ? html`<td class="num">${(r.balanced_score ?? 0).toFixed(4)}</td>` : ''}<td class="num">${money(r.average_carrier_rate)}</td>
+    <td class="num">${e ? html`${pct(e.on_time.delivery.rate)} <span class="muted">(${e.on_time.delivery.scored} scored)</span>` : '—'}</td>
+    <td class="num">${e?.price.rate_vs_market != null ? `${e.price.rate_vs_market.toFixed(2)}×` : '—'}</td>
+    <td class="num">${e ? html`${e.confidence}${e.confidence < THIN_EVIDENCE_BELOW ? html`<br><span class="flag" data-thin-evidence>thin evidence: get more bids</span>` : ''}` : '—'}</td>
+    <td>${r.reasons && r.reasons.length > 0 ? html`<ul class="reasons">${r.reasons.map((x) => html`<li>${x}</li>`)}</ul>` : ''}${e ? howCalculated(r) : ''}</td></tr>`;
   })}</tbody>
 </table></div>`;
 }
@@ -312,11 +364,11 @@ export function detailRoutes(app: FastifyInstance, ctx: DashboardContext) {
     async (req: FastifyRequest, reply: FastifyReply) => {
       const s = requireSession(req, reply);
       if (!s) return reply;
-      const { title, body } = await build(s.orgId, req.params as Record<string, string>);
+      const { title, body } = await build(s.orgId, { ...(req.query as Record<string, string>), ...(req.params as Record<string, string>) });
       return sendPage(reply, page({ title, session: s, active, body }));
     };
   app.get(`${listPath('locations')}/:ref`, show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
   app.get(`${listPath('carriers')}/:ref`, show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
   app.get(`${listPath('customers')}/:ref`, show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
-  app.get('/lanes/:origin/:destination/:equipment', show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase())));
+  app.get('/lanes/:origin/:destination/:equipment', show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase(), p.rank_by === 'balanced' ? 'balanced' : 'history')));
 }

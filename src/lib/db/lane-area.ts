@@ -75,6 +75,8 @@ export interface LaneCandidate {
   delivered_at: string;
   carrier_rate_total: number | null;
   carrier_rate_currency: string | null;
+  total_distance: number | null;
+  stop_outcomes: string;
   carrier_name?: string | null;
   carrier_dot_number?: string | null;
 }
@@ -89,6 +91,8 @@ const CANDIDATE_COLUMNS = [
   'lane_history.delivered_at',
   'lane_history.carrier_rate_total',
   'lane_history.carrier_rate_currency',
+  'lane_history.total_distance',
+  'lane_history.stop_outcomes',
 ] as const;
 
 /**

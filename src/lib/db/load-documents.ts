@@ -54,7 +54,7 @@ const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${colu
 const DOCUMENT = sql`json_build_array(${sql.raw(LOAD_COLUMNS.map((c) => `l.${c}`).join(', '))},
   c.external_reference_id, c.name, ca.external_reference_id, ca.name,
   (select json_agg(json_build_array(s.id, s.stop_number, s.stop_type, s.location_id, lo.external_reference_id, lo.name,
-      lo.latitude, lo.longitude, s.early_arrival, s.late_arrival) order by s.stop_number)
+      lo.latitude, lo.longitude, s.early_arrival, s.late_arrival, s.actual_arrival, s.actual_departure, s.arrival_deadline) order by s.stop_number)
    from load_stops s join locations lo on lo.id = s.location_id where s.org_id = l.org_id and s.load_id = l.id),
   (select json_agg(json_build_array(r.id, r.position, r.rate_entity, r.amount, r.currency, r.rate_type, r.description) order by r.position)
    from load_rates r where r.org_id = l.org_id and r.load_id = l.id),
@@ -70,7 +70,7 @@ const DOCUMENT = sql`json_build_array(${sql.raw(LOAD_COLUMNS.map((c) => `l.${c}`
 const FROM_PARTS = sql`left join customers c on c.id = l.customer_id left join carriers ca on ca.id = l.carrier_id`;
 
 type Json = string | number | boolean | null;
-type StopArray = [string, number, string, string, string, string, number, number, string, string];
+type StopArray = [string, number, string, string, string, string, number, number, string, string, string | null, string | null, string | null];
 type RateArray = [string, number, string, number, string, string, string | null];
 
 /** A document's array (DOCUMENT) back to a LoadDocument. */
@@ -98,6 +98,9 @@ function decode(a: unknown[]): LoadDocument {
       longitude: s[7],
       early_arrival: s[8],
       late_arrival: s[9],
+      actual_arrival: s[10],
+      actual_departure: s[11],
+      arrival_deadline: s[12],
     }),
   );
   doc.rates = ((a[i++] as RateArray[] | null) ?? []).map(

@@ -6,6 +6,8 @@ import type { FinancialRateValues, PlannedStop } from '../../domain/load.js';
 export interface OrganizationsTable {
   id: string;
   name: string;
+  /** D14: minutes of on-time grace; null: the ON_TIME_GRACE_MINUTES default. */
+  on_time_grace_minutes?: number | null;
   created_at: string;
 }
 
@@ -161,6 +163,16 @@ export const LOAD_COLUMNS = [
 const allLoadColumns: Exclude<keyof LoadsTable, (typeof LOAD_COLUMNS)[number]> extends never ? true : never = true;
 void allLoadColumns;
 
+/** D14: a tracking event applied, kept by the caller's event_id with its answer. */
+export interface TrackingEventsTable {
+  org_id: string;
+  event_id: string;
+  load_id: string;
+  /** JSON of the 201 answer. */
+  answer: string;
+  created_at: string;
+}
+
 export interface LoadStopsTable extends PlannedStop {
   id: string;
   org_id: string;
@@ -201,6 +213,10 @@ export interface LaneHistoryTable {
   /** The load's CARRIER rates in carrier_rate_currency (its most used currency; ties USD). */
   carrier_rate_total: number | null;
   carrier_rate_currency: string | null;
+  /** The load's miles (D14 price against market, rate per mile). */
+  total_distance: number | null;
+  /** D14: one token per stop, `p` (Pickup) or `d` (Delivery, Both), then the arrival's lateness in seconds when scored. */
+  stop_outcomes: string;
 }
 
 /** Per lane (equipment and the origin and destination cells): what the dashboard lists. */
@@ -422,4 +438,5 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  tracking_events: TrackingEventsTable;
 }

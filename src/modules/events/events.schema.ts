@@ -6,7 +6,7 @@ export const EVENT_TYPES = [
   'customer.created', 'customer.updated', 'customer.deleted',
   'carrier.created', 'carrier.updated', 'carrier.deleted',
   'location.created', 'location.updated', 'location.deleted',
-  'load.created', 'load.updated', 'load.deleted', 'load.status_changed', 'load.recommendations_changed',
+  'load.created', 'load.updated', 'load.deleted', 'load.status_changed', 'load.recommendations_changed', 'load.stop_arrived', 'load.stop_departed',
   'market_rate.created',
 ] as const satisfies readonly `${RecordNoun}.${string}`[];
 export type EventType = (typeof EVENT_TYPES)[number];

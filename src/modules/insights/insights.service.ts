@@ -1,10 +1,12 @@
+import { DEFAULT_GRACE_MINUTES, parseOutcomes } from '../../domain/evidence.js';
+import { graceMinutesOf } from '../lanes/lanes.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { withinRadius } from '../../domain/lane.js';
 import { RECORD_KINDS } from '../../domain/records.js';
 import type { Coordinates } from '../../geo/index.js';
-import type { LanesService } from '../lanes/lanes.service.js';
+import type { RankBy, LanesService } from '../lanes/lanes.service.js';
 import type { LoadsService } from '../loads/loads.service.js';
 import {
   apiKeysOf,
@@ -74,11 +76,27 @@ function groupByLane(rows: readonly { equipment_type: string; origin_location_id
   return [...lanes.values()].sort((a, b) => b.loads - a.loads || (a.last_delivered_at < b.last_delivered_at ? 1 : -1));
 }
 
+/** D14 on the carrier page: scored delivery stops and those on time, per calendar month (UTC) of delivery, oldest first. */
+function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: string }[], graceMinutes: number): { month: string; scored: number; onTime: number }[] {
+  const months = new Map<string, { scored: number; onTime: number }>();
+  for (const r of rows) {
+    const month = r.delivered_at.slice(0, 7);
+    const m = months.get(month) ?? { scored: 0, onTime: 0 };
+    for (const late of parseOutcomes(r.stop_outcomes ?? '').deliveries) {
+      if (late === null) continue;
+      m.scored++;
+      if (late <= graceMinutes * 60) m.onTime++;
+    }
+    months.set(month, m);
+  }
+  return [...months.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([month, m]) => ({ month, ...m }));
+}
+
 /**
  * The reads the dashboard shows beyond the API's own: counts, the loads search, the busiest lanes, and
  * what the detail pages (a location, a carrier, a customer, a D7 lane) show of a record's activity.
  */
-export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'rules'> }) {
+export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules'> }) {
   /** Each carrier's primary contact (else its first), with the carrier's own phone and email as fallback. */
   async function primaryContacts(orgId: string, carrierIds: string[]): Promise<Map<string, PrimaryContact>> {
     const out = new Map<string, PrimaryContact>();
@@ -181,7 +199,8 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
       ]);
       const lanes = groupByLane(deliveries).slice(0, CARRIER_LANES_SHOWN);
       const places = new Map((await locationsByIds(reader, orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
-      return { loads, total, lanes, history: deliveries.length, places, recommended };
+      const graceMinutes = (await graceMinutesOf(reader, orgId)) ?? deps.lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
+      return { loads, total, lanes, history: deliveries.length, places, recommended, onTime: onTimeByMonth(deliveries, graceMinutes), graceMinutes };
     },
 
     /**
@@ -189,16 +208,16 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
      * it, and its carriers ranked exactly as a load on this lane would be (no carrier assigned), with
      * their primary contacts.
      */
-    async lane(orgId: string, originRef: string, destinationRef: string, equipmentType: string) {
+    async lane(orgId: string, originRef: string, destinationRef: string, equipmentType: string, rankBy: RankBy = 'history') {
       const [origin, destination] = await Promise.all([locationByRef(reader, orgId, originRef), locationByRef(reader, orgId, destinationRef)]);
       if (!origin || !destination) throw new NotFoundError(RECORD_KINDS.locations.name, !origin ? originRef : destinationRef);
       const radiusMiles = deps.lanes.rules.radiusMiles;
-      const [history, snapshots, [ranked]] = await Promise.all([
+      const [history, snapshots, ranked] = await Promise.all([
         laneHistory(orgId, equipmentType, origin, destination, radiusMiles),
         laneSnapshots(orgId, equipmentType, origin, destination, radiusMiles),
-        deps.lanes.recommendMany(reader, orgId, [{ load: { id: '', equipment_type: equipmentType, carrier_id: null }, origin, destination }]),
+        deps.lanes.recommendLane(reader, orgId, equipmentType, origin, destination, { rankBy }),
       ]);
-      const carriers = ranked ?? [];
+      const carriers = ranked.items;
       const contacts = await primaryContacts(orgId, carriers.map((r) => r.carrier_id));
       return { origin, destination, radiusMiles, history, snapshots, carriers, contacts };
     },

@@ -2,12 +2,13 @@ import type { LaneHistoryTable } from '../../lib/db/types.js';
 import { DELIVERED_STATUSES } from '../../domain/enums.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds, type LaneKey } from '../../domain/lane.js';
+import { stopOutcomes, type OutcomeStop } from '../../domain/evidence.js';
 
 /** What a load's lane history row is made of, as the write that changes the load holds it. */
 export interface HistorySource {
-  load: { id: string; org_id: string; status: string; carrier_id: string | null; equipment_type: string; delivered_at: string | null };
+  load: { id: string; org_id: string; status: string; carrier_id: string | null; equipment_type: string; delivered_at: string | null; total_distance: number | null };
   carrierRef: string | null;
-  stops: readonly { stop_number: number; stop_type: string; location_id: string; late_arrival: string; latitude: number; longitude: number }[];
+  stops: readonly (OutcomeStop & { location_id: string; latitude: number; longitude: number })[];
   rates: readonly { rate_entity: string; amount: number; currency: string }[];
 }
 
@@ -54,5 +55,7 @@ export function laneHistoryRow({ load, carrierRef, stops, rates }: HistorySource
     delivered_at: destination.late_arrival ?? load.delivered_at,
     carrier_rate_total: priced ? priced.total : null,
     carrier_rate_currency: priced ? priced.currency : null,
+    total_distance: load.total_distance,
+    stop_outcomes: stopOutcomes(stops),
   };
 }

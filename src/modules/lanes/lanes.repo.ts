@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
+import { BACKHAUL_STATUSES } from '../../domain/enums.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
@@ -10,19 +12,20 @@ export { laneCandidates, onLane, refreshLaneStats, type LaneArea, type LaneCandi
 import { laneKeyOf as keyOf } from './lane-history.js';
 
 export interface LaneEnds {
-  origin: { locationId: string; latitude: number; longitude: number } | null;
+  /** earlyArrival: the first pickup's early_arrival (D14's backhaul window ends there). */
+  origin: { locationId: string; latitude: number; longitude: number; earlyArrival: string | null } | null;
   destination: { locationId: string; latitude: number; longitude: number; lateArrival: string } | null;
 }
 
 // Compiled once: every load write runs these (src/lib/db/prepared.ts).
 const stopsWithPlaces = prepared<
   { orgId: string; loadId: string },
-  { stop_number: number; stop_type: string; location_id: string; late_arrival: string; latitude: number; longitude: number }
+  { stop_number: number; stop_type: string; location_id: string; early_arrival: string; late_arrival: string; latitude: number; longitude: number }
 >((db, p) =>
   db
     .selectFrom('load_stops as s')
     .innerJoin('locations as l', 'l.id', 's.location_id')
-    .select(['s.stop_number', 's.stop_type', 's.location_id', 's.late_arrival', 'l.latitude', 'l.longitude'])
+    .select(['s.stop_number', 's.stop_type', 's.location_id', 's.early_arrival', 's.late_arrival', 'l.latitude', 'l.longitude'])
     .where('s.org_id', '=', p('orgId'))
     .where('s.load_id', '=', p('loadId'))
     .orderBy('s.stop_number'),
@@ -36,6 +39,7 @@ export interface LaneStop {
   stop_type: string;
   location_id: string;
   late_arrival: string;
+  early_arrival?: string;
   latitude: number;
   longitude: number;
 }
@@ -44,7 +48,7 @@ export interface LaneStop {
 export async function laneEnds(tx: Executor, orgId: string, loadId: string, stops?: readonly LaneStop[]): Promise<LaneEnds> {
   const { origin: first, destination: last } = laneEndsOf(stops ?? (await stopsWithPlaces(tx, { orgId, loadId })));
   return {
-    origin: first ? { locationId: first.location_id, latitude: first.latitude, longitude: first.longitude } : null,
+    origin: first ? { locationId: first.location_id, latitude: first.latitude, longitude: first.longitude, earlyArrival: first.early_arrival ?? null } : null,
     destination: last ? { locationId: last.location_id, latitude: last.latitude, longitude: last.longitude, lateArrival: last.late_arrival } : null,
   };
 }
@@ -130,6 +134,57 @@ export async function replaceLaneStats(tx: Executor, orgId: string, lanes: LaneK
 export async function historyLaneOfLoad(tx: Executor, loadId: string): Promise<LaneKey | undefined> {
   const [row] = await historyLaneOf(tx, { loadId });
   return row ? keyOf(row) : undefined;
+}
+
+/** D14: a load on its way (COVERED … AT_RECEIVER) of one of `carrierIds`, with its stops' places. */
+export interface UnderwayStop {
+  load_id: string;
+  external_reference_id: string;
+  carrier_id: string;
+  stop_number: number;
+  stop_type: string;
+  early_arrival: string;
+  late_arrival: string;
+  latitude: number;
+  longitude: number;
+}
+
+/** The stops of the organization's loads on their way carried by `carrierIds` (the partial index of 0016). */
+export async function underwayStops(tx: Executor, orgId: string, carrierIds: readonly string[]): Promise<UnderwayStop[]> {
+  if (carrierIds.length === 0) return [];
+  return tx
+    .selectFrom('loads as l')
+    .innerJoin('load_stops as s', 's.load_id', 'l.id')
+    .innerJoin('locations as lo', 'lo.id', 's.location_id')
+    .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
+    .where('l.org_id', '=', orgId)
+    .where('l.carrier_id', 'in', [...carrierIds])
+    // Literal statuses: the partial index's own condition, so both engines use it.
+    .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`)
+    .execute() as Promise<UnderwayStop[]>;
+}
+
+/** D14: the market snapshots on the area, newest first, with what price-against-market needs. */
+export function marketHistoryOnLane(tx: Executor, area: LaneArea) {
+  const onArea = onLaneIn(tx);
+  return tx
+    .selectFrom('market_rate_snapshots')
+    .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high', 'currency', 'as_of'])
+    .where((eb) => onArea(eb as never, area, ''))
+    .orderBy('as_of', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+const orgGrace = prepared<{ orgId: string }, { on_time_grace_minutes: number | null }>((db, p) =>
+  db.selectFrom('organizations').select('on_time_grace_minutes').where('id', '=', p('orgId')),
+);
+
+/** The organization's own on-time grace in minutes (D14), or null for the default. */
+export async function graceMinutesOf(tx: Executor, orgId: string): Promise<number | null> {
+  const [row] = await orgGrace(tx, { orgId });
+  return row?.on_time_grace_minutes ?? null;
 }
 
 const snapshotEquipment = prepared<{ orgId: string }, { equipment_type: string }>((db, p) =>

@@ -3,12 +3,18 @@ import type { Executor } from '../../lib/db/index.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
-import { latestOnLane, maxBuyRate, type LaneKey } from '../../domain/lane.js';
-import { rankCarriers, type LaneRules } from '../../domain/scoring.js';
+import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey } from '../../domain/lane.js';
+import { MAX_RECOMMENDATIONS, WIDENED_RINGS, proximityWeight, rankCarriers, recencyWeight, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
+import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
+import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import {
   carrierCards,
   equipmentWithSnapshots,
+  graceMinutesOf,
+  marketHistoryOnLane,
+  underwayStops,
+  type UnderwayStop,
   laneCandidates,
   laneEnds,
   relocateLaneHistory,
@@ -25,6 +31,107 @@ export interface LaneLoad {
   carrier_id: string | null;
 }
 
+/** A load's lane as the ranking takes it; `pickupAt`: its first pickup's early_arrival (D14 backhaul). */
+export interface LaneRequest {
+  load: LaneLoad;
+  origin: Coordinates;
+  destination: Coordinates;
+  pickupAt?: string | null;
+}
+
+export type RankBy = 'history' | 'balanced';
+
+export interface RecommendOptions {
+  rankBy?: RankBy;
+  widen?: boolean;
+}
+
+/** D14: the entries with the radius the lane was read at and the ranking used. */
+export interface RecommendationAnswer {
+  items: CarrierRecommendation[];
+  lane_radius_miles: number;
+  ranking: RankBy;
+}
+
+
+const HOUR_MS = 3_600_000;
+/** D14: a backhaul delivers within this many miles of the pickup, 0–48 h before it. */
+const BACKHAUL_MILES = 100;
+const BACKHAUL_HOURS = 48;
+
+/** Each ranked carrier's history rows on the lane with D7's weight (proximity × recency). */
+function weightedRows(lane: LaneRequest, history: readonly (HistoryLoad & { totalDistance: number | null; stopOutcomes: string })[], carriers: ReadonlySet<string>, now: Date, rules: LaneRules) {
+  const out = new Map<string, WeightedRow[]>();
+  for (const h of history) {
+    if (!carriers.has(h.carrierId) || h.carrierId === lane.load.carrier_id) continue;
+    const w = proximityWeight(Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination)), rules);
+    if (w === 0) continue;
+    const deliveredAtMs = h.deliveredAtMs ?? Date.parse(h.deliveredAt);
+    const row: WeightedRow = {
+      w: w * recencyWeight(h.deliveredAt, now, deliveredAtMs),
+      deliveredAt: h.deliveredAt,
+      deliveredAtMs,
+      carrierRateTotal: h.carrierRateTotal,
+      carrierRateCurrency: h.carrierRateCurrency ?? null,
+      totalDistance: h.totalDistance,
+      stopOutcomes: h.stopOutcomes,
+    };
+    const list = out.get(h.carrierId);
+    if (list) list.push(row);
+    else out.set(h.carrierId, [row]);
+  }
+  return out;
+}
+
+interface UnderwayLoad {
+  id: string;
+  ref: string;
+  destination: Coordinates;
+  deadlineMs: number;
+}
+
+/** Loads on their way by carrier: each with its last delivery stop's place and deadline (late_arrival, else early_arrival). */
+function underwayDestinations(stops: readonly UnderwayStop[]): Map<string, UnderwayLoad[]> {
+  const byLoad = new Map<string, UnderwayStop[]>();
+  for (const s of stops) {
+    const list = byLoad.get(s.load_id);
+    if (list) list.push(s);
+    else byLoad.set(s.load_id, [s]);
+  }
+  const out = new Map<string, UnderwayLoad[]>();
+  for (const [id, list] of byLoad) {
+    const { destination } = endsOf(list);
+    if (!destination) continue;
+    const load = { id, ref: destination.external_reference_id, destination: { latitude: destination.latitude, longitude: destination.longitude }, deadlineMs: Date.parse(destination.late_arrival ?? destination.early_arrival) };
+    const carrier = out.get(destination.carrier_id);
+    if (carrier) carrier.push(load);
+    else out.set(destination.carrier_id, [load]);
+  }
+  return out;
+}
+
+/** D14: the latest load of the carrier delivering within 100 miles of this pickup 0–48 h before it. */
+function backhaulFor(lane: LaneRequest, loads: readonly UnderwayLoad[]): Backhaul | null {
+  if (!lane.pickupAt) return null;
+  const pickupMs = Date.parse(lane.pickupAt);
+  let best: { load: UnderwayLoad; miles: number } | null = null;
+  for (const l of loads) {
+    if (l.id === lane.load.id) continue;
+    const hours = (pickupMs - l.deadlineMs) / HOUR_MS;
+    if (hours < 0 || hours > BACKHAUL_HOURS) continue;
+    const miles = haversineMiles(l.destination, lane.origin);
+    if (miles > BACKHAUL_MILES) continue;
+    if (!best || l.deadlineMs > best.load.deadlineMs || (l.deadlineMs === best.load.deadlineMs && l.ref < best.load.ref)) best = { load: l, miles };
+  }
+  if (!best) return null;
+  return {
+    load_external_reference_id: best.load.ref,
+    miles_to_origin: Math.round(best.miles * 10) / 10,
+    hours_before_pickup: Math.round(((pickupMs - best.load.deadlineMs) / HOUR_MS) * 10) / 10,
+  };
+}
+
+
 // The newest few snapshots on a lane are nearly always the answer; the rest are read only when none is within the radius.
 const NEWEST_SNAPSHOTS = 20;
 
@@ -33,8 +140,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     laneAreaOf(orgId, equipmentType, origin, destination, rules.radiusMiles);
 
   /** Areas around several lanes at once: the union of their cells and boxes (a superset of each). */
-  const unionArea = (orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[]): LaneArea => {
-    const areas = lanes.map((l) => areaOf(orgId, equipmentType, l.origin, l.destination));
+  const unionArea = (orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[], radius = rules.radiusMiles): LaneArea => {
+    const areas = lanes.map((l) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius));
     const box = (pick: (a: LaneArea) => LaneArea['originBox']) => ({
       minLat: Math.min(...areas.map((a) => pick(a).minLat)),
       maxLat: Math.max(...areas.map((a) => pick(a).maxLat)),
@@ -51,14 +158,18 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     };
   };
 
-  /** D7 ranking of each lane's carriers from one read of the history around all of them. */
+  /** D7 ranking of each lane's carriers from one read of the history around all of them, with D14's evidence. */
   async function recommendOnLanes(
     tx: Executor,
     orgId: string,
     equipmentType: string,
-    lanes: readonly { load: LaneLoad; origin: Coordinates; destination: Coordinates }[],
+    lanes: readonly LaneRequest[],
+    opts: { rules: LaneRules; rankBy: RankBy },
   ): Promise<CarrierRecommendation[][]> {
-    const candidates = await laneCandidates(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes));
+    const laneRules = opts.rules;
+    const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
+    const area = (l: LaneRequest) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius);
+    const candidates = await laneCandidates(tx, lanes.length === 1 ? area(lanes[0]!) : unionArea(orgId, equipmentType, lanes, radius));
     const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
     const history = candidates.map((c) => ({
       carrierId: c.carrier_id,
@@ -68,39 +179,97 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       deliveredAtMs: Date.parse(c.delivered_at),
       carrierRateTotal: c.carrier_rate_total === null ? null : Number(c.carrier_rate_total),
       carrierRateCurrency: c.carrier_rate_currency,
+      totalDistance: c.total_distance === null ? null : Number(c.total_distance),
+      stopOutcomes: c.stop_outcomes ?? '',
     }));
     const now = clock.now();
+    const refOf = (id: string) => refs.get(id) ?? '';
     // Loads on the same two places with the same carrier rank alike (a busy lane's open loads mostly
-    // share their facilities): ranked once each.
+    // share their facilities): ranked once each. Balanced ranks every carrier before it keeps ten.
+    const limit = opts.rankBy === 'balanced' ? Number.MAX_SAFE_INTEGER : MAX_RECOMMENDATIONS;
     const byLane = new Map<string, ReturnType<typeof rankCarriers>>();
     const rankings = lanes.map((l) => {
       const key = `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.load.carrier_id ?? ''}`;
       let ranked = byLane.get(key);
-      if (!ranked) byLane.set(key, (ranked = rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, rules, (id) => refs.get(id) ?? '')));
+      if (!ranked) byLane.set(key, (ranked = rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, laneRules, refOf, limit)));
       return ranked;
     });
     const wanted = [...new Set(rankings.flatMap((r) => r.map((x) => x.carrierId)))];
     if (wanted.length === 0) return rankings.map(() => []);
-    const cards = await carrierCards(tx, orgId, candidates, wanted);
-    return rankings.map((ranked) =>
-      ranked.flatMap((r) => {
+    // D14's inputs beyond the history rows: the grace, the lane's market history (only when a history
+    // row has a carrier total to price), the wanted carriers' loads on their way (only with a pickup).
+    const anyPriced = history.some((h) => h.carrierRateTotal !== null && h.totalDistance);
+    const anyPickup = lanes.some((l) => l.pickupAt);
+    const [cards, grace, market, underway] = await Promise.all([
+      carrierCards(tx, orgId, candidates, wanted),
+      graceMinutesOf(tx, orgId),
+      anyPriced ? marketHistoryOnLane(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes, laneRules.radiusMiles)) : Promise.resolve([]),
+      anyPickup ? underwayStops(tx, orgId, wanted) : Promise.resolve([]),
+    ]);
+    const graceMinutes = grace ?? laneRules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
+    const underwayLoads = underwayDestinations(underway);
+    return lanes.map((l, i) => {
+      const ranked = rankings[i]!;
+      const rowsOf = weightedRows(l, history, new Set(ranked.map((r) => r.carrierId)), now, laneRules);
+      const onLane = market.filter((m) => withinRadius(l.origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, laneRules.radiusMiles) && withinRadius(l.destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, laneRules.radiusMiles));
+      const marketAt = (row: WeightedRow) => {
+        const currency = row.carrierRateCurrency ?? 'USD';
+        // Newest first: the first snapshot as of the delivery date, in the row's currency.
+        const snap = onLane.find((m) => m.as_of <= row.deliveredAt && m.currency === currency);
+        return snap ? Number(snap.rate_per_mile) : null;
+      };
+      const entries = ranked.flatMap((r) => {
         const c = cards.get(r.carrierId);
         if (!c) return [];
-        return [
-          {
-            carrier_id: c.id,
-            carrier_external_reference_id: c.external_reference_id,
-            carrier_name: c.name,
-            dot_number: c.dot_number,
-            lane_load_count: r.laneLoadCount,
-            last_delivered_at: r.lastDeliveredAt,
-            score: r.score,
-            average_carrier_rate: r.averageCarrierRate,
-            average_carrier_rate_currency: r.averageCarrierRateCurrency,
-          },
-        ];
-      }),
-    );
+        const found = carrierEvidence(rowsOf.get(r.carrierId) ?? [], {
+          graceMinutes,
+          now,
+          backhaul: backhaulFor(l, underwayLoads.get(r.carrierId) ?? []),
+          marketAt,
+          laneLoadCount: r.laneLoadCount,
+          lastDeliveredAt: r.lastDeliveredAt,
+        });
+        const entry: CarrierRecommendation = {
+          carrier_id: c.id,
+          carrier_external_reference_id: c.external_reference_id,
+          carrier_name: c.name,
+          dot_number: c.dot_number,
+          lane_load_count: r.laneLoadCount,
+          last_delivered_at: r.lastDeliveredAt,
+          score: r.score,
+          average_carrier_rate: r.averageCarrierRate,
+          average_carrier_rate_currency: r.averageCarrierRateCurrency,
+          ...(opts.rankBy === 'balanced' ? { balanced_score: balancedScore(r.score, found) } : {}),
+          evidence: found.evidence,
+          reasons: found.reasons,
+        };
+        return [entry];
+      });
+      if (opts.rankBy !== 'balanced') return entries;
+      return entries
+        .sort(
+          (x, y) =>
+            y.balanced_score! - x.balanced_score! ||
+            (x.last_delivered_at < y.last_delivered_at ? 1 : x.last_delivered_at > y.last_delivered_at ? -1 : 0) ||
+            (x.carrier_external_reference_id < y.carrier_external_reference_id ? -1 : x.carrier_external_reference_id > y.carrier_external_reference_id ? 1 : 0),
+        )
+        .slice(0, MAX_RECOMMENDATIONS);
+    });
+  }
+
+  /** One lane's recommendations, widened (D14 `widen=true`) while fewer than 3 carriers are found. */
+  async function rankedLane(tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, opts: RecommendOptions): Promise<RecommendationAnswer> {
+    const rankBy = opts.rankBy ?? 'history';
+    let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy }))[0]!;
+    let radius = rules.radiusMiles;
+    if (opts.widen) {
+      for (const ring of WIDENED_RINGS) {
+        if (items.length >= 3 || ring.miles <= radius) continue;
+        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: { ...rules, widenedToMiles: ring.miles }, rankBy }))[0]!;
+        radius = ring.miles;
+      }
+    }
+    return { items, lane_radius_miles: radius, ranking: rankBy };
   }
 
   return {
@@ -108,22 +277,36 @@ export function lanesService(clock: Clock, rules: LaneRules) {
 
     /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
     async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
-      const ends = await laneEnds(tx, orgId, load.id, stops);
-      if (!ends.origin || !ends.destination) return [];
-      const lane = { origin: { latitude: ends.origin.latitude, longitude: ends.origin.longitude }, destination: { latitude: ends.destination.latitude, longitude: ends.destination.longitude } };
-      return (await recommendOnLanes(tx, orgId, load.equipment_type, [{ load, ...lane }]))[0]!;
+      return (await this.recommendWith(tx, orgId, load, stops, {})).items;
     },
+
+    /** The same with D14's options: `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */
+    async recommendWith(tx: Executor, orgId: string, load: LaneLoad, stops: readonly LaneStop[] | undefined, opts: RecommendOptions): Promise<RecommendationAnswer> {
+      const ends = await laneEnds(tx, orgId, load.id, stops);
+      if (!ends.origin || !ends.destination) return { items: [], lane_radius_miles: rules.radiusMiles, ranking: opts.rankBy ?? 'history' };
+      const lane: LaneRequest = {
+        load,
+        origin: { latitude: ends.origin.latitude, longitude: ends.origin.longitude },
+        destination: { latitude: ends.destination.latitude, longitude: ends.destination.longitude },
+        pickupAt: ends.origin.earlyArrival,
+      };
+      return rankedLane(tx, orgId, load.equipment_type, lane, opts);
+    },
+
+    /** A lane between two places, ranked as a load with no carrier and no pickup time on it would be (the dashboard's lane page). */
+    recommendLane: (tx: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, opts: RecommendOptions): Promise<RecommendationAnswer> =>
+      rankedLane(tx, orgId, equipmentType, { load: { id: '', equipment_type: equipmentType, carrier_id: null }, origin, destination, pickupAt: null }, opts),
 
     /**
      * The same for many loads of one equipment type (the recommendations follow-up): one read of the
      * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
      * (rows outside a load's radius weigh nothing).
      */
-    async recommendMany(tx: Executor, orgId: string, loads: readonly { load: LaneLoad; origin: Coordinates; destination: Coordinates }[]): Promise<CarrierRecommendation[][]> {
+    async recommendMany(tx: Executor, orgId: string, loads: readonly LaneRequest[]): Promise<CarrierRecommendation[][]> {
       const out: CarrierRecommendation[][] = loads.map(() => []);
-      const byEquipment = new Map<string, { index: number; load: LaneLoad; origin: Coordinates; destination: Coordinates }[]>();
-      loads.forEach(({ load, origin, destination }, index) => {
-        const entry = { index, load, origin, destination };
+      const byEquipment = new Map<string, (LaneRequest & { index: number })[]>();
+      loads.forEach(({ load, origin, destination, pickupAt }, index) => {
+        const entry = { index, load, origin, destination, pickupAt };
         const list = byEquipment.get(load.equipment_type);
         if (list) list.push(entry);
         else byEquipment.set(load.equipment_type, [entry]);
@@ -138,7 +321,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
           else byCells.set(key, [g]);
         }
         for (const members of byCells.values()) {
-          const ranked = await recommendOnLanes(tx, orgId, equipment, members);
+          const ranked = await recommendOnLanes(tx, orgId, equipment, members, { rules, rankBy: 'history' });
           members.forEach((m, i) => (out[m.index] = ranked[i]!));
           // Requests go first between groups: on SQLite the reads are synchronous, and thousands of
           // rankings in one go would hold the event loop for seconds.

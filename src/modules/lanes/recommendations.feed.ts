@@ -18,6 +18,7 @@ import {
   watchedNear,
   watchRows,
   type WatchRow,
+  pickupTimes,
 } from './watch.repo.js';
 
 // Events read per pass (each pass one transaction; four columns an event); a busier outbox is worked
@@ -130,10 +131,16 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
     // Outside the transaction: the recommendations as GET would show them now (loads on the same cells
     // share one read of the history: a busy lane has hundreds of open loads).
     const rows = [...targets.values()];
+    const pickups = await pickupTimes(reader, orgId, rows.map((w) => w.load_id));
     const ranked = await lanes.recommendMany(
       reader,
       orgId,
-      rows.map((w) => ({ load: { id: w.load_id, equipment_type: w.equipment_type, carrier_id: w.carrier_id }, origin: { latitude: w.origin_latitude, longitude: w.origin_longitude }, destination: { latitude: w.destination_latitude, longitude: w.destination_longitude } })),
+      rows.map((w) => ({
+        load: { id: w.load_id, equipment_type: w.equipment_type, carrier_id: w.carrier_id },
+        origin: { latitude: w.origin_latitude, longitude: w.origin_longitude },
+        destination: { latitude: w.destination_latitude, longitude: w.destination_longitude },
+        pickupAt: pickups.get(w.load_id) ?? null,
+      })),
     );
     stats.ranked += rows.length;
 

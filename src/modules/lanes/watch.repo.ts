@@ -145,3 +145,13 @@ export async function unwatch(tx: Executor, ids: readonly string[]): Promise<voi
 }
 
 export const lanesOf = (json: string | null): LaneKey[] => (json ? (JSON.parse(json) as LaneKey[]) : []);
+
+/** D14: the loads' first pickup early_arrival (loads.pickup_at), by id: the backhaul window of their recommendations. */
+export async function pickupTimes(db: Executor, orgId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await db.selectFrom('loads').select(['id', 'pickup_at']).where('org_id', '=', orgId).where('id', 'in', ids.slice(i, i + 500)).execute();
+    for (const r of rows) out.set(r.id, r.pickup_at);
+  }
+  return out;
+}

@@ -40,6 +40,8 @@ const toStop = (s: StopWithLocation) => ({
   location_name: s.location_name,
   early_arrival: s.early_arrival,
   late_arrival: s.late_arrival,
+  actual_arrival: s.actual_arrival ?? null,
+  actual_departure: s.actual_departure ?? null,
 });
 
 function groupByLoad<T extends { load_id: string }>(items: T[]): Map<string, T[]> {

@@ -89,12 +89,12 @@ export const loadByRef = async (tx: Executor, orgId: string, ref: string): Promi
 export const loadById = async (tx: Executor, orgId: string, id: string): Promise<LoadsTable | undefined> => (await loadByIdStatement(tx, { orgId, id }))[0];
 
 const insertLoads = bulkInsert('loads', LOAD_COLUMNS);
-const insertStops = bulkInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival']);
+const insertStops = bulkInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival', 'actual_arrival', 'actual_departure', 'arrival_deadline']);
 const insertRates = bulkInsert('load_rates', ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description']);
 const insertHistory = bulkInsert('lane_history', [
   'load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id',
   'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at',
-  'carrier_rate_total', 'carrier_rate_currency',
+  'carrier_rate_total', 'carrier_rate_currency', 'total_distance', 'stop_outcomes',
 ]);
 
 /** What a unit of work changed of its loads, to be written at once (src/modules/loads/loads.workspace.ts). */

@@ -10,6 +10,10 @@ export const StopInput = Type.Object({
   location_external_reference_id: ExternalReferenceId({ description: 'A location of your organization; create locations before the loads that use them.' }),
   early_arrival: Timestamp('Start of the arrival window (ISO 8601; no offset means UTC).'),
   late_arrival: Timestamp('End of the arrival window; not before early_arrival.'),
+  actual_arrival: Type.Optional(
+    Nullable(Timestamp('When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it.')),
+  ),
+  actual_departure: Type.Optional(Nullable(Timestamp('When the truck actually left; not before actual_arrival. Kept like actual_arrival when not sent.'))),
 });
 export type StopInput = Static<typeof StopInput>;
 
@@ -87,6 +91,8 @@ export const Stop = Type.Object(
     location_name: Type.String(),
     early_arrival: Type.String({ format: 'date-time' }),
     late_arrival: Type.String({ format: 'date-time' }),
+    actual_arrival: Nullable(Type.String({ format: 'date-time', description: 'When the truck actually arrived; null when unknown.' })),
+    actual_departure: Nullable(Type.String({ format: 'date-time', description: 'When the truck actually left; null when unknown.' })),
   },
   { $id: 'Stop' },
 );
@@ -181,6 +187,25 @@ export const LoadRecommendations = Type.Object(
     status: Type.String(),
     open: Type.Boolean({ description: 'Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED).' }),
     carrier_recommendations: Type.Array(Type.Ref(CarrierRecommendation)),
+    lane_radius_miles: Type.Number({ description: 'The lane radius the history was read at: 100 (LANE_RADIUS_MILES) unless widen=true widened it to 150 or 250.' }),
+    ranking: Type.String({ enum: ['history', 'balanced'], description: 'The ranking used (rank_by).' }),
   },
   { $id: 'LoadRecommendations' },
 );
+
+export const RecommendationsQuery = Type.Object({
+  rank_by: Type.Optional(
+    Type.String({
+      enum: ['history', 'balanced'],
+      description:
+        'history (default): the lane-history ranking (score = Σ proximity × 0.5^(age/90) per carrier). balanced: every carrier on the lane ordered by balanced_score = score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 2.55) ÷ (Σw scored + 3) over deliveries; the best 10 kept.',
+    }),
+  ),
+  widen: Type.Optional(
+    Type.Boolean({
+      description:
+        'true: when the 100-mile lane yields fewer than 3 carriers, widen to 150, then 250 miles, with proximity weight 0.25 up to 150 and 0.1 up to 250 miles. Default false: nothing changes.',
+    }),
+  ),
+});
+export type RecommendationsQuery = Static<typeof RecommendationsQuery>;

@@ -1,4 +1,9 @@
-import { NotFoundError, ValidationError } from '../../lib/http/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../lib/http/errors.js';
+import { toIso } from '../../lib/clock.js';
+import { parseLocalTimestamp } from '../../lib/time.js';
+import type { TrackingEventAnswer, TrackingEventInput } from '../tracking/tracking.schema.js';
+import { trackingTypeOf } from '../tracking/tracking.rules.js';
+import { insertTrackingEvent, trackingEventById } from '../tracking/tracking.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { LoadsTable } from '../../lib/db/types.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
@@ -8,7 +13,7 @@ import { LOAD_STATUSES, OPEN_STATUSES } from '../../domain/enums.js';
 import { recordLifecycle, type ServiceHooks } from '../shared/record-store.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
-import type { LaneStop, LanesService } from '../lanes/lanes.service.js';
+import type { LaneStop, LanesService, RecommendOptions } from '../lanes/lanes.service.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
 import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
@@ -119,23 +124,90 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     carrier_ref: query.carrier_external_reference_id,
   });
 
+  /**
+   * D14: a tracking event sets a stop's actual arrival or departure through the load's own update (its
+   * history row, load.updated and the recommendations follow-up come with it), then load.stop_arrived or
+   * load.stop_departed; kept by event_id in the same transaction, so the same id answers the same again.
+   */
+  async function trackingEvent(orgId: string, ref: string, input: TrackingEventInput): Promise<TrackingEventAnswer> {
+    const type = trackingTypeOf(input);
+    return pipeline.write<TrackingEventAnswer, LoadWorkspace>(
+      orgId,
+      async (tx, changes, ws) => {
+        const prior = await trackingEventById(tx, orgId, input.event_id);
+        if (prior) return JSON.parse(prior.answer) as TrackingEventAnswer;
+        const row = await ws.find(tx, ref);
+        if (!row) throw new NotFoundError('Load', ref);
+        const stops = await ws.stopsOf(tx, row.id);
+        const stop = stops.find((s) => s.stop_number === input.stop_number);
+        if (!stop) throw ValidationError.single(['body', 'stop_number'], `Value error, load '${ref}' has no stop ${input.stop_number} (its stops: ${stops.map((s) => s.stop_number).join(', ')})`);
+        const place = await ws.record(tx, 'locations', stop.location_external_reference_id);
+        const occurredAt = parseLocalTimestamp(input.occurred_at, place?.timezone ?? null);
+        if (occurredAt === null) throw ValidationError.single(['body', 'occurred_at'], 'Input should be a valid ISO 8601 datetime (an offset is optional: without one it is the local time at the stop)', 'datetime_parsing');
+        const field = type === 'ARRIVED' ? 'actual_arrival' : 'actual_departure';
+        const current = stop[field];
+        if (current !== null && current !== occurredAt && input.correction !== true) {
+          throw new ConflictError(`Stop ${stop.stop_number} of load '${ref}' already has ${field} ${current}; send "correction": true to replace it with ${occurredAt}`);
+        }
+        const arrival = type === 'ARRIVED' ? occurredAt : stop.actual_arrival;
+        const departure = type === 'DEPARTED' ? occurredAt : stop.actual_departure;
+        if (arrival !== null && departure !== null && departure < arrival) {
+          throw ValidationError.single(['body', 'occurred_at'], `Value error, the departure (${departure}) would be before the arrival (${arrival}) at stop ${stop.stop_number}`);
+        }
+        if (current !== occurredAt) {
+          const next = stops.map((s) => ({
+            stop_number: s.stop_number,
+            stop_type: s.stop_type,
+            location_external_reference_id: s.location_external_reference_id,
+            early_arrival: s.early_arrival,
+            late_arrival: s.late_arrival,
+            actual_arrival: s.actual_arrival,
+            actual_departure: s.actual_departure,
+            ...(s.stop_number === stop.stop_number ? { [field]: occurredAt } : {}),
+          }));
+          const updated = await lifecycle.steps.update(tx, changes, ws, orgId, ref, { stops: next } as LoadUpdate);
+          await ws.flush(tx);
+          const [answer] = await present(tx, orgId, [updated]);
+          changes.presented(updated.id, answer);
+          changes.announce({ kind: 'loads', type: type === 'ARRIVED' ? 'load.stop_arrived' : 'load.stop_departed', record_id: updated.id, data: answer });
+        }
+        const answer: TrackingEventAnswer = {
+          event_id: input.event_id,
+          load_external_reference_id: row.external_reference_id,
+          stop_number: stop.stop_number,
+          type,
+          occurred_at: occurredAt,
+          source: (input.source ?? (input.edi_status_code !== undefined ? 'EDI' : 'MANUAL')) as TrackingEventAnswer['source'],
+        };
+        await insertTrackingEvent(tx, { org_id: orgId, event_id: input.event_id, load_id: row.id, answer: JSON.stringify(answer), created_at: toIso(clock.now()) });
+        return answer;
+      },
+      // Two requests with one new event_id: the loser's insert fails the unique key and runs again, finding the winner's.
+      { workspace: () => new LoadWorkspace(orgId), analyticsRun: true, retryUniqueRace: true },
+    );
+  }
+
   return {
     ...lifecycle,
     present,
+    trackingEvent,
     /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
       const { load, stops } = await readOne(orgId, ref, guard);
       return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] };
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
-    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null) {
+    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
       const { load, stops } = await readOne(orgId, ref, guard);
+      const answer = await lanes.recommendWith(reader, orgId, load, stops, opts);
       return {
         load_id: load.id,
         external_reference_id: load.external_reference_id,
         status: load.status,
         open: OPEN_STATUSES.has(load.status),
-        carrier_recommendations: await recommendations(orgId, load, stops),
+        carrier_recommendations: answer.items,
+        lane_radius_miles: answer.lane_radius_miles,
+        ranking: answer.ranking,
       };
     },
     async list(orgId: string, query: LoadListQuery, guard: KeyGuard | null = null) {

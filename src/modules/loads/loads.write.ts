@@ -4,6 +4,7 @@ import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import {
+  carryActuals,
   cleanTeamMember,
   deliveredAt,
   distanceRule,
@@ -158,13 +159,15 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     if (input.stops !== undefined && plan) {
       const current = await ws.stopsOf(tx, row.id);
+      // D14: actuals not sent stay; an arrival already recorded keeps the deadline it was scored against.
+      const carried = { ...plan, stops: carryActuals(input.stops, plan.stops, current) };
       stops = current;
-      if (!sameStops(current, plan.stops)) {
-        const next = stopRows(orgId, row.id, plan);
+      if (!sameStops(current, carried.stops)) {
+        const next = stopRows(orgId, row.id, carried);
         ws.replaceStops(row.id, next);
         stops = next;
         touched = true;
-        laneMoved = !sameLaneEnds(current, plan.stops);
+        laneMoved = !sameLaneEnds(current, carried.stops);
       }
       patch.pickup_at = plan.pickupAt;
     }
