@@ -88,7 +88,7 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService) {
       operationId: 'getImportErrors',
       summary: 'The refused rows (NDJSON)',
       description:
-        'One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (D1). Readable while the import runs (the chunks committed so far).',
+        'One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (a message, or one {type, loc, msg} per problem). Readable while the import runs (the chunks committed so far).',
       params: ImportIdParams,
       response: { 200: { description: 'application/x-ndjson: one refused row per line.', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...notFound },
     },
