@@ -52,7 +52,9 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
     ...(csv ? { csv } : {}),
   };
   const issues = validate(body, ['body']);
-  if (issues) throw new ValidationError(issues);
+  // Each problem named by the option that set it.
+  const option = (loc: readonly (string | number)[]) => ({ resource: '--resource', format: '--format', emit_events: '--emit-events', operation: '--operation' })[String(loc[1])] ?? (loc[2] === 'delimiter' ? '--delimiter' : '--columns');
+  if (issues) throw new ValidationError(issues.map((i) => ({ ...i, msg: `${option(i.loc)}: ${i.msg}` })));
 
   const store = openDataStore(config.databaseUrl, { poolSize: 4, onCreated: (m) => process.stderr.write(`lanebridge: ${m}\n`) });
   await store.migrate();
@@ -64,6 +66,7 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
     cliProgress.Presets.shades_classic,
   );
   try {
+    if (!(await built.services.accounts.listOrganizations()).some((o) => o.id === org)) throw ctx.usage(`no organization with id '${org}' (bin/lanebridge org list shows them)`);
     const created = await service.create(org, body as ImportCreate);
     for (let n = 1, start = 0; start < size || n === 1; n++, start += MAX_PART_BYTES) {
       const end = Math.min(size, start + MAX_PART_BYTES) - 1;
@@ -74,7 +77,7 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
     process.stderr.write(`lanebridge: import ${created.id} queued (${size} bytes)\n`);
     // Run here; another instance's runner may take it first: then this only follows its progress.
     let running = true;
-    const work = runner.drain().finally(() => (running = false));
+    const work = runner.drain(created.id).finally(() => (running = false));
     let shown = false;
     let last: Import = await service.get(org, created.id);
     for (;;) {

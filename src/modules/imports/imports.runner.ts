@@ -214,10 +214,10 @@ export function importRunner(deps: ImportRunnerDeps) {
     }
   }
 
-  /** Claims and runs imports until none is waiting (one at a time in this process). */
-  async function pass(): Promise<void> {
+  /** Claims and runs imports until none is waiting (one at a time in this process); `only`: that import alone. */
+  async function pass(only?: string): Promise<void> {
     while (!stopping) {
-      const candidates = await claimableImports(db, nowIso(), 5);
+      const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 5);
       let ran = false;
       for (const { id } of candidates) {
         const claim = randomUUID();
@@ -265,10 +265,10 @@ export function importRunner(deps: ImportRunnerDeps) {
       poll.unref();
       void tick();
     },
-    /** Runs every import waiting now to its end (tests, the CLI). */
-    async drain(): Promise<void> {
+    /** Runs every import waiting now (or only import `id`: the CLI's own) to its end (tests, the CLI). */
+    async drain(id?: string): Promise<void> {
       await ticking;
-      await pass();
+      await pass(id);
     },
     /** Stops after the chunk in flight; the import is given back for any instance to resume. */
     async stop(): Promise<void> {
