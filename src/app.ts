@@ -254,7 +254,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) }, imports: imports.service },
       webhooks: webhooks.service,
       store,
       clock,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 import { dallasToHouston, seedFreight } from './fixtures.js';
 import { startReceiver } from './webhooks-support.js';
+import { Visitor } from './dashboard/support.js';
 
 // D15: imports. The runner is driven by hand here (drain); test/imports-resume.test.ts kills a real worker.
 
@@ -251,4 +252,29 @@ describe('recommendations', () => {
       expect(strip(x.carrier_recommendations)).toEqual(strip(y.carrier_recommendations));
     }
   }, 120_000);
+});
+
+describe('dashboard', () => {
+  it('the Imports page shows each import with its progress and counts, follows a running one, and offers the refused rows', async () => {
+    const a = await tenant();
+    const password = 'correct horse imports';
+    await t.services.accounts.createUser(a.orgId, { email: `ops-${a.orgId}@example.com`, name: 'Olive Ops', password });
+    const v = new Visitor(t);
+    await v.signIn(`ops-${a.orgId}@example.com`, password);
+    const queued = await runImport(a, { resource: 'customers' }, ['{"external_reference_id":"D-1","name":"One"}\n{"external_reference_id":"D-2"}\n']);
+    const waiting = await v.get('/imports');
+    expect(waiting.statusCode).toBe(200);
+    expect(waiting.body).toContain('<meta http-equiv="refresh" content="2">');
+    expect(waiting.body).toContain(queued);
+    await t.imports.runner.drain();
+    const done = await v.get('/imports');
+    expect(done.body).not.toContain('http-equiv="refresh"');
+    expect(done.body).toContain('completed with errors');
+    expect(done.body).toMatch(/<progress max="2" value="2"/);
+    expect(done.body).toContain(`href="/imports/${queued}/errors"`);
+    const file = await v.get(`/imports/${queued}/errors`);
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-disposition']).toBe(`attachment; filename="${queued}-errors.ndjson"`);
+    expect(file.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ row: 2, external_reference_id: 'D-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
+  });
 });
