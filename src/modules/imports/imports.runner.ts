@@ -153,8 +153,17 @@ export function importRunner(deps: ImportRunnerDeps) {
     await files.remove(imp.id);
   }
 
+  // Imports whose parts this process cannot see (another IMPORTS_DIR): left to an instance that can, for a minute.
+  const unseen = new Map<string, number>();
+
   /** Runs a claimed import to its end, or until it is lost, cancelled or this process stops. */
   async function run(imp: ImportsTable, claim: string): Promise<void> {
+    if ((await files.parts(imp.id)).length < imp.parts) {
+      deps.log.warn({ import: imp.id }, 'the parts of this import are not in this process’s IMPORTS_DIR; left to an instance that has them');
+      unseen.set(imp.id, Date.now() + 60_000);
+      await releaseImport(db, imp.id, claim);
+      return;
+    }
     let lost = false;
     const heartbeat = setInterval(() => {
       extendImportLease(db, imp.id, claim, leaseEnd())
@@ -217,9 +226,10 @@ export function importRunner(deps: ImportRunnerDeps) {
   /** Claims and runs imports until none is waiting (one at a time in this process); `only`: that import alone. */
   async function pass(only?: string): Promise<void> {
     while (!stopping) {
-      const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 5);
+      const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 20);
       let ran = false;
       for (const { id } of candidates) {
+        if ((unseen.get(id) ?? 0) > Date.now()) continue;
         const claim = randomUUID();
         const imp = await claimImport(db, id, claim, nowIso(), leaseEnd());
         if (!imp) continue;
