@@ -50,6 +50,9 @@ import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
+import { importsModule, type Imports } from './modules/imports/imports.js';
+import { importRoutes } from './modules/imports/imports.routes.js';
+import { IMPORT_SCHEMAS } from './modules/imports/imports.schema.js';
 
 export interface AppDeps {
   config: Config;
@@ -80,6 +83,11 @@ export interface AppDeps {
   webhookDelivery?: 'background' | 'manual';
   /** How webhook URLs' host names are resolved for the URL rules (tests: a fixed table; default the system's). */
   webhookResolve?: Resolver;
+  /**
+   * Imports (D15) run in the background (default when config.importWorker is on), or only when
+   * `imports.runner.drain()` is called (tests). Follows `webhookDelivery` when not given.
+   */
+  importRunner?: 'background' | 'manual';
 }
 
 export interface Lanebridge {
@@ -100,6 +108,8 @@ export interface Lanebridge {
   recommendations: RecommendationsFeed;
   /** Webhooks (D12): the endpoints service and the delivery worker. */
   webhooks: Webhooks;
+  /** Imports (D15): the API's service and the job runner. */
+  imports: Imports;
 }
 
 /** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (as Fastify reads a number). */
@@ -177,14 +187,27 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes });
   followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log });
-  const services = {
-    accounts,
-    customers: customersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),
-    carriers: carriersService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.carriers.name) }),
-    locations: locationsService(pipeline, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.locations.name), lanes }),
-    loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline, lanes }),
-    marketRates: marketRatesService(pipeline, clock),
-  };
+  /** The record services over a write pipeline (the API's; an import's quiet one). */
+  const recordServices = (p: WritePipeline) => ({
+    customers: customersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),
+    carriers: carriersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.carriers.name) }),
+    locations: locationsService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.locations.name), lanes }),
+    loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline: p, lanes }),
+  });
+  const services = { accounts, ...recordServices(pipeline), marketRates: marketRatesService(pipeline, clock) };
+  // D15 `emit_events: summary`: the same services over the same pipeline without its outbox (no per-row
+  // events, so no webhooks nor recommendation follow-ups); the lane analytics still run once per chunk.
+  const quiet = recordServices(writePipeline({ store, afterCommit: analytics.afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts } }));
+  const imports = importsModule({
+    db: store.db,
+    clock,
+    dir: config.importsDir,
+    pipeline,
+    writers: { all: services, summary: quiet },
+    log: app.log,
+    leaseMs: config.importLeaseMs,
+    chunkRows: config.importChunkRows,
+  });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 
   const rateLimiter = createRateLimiter({
@@ -207,7 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS, ...IMPORT_SCHEMAS]);
 
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
@@ -224,6 +247,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);
+  importRoutes(app, imports.service);
   // Retention runs by itself, in small transactions, off the request path.
   const retention = eventRetention({ events, db: store.db, log: app.log, sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep() });
   app.addHook('onClose', async () => {
@@ -233,7 +257,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) } },
+      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) }, imports: imports.service },
       webhooks: webhooks.service,
       store,
       clock,
@@ -246,6 +270,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
 
   // Deliveries stop before the database closes; attempts in flight are left to their claims' expiry.
   app.addHook('onClose', () => webhooks.worker.stop());
+  // An import in flight stops after its chunk and is given back (any instance resumes it).
+  app.addHook('onClose', () => imports.runner.stop());
   // Redis is connected now that the synchronous boot work is done; requests that arrived before it
   // answers would be counted in process, so wait a moment for it (never fails: see createRateLimiter).
   await rateLimiter.ready(1000);
@@ -253,5 +279,6 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();
-  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks };
+  if (config.importWorker && (deps.importRunner ?? webhookDelivery) === 'background') imports.runner.start();
+  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports };
 }

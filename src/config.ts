@@ -64,6 +64,14 @@ const EnvSchema = Type.Object({
   WEBHOOK_MAX_IN_FLIGHT: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
   /** Of those, the most one organization's endpoints may hold (one slot per endpoint). */
   WEBHOOK_MAX_IN_FLIGHT_PER_ORG: Type.Integer({ default: 16, minimum: 1, maximum: 1024 }),
+  /** D15: where uploaded import parts are kept until their import ends (shared by every instance that runs imports). */
+  IMPORTS_DIR: Type.String({ default: './data/imports', minLength: 1 }),
+  /** `off`: `serve` runs no imports (run `bin/lanebridge worker` processes instead). */
+  IMPORT_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
+  /** How long a claimed import stays with its process without news before another instance may resume it, in seconds. */
+  IMPORT_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
+  /** Rows per import chunk: one transaction, one checkpoint and one analytics run each. */
+  IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
 });
 
 export type Config = {
@@ -116,6 +124,14 @@ export type Config = {
   /** Deliveries one process sends at once (default 64), and one organization's share of them (default 16). */
   webhookMaxInFlight: number;
   webhookMaxInFlightPerOrg: number;
+  /** D15: the directory of uploaded import parts (IMPORTS_DIR). */
+  importsDir: string;
+  /** `serve` runs imports itself (IMPORT_WORKER=on, the default). */
+  importWorker: boolean;
+  /** Milliseconds a claimed import stays with its process without a heartbeat (a killed process's import resumes after it). */
+  importLeaseMs: number;
+  /** Rows per import chunk (default 1000). */
+  importChunkRows: number;
 };
 
 export class ConfigError extends Error {}
@@ -205,5 +221,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookMaxInFlight: env2.WEBHOOK_MAX_IN_FLIGHT,
     // A share larger than the whole is the whole.
     webhookMaxInFlightPerOrg: Math.min(env2.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, env2.WEBHOOK_MAX_IN_FLIGHT),
+    importsDir: env2.IMPORTS_DIR,
+    importWorker: env2.IMPORT_WORKER === 'on',
+    importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
+    importChunkRows: env2.IMPORT_CHUNK_ROWS,
   };
 }

@@ -8,8 +8,11 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseScopes 
 const USAGE = `Usage: lanebridge <command>
 
   serve                                           run the HTTP service (PORT, HOST, DATABASE_URL)
-  worker                                          deliver webhooks only (DATABASE_URL); /healthz, /readyz
-                                                  and /metrics on WORKER_PORT
+  worker                                          deliver webhooks and run imports only (DATABASE_URL);
+                                                  /healthz, /readyz and /metrics on WORKER_PORT
+  import --org ORG_ID --resource RESOURCE FILE [--format ndjson|csv] [--emit-events summary|all]
+         [--operation upsert|create] [--delimiter C] [--columns JSON]
+                                                  run an import of FILE with a progress bar (stderr)
   org create --name NAME
   org list
   user create --org ORG_ID --email EMAIL --name NAME [--password P | --password-stdin]
@@ -161,7 +164,12 @@ async function worker(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`);
   }
   loop.start();
-  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect, address })}\n`);
+  // Imports (D15) run here too: the app's write path without its HTTP server (its runner claims imports).
+  const { buildApp } = await import('./app.js');
+  const built = config.importWorker
+    ? await buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' })
+    : null;
+  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect, address, imports: config.importWorker })}\n`);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -169,6 +177,8 @@ async function worker(config: Config) {
     process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'webhook worker stopping', signal })}\n`);
     // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
     await loop.stop();
+    // An import in flight stops after its chunk and is given back for any instance to resume.
+    await built?.app.close();
     await probes.close();
     await store.close();
     process.exit(0);
@@ -190,6 +200,12 @@ const OPTIONS = {
   scopes: { type: 'string' },
   'per-minute': { type: 'string' },
   'per-day': { type: 'string' },
+  resource: { type: 'string' },
+  format: { type: 'string' },
+  'emit-events': { type: 'string' },
+  operation: { type: 'string' },
+  delimiter: { type: 'string' },
+  columns: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -208,6 +224,12 @@ export async function main(argv: string[]): Promise<number> {
   if (group === 'worker') {
     await worker(config);
     return -1; // keeps running
+  }
+  if (group === 'import') {
+    const file = positionals[1];
+    if (!file) throw new UsageError('import needs the FILE to import');
+    const { runImportCommand } = await import('./cli/import-command.js');
+    return runImportCommand(config, { values, file, print, usage: (m) => new UsageError(m) });
   }
   const command = `${group} ${action ?? ''}`.trim();
   return withStore(config, async (store) => {

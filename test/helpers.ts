@@ -62,7 +62,9 @@ export async function startAppOn(pgUrl: string | null, overrides: Partial<Config
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
   const clock = testClock();
-  const built = await buildApp({ logger: false, clock, ...opts, config, store });
+  // Imports (D15) run only when a test drains them or asks for the background runner: the suite's
+  // apps share one PostgreSQL database, and each has its own parts directory.
+  const built = await buildApp({ logger: false, clock, importRunner: 'manual', ...opts, config, store });
   return {
     ...built,
     store,

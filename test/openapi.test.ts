@@ -25,6 +25,8 @@ rules:
     severity: error
     allowedValues:
       - application/json
+      # D15: an import's error file is NDJSON (one refused row per line).
+      - application/x-ndjson
 `;
 
 let t: TestApp;

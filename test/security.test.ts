@@ -20,7 +20,7 @@ function sample(method: string) {
   return method === 'POST' || method === 'PUT' ? { payload: {} } : {};
 }
 
-// D3's table (and D12's webhook endpoints), written out: a new route cannot ship without its line here
+// D3's table (and D12's webhook endpoints, D15's imports), written out: a new route cannot ship without its line here
 // (and so its auth cases below).
 const ROUTE_TABLE = [
   'DELETE /v2/tms-api/carriers/:external_reference_id write:carriers',
@@ -33,6 +33,9 @@ const ROUTE_TABLE = [
   'GET /v2/tms-api/customers read:customers',
   'GET /v2/tms-api/customers/:external_reference_id read:customers',
   'GET /v2/tms-api/events read:loads',
+  'GET /v2/tms-api/imports write:imports',
+  'GET /v2/tms-api/imports/:id write:imports',
+  'GET /v2/tms-api/imports/:id/errors write:imports',
   'GET /v2/tms-api/loads read:loads',
   'GET /v2/tms-api/loads/:external_reference_id read:loads',
   'GET /v2/tms-api/loads/:external_reference_id/carrier-recommendations read:loads',
@@ -49,6 +52,9 @@ const ROUTE_TABLE = [
   'POST /v2/tms-api/batch/locations write:locations',
   'POST /v2/tms-api/carriers write:carriers',
   'POST /v2/tms-api/customers write:customers',
+  'POST /v2/tms-api/imports write:imports',
+  'POST /v2/tms-api/imports/:id/cancel write:imports',
+  'POST /v2/tms-api/imports/:id/complete write:imports',
   'POST /v2/tms-api/loads write:loads',
   'POST /v2/tms-api/loads/:external_reference_id/tracking-events write:loads',
   'POST /v2/tms-api/locations write:locations',
@@ -58,6 +64,7 @@ const ROUTE_TABLE = [
   'POST /v2/tms-api/webhook-endpoints/:id/rotate-secret write:webhooks',
   'PUT /v2/tms-api/carriers/:external_reference_id write:carriers',
   'PUT /v2/tms-api/customers/:external_reference_id write:customers',
+  'PUT /v2/tms-api/imports/:id/parts/:n write:imports',
   'PUT /v2/tms-api/loads/:external_reference_id write:loads',
   'PUT /v2/tms-api/locations/:external_reference_id write:locations',
   'PUT /v2/tms-api/webhook-endpoints/:id write:webhooks',

@@ -71,7 +71,7 @@ describe('endpoints API (D12)', () => {
 
     const all = await endpoint(a);
     expect(all.event_types).toContain('market_rate.created');
-    expect(all.event_types).toHaveLength(17);
+    expect(all.event_types).toHaveLength(18);
     const list = json(await a.get(`${BASE}?page_size=1`));
     expect(list.items).toHaveLength(1);
     expect(list.items[0].id).toBe(ep.id);

@@ -1,3 +1,4 @@
+import type { ImportsService } from '../modules/imports/imports.service.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../lib/clock.js';
@@ -37,6 +38,8 @@ export interface DashboardServices {
   usage: UsageRecorder;
   /** The change feed, newest first (the Events page). */
   events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]> };
+  /** D15: imports (the Imports page). */
+  imports?: ImportsService;
 }
 
 export type CookieSecureMode = 'auto' | 'on' | 'off';

@@ -4,7 +4,7 @@ import { cssHref, jsHref } from './assets.js';
 import { utc } from './format.js';
 import { html, href, type SafeHtml } from './html.js';
 
-export type NavKey = 'home' | 'loads' | 'locations' | 'carriers' | 'customers' | 'lanes' | 'events' | 'users' | 'settings';
+export type NavKey = 'home' | 'loads' | 'locations' | 'carriers' | 'customers' | 'lanes' | 'events' | 'imports' | 'users' | 'settings';
 
 /** A record kind's menu entry: its list page, headed by its plural (src/domain/records.ts). */
 const recordNav = (kind: ReferencedRecordKind): [NavKey, string, string] => [kind, `/${RECORD_KINDS[kind].collection}`, RECORD_KINDS[kind].plural];
@@ -17,6 +17,7 @@ const NAV: [NavKey, string, string][] = [
   recordNav('customers'),
   ['lanes', '/lanes', 'Lanes'],
   ['events', '/events', 'Events'],
+  ['imports', '/imports', 'Imports'],
   ['users', '/users', 'Users'],
   ['settings', '/settings/integrations', 'Settings'],
 ];
@@ -28,6 +29,8 @@ export interface PageOptions {
   active?: NavKey;
   /** Forms on their own (sign-in, first run) read better in a narrow column. */
   narrow?: boolean;
+  /** Reload the page every this many seconds (a page following a running job: the Imports page). */
+  refreshSeconds?: number;
 }
 
 export function page(o: PageOptions): SafeHtml {
@@ -38,6 +41,7 @@ export function page(o: PageOptions): SafeHtml {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${o.title} · Lanebridge</title>
+${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${String(o.refreshSeconds)}">` : ''}
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${cssHref}">
 <script src="${jsHref}" defer></script>

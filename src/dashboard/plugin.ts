@@ -22,6 +22,7 @@ import { dataRoutes } from './pages/data.js';
 import { detailRoutes } from './pages/details.js';
 import { warmMaps } from './map.js';
 import { eventRoutes } from './pages/events.js';
+import { importPageRoutes } from './pages/imports.js';
 import { integrationRoutes } from './pages/integrations.js';
 import { userRoutes } from './pages/users.js';
 import { webhookPageRoutes } from './pages/webhooks.js';
@@ -155,6 +156,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
     // The map polygons are read and simplified once per process, off the first page's time.
     setImmediate(warmMaps);
     eventRoutes(app, ctx);
+    importPageRoutes(app, ctx);
     if (deps.webhooks) webhookPageRoutes(app, ctx, deps.webhooks);
   };
 }

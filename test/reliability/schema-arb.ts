@@ -30,6 +30,8 @@ export interface JsonSchema {
 const KNOWN_KEYWORDS = new Set([
   'type', 'enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'minItems', 'maxItems',
   'required', 'properties', 'items', 'default', 'description', 'deprecated', 'title', 'examples', 'example', 'anyOf',
+  // A map (D15's csv.columns): generated as an object of its listed properties (none), which it accepts.
+  'additionalProperties',
 ]);
 
 /** The document with its local `$ref`s replaced by what they name (request bodies name components). */

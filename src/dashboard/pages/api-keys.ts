@@ -20,6 +20,7 @@ const SCOPE_TEXT: Record<Scope, string> = {
   'write:customers': 'create and update customers',
   'write:rates': 'create market rate snapshots',
   'write:webhooks': 'manage webhook endpoints and their deliveries',
+  'write:imports': 'run imports of history files and read their progress and errors',
 };
 
 const DONE: Record<string, string> = {

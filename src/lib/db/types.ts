@@ -413,6 +413,42 @@ export interface WebhookAttemptsTable {
   created_at: string;
 }
 
+/** D15: an import job (src/modules/imports). Counts are bigint (PostgreSQL returns them as text). */
+export interface ImportsTable {
+  id: string;
+  org_id: string;
+  resource: string;
+  format: string;
+  emit_events: string;
+  operation: string;
+  options: string | null;
+  status: string;
+  parts: number;
+  bytes_total: number | string;
+  rows_total: number | string | null;
+  checkpoint_row: number | string;
+  rows_processed: number | string;
+  rows_succeeded: number | string;
+  rows_failed: number | string;
+  claim: string | null;
+  leased_until: string | null;
+  attempts: number;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+  queued_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+/** D15: one refused row of an import; `detail` is D1's detail as JSON. */
+export interface ImportErrorsTable {
+  import_id: string;
+  row: number | string;
+  external_reference_id: string | null;
+  detail: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
@@ -439,4 +475,6 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   tracking_events: TrackingEventsTable;
+  imports: ImportsTable;
+  import_errors: ImportErrorsTable;
 }

@@ -1,5 +1,6 @@
 /**
- * The scopes of specification section 5, and write:webhooks (D12: managing webhook endpoints, GET too).
+ * The scopes of specification section 5, write:webhooks (D12: managing webhook endpoints, GET too) and
+ * write:imports (D15: every imports route, reads included).
  * GET needs read:<resource>; writes and batches need write:<resource>.
  */
 export const SCOPES = [
@@ -13,6 +14,7 @@ export const SCOPES = [
   'write:customers',
   'write:rates',
   'write:webhooks',
+  'write:imports',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -8,7 +8,8 @@ export const EVENT_TYPES = [
   'location.created', 'location.updated', 'location.deleted',
   'load.created', 'load.updated', 'load.deleted', 'load.status_changed', 'load.recommendations_changed', 'load.stop_arrived', 'load.stop_departed',
   'market_rate.created',
-] as const satisfies readonly `${RecordNoun}.${string}`[];
+  'import.completed',
+] as const satisfies readonly `${RecordNoun | 'import'}.${string}`[];
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const MAX_EVENTS_PAGE = 500;

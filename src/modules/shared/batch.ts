@@ -140,6 +140,11 @@ export interface RunOptions {
   onError?: (err: unknown) => void;
   /** Items refused before the batch ran (text that is not Unicode, or NUL): each fails 422 with these entries. */
   refusedItems?: ReadonlyMap<number, ValidationIssue[]> | null;
+  /**
+   * Runs in the batch's transaction after its items, before it commits (an import chunk's checkpoint and
+   * refused rows, src/modules/imports): it commits with them or not at all. Its failure fails the batch.
+   */
+  beforeCommit?: (tx: Executor, results: readonly BatchResultEntry[]) => Promise<void>;
 }
 
 /** D6a: what an item the batch did not reach before its deadline answers. */
@@ -274,7 +279,13 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
     try {
       const open = resource.workspace;
-      results = await resource.pipeline.batch<BatchResultEntry[], W>(orgId, async (runItem) => (applied = await applyAll(orgId, items, deadlineAt, opts, runItem)), {
+      results = await resource.pipeline.batch<BatchResultEntry[], W>(orgId, async (runItem) => {
+        applied = await applyAll(orgId, items, deadlineAt, opts, runItem);
+        const last = opts.beforeCommit;
+        // As the batch's last step, in its transaction: it commits with the items or not at all.
+        if (last) await runItem(async (tx) => (await last(tx, applied), { id: '' }));
+        return applied;
+      }, {
         analyticsRun: resource.analyticsRun,
         deadlineAt,
         // Items refused for their text are not read ahead: they fail before they run.

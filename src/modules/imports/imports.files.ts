@@ -1,0 +1,85 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** D15: a part is at most 64 MiB. */
+export const MAX_PART_BYTES = 64 * 1024 * 1024;
+/** Parts are numbered 1 … MAX_PARTS (a 1 GB file is 16 parts of 64 MiB). */
+export const MAX_PARTS = 10_000;
+
+/** Thrown when a part goes past MAX_PART_BYTES while it streams in (nothing of it is kept). */
+export class PartTooLargeError extends Error {}
+
+const partName = (n: number) => `part-${String(n).padStart(6, '0')}`;
+
+/**
+ * Where an import's uploaded parts live: one directory per import under IMPORTS_DIR, one file per
+ * part. Parts stream to disk as they arrive (never held in memory) and are read back as one stream.
+ * Several instances share the directory (a shared volume) so that any of them can run or resume an import.
+ */
+export function importFiles(root: string) {
+  const dirOf = (importId: string) => join(root, importId);
+
+  return {
+    /** Streams `body` into part `n` (replacing a part sent before under that number); its size in bytes. */
+    async writePart(importId: string, n: number, body: Readable): Promise<number> {
+      const dir = dirOf(importId);
+      await mkdir(dir, { recursive: true });
+      const tmp = join(dir, `${partName(n)}.${process.pid}.${Date.now()}.tmp`);
+      let size = 0;
+      const limit = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          size += chunk.length;
+          if (size > MAX_PART_BYTES) return done(new PartTooLargeError(`part is larger than ${MAX_PART_BYTES} bytes (64 MiB)`));
+          done(null, chunk);
+        },
+      });
+      try {
+        await pipeline(body, limit, createWriteStream(tmp));
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
+      await rename(tmp, join(dir, partName(n)));
+      return size;
+    },
+
+    /** The parts uploaded, by number, with their sizes. */
+    async parts(importId: string): Promise<{ n: number; bytes: number }[]> {
+      let names: string[];
+      try {
+        names = await readdir(dirOf(importId));
+      } catch {
+        return [];
+      }
+      const parts: { n: number; bytes: number }[] = [];
+      for (const name of names) {
+        const m = /^part-(\d{6})$/.exec(name);
+        if (!m) continue;
+        parts.push({ n: Number(m[1]), bytes: (await stat(join(dirOf(importId), name))).size });
+      }
+      return parts.sort((a, b) => a.n - b.n);
+    },
+
+    /** The parts 1 … count read one after another as one stream (a record may span two parts). */
+    open(importId: string, count: number): Readable {
+      const out = new PassThrough({ highWaterMark: 1 << 20 });
+      void (async () => {
+        try {
+          for (let n = 1; n <= count; n++) await pipeline(createReadStream(join(dirOf(importId), partName(n)), { highWaterMark: 1 << 20 }), out, { end: false });
+          out.end();
+        } catch (err) {
+          out.destroy(err as Error);
+        }
+      })();
+      return out;
+    },
+
+    /** Deletes an import's parts (it finished, failed or was cancelled). */
+    remove: (importId: string) => rm(dirOf(importId), { recursive: true, force: true }),
+  };
+}
+
+export type ImportFiles = ReturnType<typeof importFiles>;

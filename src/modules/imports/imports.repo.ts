@@ -1,0 +1,121 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../lib/db/index.js';
+import { bulkInsert } from '../../lib/db/bulk.js';
+import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
+
+const ACTIVE = ['queued', 'running'];
+
+export const insertImport = (db: Executor, row: ImportsTable) => db.insertInto('imports').values(row).execute();
+
+export const importById = (db: Executor, orgId: string, id: string) =>
+  db.selectFrom('imports').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+
+/** The organization's queued or running import, if any (one at a time, D15). */
+export const activeImportOf = (db: Executor, orgId: string) =>
+  db.selectFrom('imports').select(['id', 'status']).where('org_id', '=', orgId).where('status', 'in', ACTIVE).executeTakeFirst();
+
+export async function pageOfImports(db: Executor, orgId: string, q: { status?: string | undefined; page: number; page_size: number; column: 'created_at' | 'updated_at'; direction: 'asc' | 'desc' }) {
+  let query = db.selectFrom('imports').where('org_id', '=', orgId);
+  if (q.status) query = query.where('status', '=', q.status);
+  const total = Number((await query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst())?.n ?? 0);
+  const rows = await query
+    .selectAll()
+    .orderBy(q.column, q.direction)
+    .orderBy('id', q.direction)
+    .limit(q.page_size)
+    .offset((q.page - 1) * q.page_size)
+    .execute();
+  return { rows, total };
+}
+
+/** Moves an import from one of `from` to `patch.status` (with the rest of `patch`); false when it was in none of them. */
+export async function moveImport(db: Executor, orgId: string, id: string, from: readonly string[], patch: Partial<ImportsTable>): Promise<boolean> {
+  const r = await db.updateTable('imports').set(patch).where('org_id', '=', orgId).where('id', '=', id).where('status', 'in', [...from]).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Imports a runner may take: queued, or running with no live claim (its process died or stopped), oldest first. */
+export const claimableImports = (db: Executor, now: string, limit: number) =>
+  db
+    .selectFrom('imports')
+    .select('id')
+    .where('status', 'in', ACTIVE)
+    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', now)]))
+    .orderBy('queued_at')
+    .limit(limit)
+    .execute();
+
+/**
+ * Takes an import for this process: one conditional update, so of several instances exactly one wins
+ * (PostgreSQL re-checks the condition on the locked row; SQLite runs one writer at a time).
+ */
+export const claimImport = (db: Executor, id: string, claim: string, now: string, leasedUntil: string) =>
+  db
+    .updateTable('imports')
+    .set((eb) => ({ claim, leased_until: leasedUntil, status: 'running', started_at: eb.fn.coalesce('started_at', sql.lit(now)), attempts: eb('attempts', '+', 1), updated_at: now }))
+    .where('id', '=', id)
+    .where('status', 'in', ACTIVE)
+    .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', now)]))
+    .returningAll()
+    .executeTakeFirst();
+
+/** Keeps the claim (false: it was lost, or the import was cancelled). */
+export async function extendImportLease(db: Executor, id: string, claim: string, leasedUntil: string): Promise<boolean> {
+  const r = await db.updateTable('imports').set({ leased_until: leasedUntil }).where('id', '=', id).where('claim', '=', claim).where('status', '=', 'running').executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Gives the claim back at once (a process stopping): another instance resumes from the checkpoint. */
+export const releaseImport = (db: Executor, id: string, claim: string) =>
+  db.updateTable('imports').set({ claim: null, leased_until: null }).where('id', '=', id).where('claim', '=', claim).execute();
+
+export async function setRowsTotal(db: Executor, id: string, claim: string, total: number): Promise<void> {
+  await db.updateTable('imports').set({ rows_total: total }).where('id', '=', id).where('claim', '=', claim).execute();
+}
+
+/**
+ * A chunk's checkpoint and counts, in the chunk's transaction. Only forward, from the checkpoint the
+ * chunk started at, and only by the claim's holder while the import runs: false otherwise (the chunk
+ * then rolls back; the import was taken over or cancelled).
+ */
+export async function advanceCheckpoint(
+  tx: Executor,
+  c: { id: string; claim: string; fromRow: number; toRow: number; succeeded: number; failed: number; now: string; leasedUntil: string },
+): Promise<boolean> {
+  const r = await tx
+    .updateTable('imports')
+    .set((eb) => ({
+      checkpoint_row: c.toRow,
+      rows_processed: eb('rows_processed', '+', c.succeeded + c.failed),
+      rows_succeeded: eb('rows_succeeded', '+', c.succeeded),
+      rows_failed: eb('rows_failed', '+', c.failed),
+      leased_until: c.leasedUntil,
+      updated_at: c.now,
+    }))
+    .where('id', '=', c.id)
+    .where('claim', '=', c.claim)
+    .where('status', '=', 'running')
+    .where('checkpoint_row', '=', c.fromRow)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export const insertImportErrors: (tx: Executor, rows: readonly ImportErrorsTable[]) => Promise<void> = bulkInsert('import_errors', ['import_id', 'row', 'external_reference_id', 'detail']);
+
+/** The import's refused rows after `afterRow`, in row order, at most `limit`. */
+export const importErrorsAfter = (db: Executor, importId: string, afterRow: number, limit: number) =>
+  db.selectFrom('import_errors').select(['row', 'external_reference_id', 'detail']).where('import_id', '=', importId).where('row', '>', afterRow).orderBy('row').limit(limit).execute();
+
+/** The import's end, by the claim's holder (false: it lost the claim, or the import was cancelled meanwhile). */
+export async function finishImport(tx: Executor, id: string, claim: string, patch: Pick<ImportsTable, 'status' | 'finished_at' | 'updated_at'> & Partial<ImportsTable>): Promise<boolean> {
+  const r = await tx
+    .updateTable('imports')
+    .set({ ...patch, claim: null, leased_until: null })
+    .where('id', '=', id)
+    .where('claim', '=', claim)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export const importRow = (db: Executor, id: string) => db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,0 +1,112 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { principalOf } from '../../lib/http/auth.js';
+import { ERRORS } from '../../lib/http/errors.js';
+import { Import, ImportCreate, ImportIdParams, ImportListQuery, ImportPage, ImportPartParams } from './imports.schema.js';
+import { PART_MEDIA_TYPES, type ImportsService } from './imports.service.js';
+
+const tags = ['Imports'];
+const BASE = '/v2/tms-api/imports';
+// D15: write:imports on every imports route, reads included.
+const config = { scope: 'write:imports' } as const;
+const notFound = { 404: { description: 'No import with this id in your organization: {"detail":"Import with id \'imp_…\' not found"}.', $ref: 'Detail#' } };
+const conflict = (what: string) => ({ 409: { description: `${what} Also: ${ERRORS.idempotency_in_progress.description}`, $ref: 'Detail#' } });
+const one = (description: string) => Type.Ref(Import, { description });
+
+/** D15: the imports API. The rows run in the import runner (imports.runner.ts), in `serve` and `bin/lanebridge worker`. */
+export function importRoutes(app: FastifyInstance, imports: ImportsService) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.post(BASE, {
+    config,
+    schema: {
+      tags,
+      operationId: 'createImport',
+      summary: 'Start an import (then upload its parts and complete it)',
+      description:
+        'Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).',
+      body: ImportCreate,
+      response: { 201: one('The import, awaiting its upload.'), ...conflict('Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.') },
+    },
+    handler: async (req, reply) => reply.code(201).send(await imports.create(principalOf(req).orgId, req.body)),
+  });
+  r.get(BASE, {
+    config,
+    schema: { tags, operationId: 'listImports', summary: 'List imports (newest last by default)', querystring: ImportListQuery, response: { 200: Type.Ref(ImportPage, { description: 'A page of imports.' }) } },
+    handler: (req) => imports.list(principalOf(req).orgId, req.query),
+  });
+  r.get(`${BASE}/:id`, {
+    config,
+    schema: { tags, operationId: 'getImport', summary: 'An import with its progress (percent, rows per second, ETA)', params: ImportIdParams, response: { 200: one('The import.'), ...notFound } },
+    handler: (req) => imports.get(principalOf(req).orgId, req.params.id),
+  });
+
+  // The parts: a raw body streamed to disk as it arrives, never parsed nor held (its own context's parsers).
+  app.register(async (scope) => {
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+    const s = scope.withTypeProvider<TypeBoxTypeProvider>();
+    s.put(`${BASE}/:id/parts/:n`, {
+      config,
+      schema: {
+        tags,
+        operationId: 'uploadImportPart',
+        summary: 'Upload part n of the file (raw, at most 64 MiB)',
+        description: `The body is the part's raw bytes, sent as ${PART_MEDIA_TYPES.join(', ')}; streamed to disk. Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB; 415 for another Content-Type; 409 once the import was completed.`,
+        params: ImportPartParams,
+        response: {
+          200: Type.Object({ id: Type.String(), part: Type.Integer(), bytes: Type.Integer({ description: 'Bytes stored for this part.' }) }, { description: 'The part was stored.' }),
+          ...notFound,
+          ...conflict('The import was completed or cancelled: parts are taken only before complete.'),
+        },
+      },
+      handler: async (req) => {
+        const { id, n } = req.params;
+        const stored = await imports.uploadPart(principalOf(req).orgId, id, n, req.headers['content-type'], req.raw);
+        return { id, ...stored };
+      },
+    });
+  });
+
+  r.post(`${BASE}/:id/complete`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'completeImport',
+      summary: 'Upload done: queue the import',
+      description:
+        'Checks the upload (parts 1…N without a gap; a CSV header naming every required field, directly or through csv.columns: else 422, one `missing` entry per field, and nothing written) and queues the import; it runs on any instance. 409 when another import of the organization is queued or running.',
+      params: ImportIdParams,
+      response: { 200: one('The import, queued.'), ...notFound, ...conflict('The import was completed already, or another import of the organization is queued or running.') },
+    },
+    handler: (req) => imports.complete(principalOf(req).orgId, req.params.id),
+  });
+  r.get(`${BASE}/:id/errors`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'getImportErrors',
+      summary: 'The refused rows (NDJSON)',
+      description:
+        'One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (a message, or one {type, loc, msg} per problem). Readable while the import runs (the chunks committed so far).',
+      params: ImportIdParams,
+      response: { 200: { description: 'application/x-ndjson: one refused row per line.', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...notFound },
+    },
+    handler: async (req, reply) => {
+      const lines = await imports.errorLines(principalOf(req).orgId, req.params.id);
+      return reply.type('application/x-ndjson; charset=utf-8').send(Readable.from(lines));
+    },
+  });
+  r.post(`${BASE}/:id/cancel`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'cancelImport',
+      summary: 'Cancel an import',
+      description: 'An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.',
+      params: ImportIdParams,
+      response: { 200: one('The import, cancelled.'), ...notFound, ...conflict('The import has already finished.') },
+    },
+    handler: (req) => imports.cancel(principalOf(req).orgId, req.params.id),
+  });
+}

@@ -1,0 +1,191 @@
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { parse } from 'csv-parse';
+import type { TSchema } from '@sinclair/typebox';
+import type { ValidationIssue } from '../../lib/http/errors.js';
+
+/** One row of an upload: a record to write, or a refusal found before any rule ran (malformed JSON, a bad CSV record). */
+export type UploadRow = { row: number; record: unknown } | { row: number; refused: { ref: string | null; detail: string | ValidationIssue[] } };
+
+export interface CsvOptions {
+  delimiter?: string;
+  /** CSV header → field path (`stops.1.location_external_reference_id`); unmapped headers are field paths themselves. */
+  columns?: Record<string, string>;
+}
+
+/** A field path of a CSV column: `stops.1.early_arrival` → ['stops', 0, 'early_arrival'] (array positions count from 1). */
+export function fieldPath(path: string): (string | number)[] {
+  return path
+    .split('.')
+    .map((s) => s.trim())
+    .map((s) => (/^\d+$/.test(s) ? Math.max(0, Number(s) - 1) : s));
+}
+
+type JsonSchema = { type?: string | string[]; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[]; required?: string[] };
+
+/** The schemas a path may land on (a union is followed down each branch). */
+function schemasAt(schema: JsonSchema | undefined, path: readonly (string | number)[]): JsonSchema[] {
+  if (!schema) return [];
+  if (schema.anyOf) return schema.anyOf.flatMap((s) => schemasAt(s, path));
+  if (path.length === 0) return [schema];
+  const [head, ...rest] = path;
+  if (typeof head === 'number') return schemasAt(schema.items, rest);
+  return schemasAt(schema.properties?.[head!], rest);
+}
+
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A CSV cell as the field's JSON type when the schema wants a number or a boolean and the text is one; else the text (the rules then say what is wrong). */
+function cellValue(schemas: readonly JsonSchema[], text: string): unknown {
+  const types = new Set(schemas.flatMap((s) => [s.type ?? []].flat()));
+  const t = text.trim();
+  if ((types.has('number') || types.has('integer')) && NUMBER.test(t)) return Number(t);
+  if (types.has('boolean') && /^(true|false)$/i.test(t)) return t.toLowerCase() === 'true';
+  return text;
+}
+
+function setPath(target: Record<string, unknown>, path: readonly (string | number)[], value: unknown): void {
+  let at: Record<string | number, unknown> = target;
+  for (let i = 0; i < path.length - 1; i++) {
+    const key = path[i]!;
+    const nextIsIndex = typeof path[i + 1] === 'number';
+    let child = at[key];
+    if (typeof child !== 'object' || child === null) at[key] = child = nextIsIndex ? [] : {};
+    at = child as Record<string | number, unknown>;
+  }
+  at[path[path.length - 1]!] = value;
+}
+
+/** Arrays built from `stops.1…`, `stops.3…` keep no holes (a position with no cell at all is left out). */
+function compact(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== undefined).map(compact);
+  if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) (value as Record<string, unknown>)[k] = compact(v);
+  }
+  return value;
+}
+
+/** How a CSV header maps to field paths: one entry per column, null for a column left out (empty header). */
+export interface CsvHeader {
+  paths: ((string | number)[] | null)[];
+  names: string[];
+}
+
+export function csvHeader(names: readonly string[], opts: CsvOptions): CsvHeader {
+  const clean = names.map((n) => n.trim());
+  return { names: clean, paths: clean.map((n) => (n === '' ? null : fieldPath(opts.columns?.[n] ?? n))) };
+}
+
+/**
+ * D15: a missing required column (checked at complete, before anything runs): each required field of
+ * the record, and each required field of every array position the header names (stops.2.stop_type…).
+ */
+export function missingColumns(header: CsvHeader, createSchema: TSchema): string[] {
+  const schema = createSchema as unknown as JsonSchema;
+  const present = header.paths.filter((p): p is (string | number)[] => p !== null);
+  const covers = (prefix: readonly (string | number)[]) => present.some((p) => prefix.every((seg, i) => p[i] === seg) && p.length >= prefix.length);
+  const missing: string[] = [];
+  const walk = (s: JsonSchema | undefined, prefix: (string | number)[]) => {
+    if (!s) return;
+    for (const field of s.required ?? []) {
+      const at = [...prefix, field];
+      if (!covers(at)) {
+        missing.push(at.map((seg) => (typeof seg === 'number' ? String(seg + 1) : seg)).join('.'));
+        continue;
+      }
+      const child = s.properties?.[field];
+      if (child?.type === 'array' && child.items?.required) {
+        const positions = new Set(present.filter((p) => at.every((seg, i) => p[i] === seg) && typeof p[at.length] === 'number').map((p) => p[at.length] as number));
+        for (const pos of [...positions].sort((a, b) => a - b)) walk(child.items, [...at, pos]);
+      } else if (child?.type === 'object') walk(child, at);
+    }
+  };
+  walk(schema, []);
+  return missing;
+}
+
+function csvParser(opts: CsvOptions) {
+  return parse({
+    bom: true,
+    delimiter: opts.delimiter ?? ',',
+    relax_column_count: true,
+    skip_empty_lines: true,
+    // A record may span lines (quoted newlines); bound how far one may grow.
+    max_record_size: 1 << 20,
+  });
+}
+
+/** The first record of a CSV stream (its header), or null when it has none. */
+export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise<string[] | null> {
+  const parser = stream.pipe(csvParser(opts));
+  try {
+    for await (const record of parser) return record as string[];
+    return null;
+  } finally {
+    stream.destroy();
+    parser.destroy();
+  }
+}
+
+/** The rows of an upload, in order, numbered from 1 (NDJSON lines; CSV records after the header); `after`: rows already done are skipped unparsed where possible. */
+export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
+  const after = opts.after ?? 0;
+  if (format === 'ndjson') {
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    let row = 0;
+    for await (const line of lines) {
+      row++;
+      if (row <= after || line.trim() === '') continue;
+      let record: unknown;
+      try {
+        record = JSON.parse(row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line);
+      } catch (err) {
+        yield { row, refused: { ref: null, detail: `Malformed JSON body: ${(err as Error).message}` } };
+        continue;
+      }
+      yield { row, record };
+    }
+    return;
+  }
+  const schema = opts.createSchema as unknown as JsonSchema;
+  const parser = stream.pipe(csvParser(opts.csv));
+  let header: CsvHeader | null = null;
+  let cellSchemas: JsonSchema[][] = [];
+  let row = 0;
+  try {
+    for await (const cells of parser as AsyncIterable<string[]>) {
+      if (!header) {
+        header = csvHeader(cells, opts.csv);
+        cellSchemas = header.paths.map((p) => (p ? schemasAt(schema, p) : []));
+        continue;
+      }
+      row++;
+      if (row <= after) continue;
+      if (cells.length !== header.paths.length) {
+        yield { row, refused: { ref: null, detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the record has ${cells.length} cells but the header has ${header.paths.length} columns` }] } };
+        continue;
+      }
+      const record: Record<string, unknown> = {};
+      cells.forEach((cell, i) => {
+        const path = header!.paths[i];
+        // An empty cell is an absent field (D15).
+        if (path && cell !== '') setPath(record, path, cellValue(cellSchemas[i]!, cell));
+      });
+      yield { row, record: compact(record) };
+    }
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** How many rows an upload has (a pass over it that writes nothing; a CSV that cannot be read fails here, before any row is written). */
+export async function countRows(stream: Readable, format: 'ndjson' | 'csv', csv: CsvOptions): Promise<number> {
+  if (format === 'ndjson') {
+    let n = 0;
+    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) if (line.trim() !== '') n++;
+    return n;
+  }
+  let n = -1;
+  for await (const _record of stream.pipe(csvParser(csv))) n++;
+  return Math.max(0, n);
+}

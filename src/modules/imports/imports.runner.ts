@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import type { TSchema } from '@sinclair/typebox';
+import type { Executor } from '../../lib/db/index.js';
+import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
+import type { LocPart, ValidationIssue } from '../../lib/http/errors.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import { RECORD_KINDS } from '../../domain/records.js';
+import type { BatchItem, BatchResult, RunOptions } from '../shared/batch.js';
+import type { WritePipeline } from '../shared/write-pipeline.js';
+import type { ImportFiles } from './imports.files.js';
+import { countRows, uploadRows, type CsvOptions, type UploadRow } from './imports.rows.js';
+import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, releaseImport, setRowsTotal } from './imports.repo.js';
+import type { ImportResource } from './imports.schema.js';
+import { presentImport } from './imports.service.js';
+
+/** A resource's batch of the write path (the same runner /batch/<resource> uses), without the 100-item cap of the endpoint. */
+export interface ImportWriter {
+  batch(orgId: string, items: BatchItem[], opts: RunOptions): Promise<BatchResult>;
+}
+
+export interface ImportLog {
+  warn(obj: unknown, msg: string): void;
+}
+
+export interface ImportRunnerDeps {
+  db: Executor;
+  clock: Clock;
+  files: ImportFiles;
+  /** emit_events → resource → its writer: `summary` writes through a pipeline without the outbox (no per-row events). */
+  writers: Record<'summary' | 'all', Record<ImportResource, ImportWriter>>;
+  createSchemas: Record<ImportResource, TSchema>;
+  /** The API's pipeline: the import.completed event is written through it with the import's end. */
+  pipeline: WritePipeline;
+  log: ImportLog;
+  /** Rows per chunk (one transaction, one checkpoint, one analytics run). */
+  chunkRows?: number;
+  leaseMs?: number;
+  pollMs?: number;
+  /** A chunk that fails as a whole (not a row's refusal) is tried again this many times before the import fails. */
+  maxChunkAttempts?: number;
+}
+
+/** The claim was lost (another instance took the import over) or the import was cancelled: the chunk rolls back. */
+class ClaimLost extends Error {
+  constructor() {
+    super('the import is no longer this process’s to run');
+  }
+}
+
+/** The upload cannot be read (a CSV that does not parse, a part gone): the import fails, with this message. */
+class UnreadableUpload extends Error {}
+
+/** D1 detail of a refused row: a batch item's locations (`body.items[i].<noun>…`) as the single create would name them (`body…`). */
+function rowDetail(detail: string | ValidationIssue[], index: number, noun: string): string | ValidationIssue[] {
+  if (typeof detail === 'string') return detail;
+  return detail.map((issue) => {
+    const loc = issue.loc;
+    if (loc[0] === 'body' && loc[1] === 'items' && loc[2] === index) {
+      const rest: LocPart[] = loc[3] === noun ? loc.slice(4) : loc.slice(3);
+      return { ...issue, loc: ['body', ...rest] };
+    }
+    return issue;
+  });
+}
+
+const refOf = (record: unknown): string | null => {
+  const ref = typeof record === 'object' && record !== null ? (record as { external_reference_id?: unknown }).external_reference_id : undefined;
+  return typeof ref === 'string' ? ref : null;
+};
+
+/**
+ * D15's job runner, a loop over claimed rows like the webhook worker: an import queued (or running with
+ * its lease run out: a killed process) is claimed with one conditional update, its rows are counted,
+ * then read after the checkpoint and written a chunk at a time through the resource's batch (the
+ * write path of /batch/<resource>), each chunk with its refused rows and its checkpoint in ONE
+ * transaction. A process killed mid-chunk leaves that chunk uncommitted and its claim to expire; any
+ * instance resumes after the checkpoint, so no row is applied twice and the counts end as in an
+ * uninterrupted run.
+ */
+export function importRunner(deps: ImportRunnerDeps) {
+  const { db, clock, files } = deps;
+  const chunkRows = deps.chunkRows ?? 1000;
+  const leaseMs = deps.leaseMs ?? 30_000;
+  const maxAttempts = deps.maxChunkAttempts ?? 5;
+  const nowIso = () => toIso(clock.now());
+  const leaseEnd = () => toIso(new Date(clock.now().getTime() + leaseMs));
+  let stopping = false;
+  let started = false;
+  let poll: NodeJS.Timeout | null = null;
+  let ticking: Promise<void> | null = null;
+  let again = false;
+
+  async function commitChunk(imp: ImportsTable, claim: string, chunk: UploadRow[], fromRow: number): Promise<number> {
+    const noun = RECORD_KINDS[imp.resource as ImportResource].noun;
+    const writer = deps.writers[imp.emit_events as 'summary' | 'all'][imp.resource as ImportResource];
+    const toRow = chunk[chunk.length - 1]!.row;
+    const items: BatchItem[] = [];
+    const itemRows: { row: number; ref: string | null }[] = [];
+    const early: ImportErrorsTable[] = [];
+    for (const r of chunk) {
+      if ('refused' in r) early.push({ import_id: imp.id, row: r.row, external_reference_id: r.refused.ref, detail: JSON.stringify(r.refused.detail) });
+      else {
+        items.push({ operation: imp.operation as BatchItem['operation'], [noun]: r.record } as BatchItem);
+        itemRows.push({ row: r.row, ref: refOf(r.record) });
+      }
+    }
+    for (let attempt = 1; ; attempt++) {
+      let failure: unknown = null;
+      await writer.batch(imp.org_id, items, {
+        onError: (err) => {
+          if (!(err instanceof ClaimLost)) failure = err;
+        },
+        beforeCommit: async (tx, results) => {
+          const refused = [...early];
+          results.forEach((entry, index) => {
+            if (entry.success || !entry.error) return;
+            const { row, ref } = itemRows[index]!;
+            refused.push({ import_id: imp.id, row, external_reference_id: ref ?? entry.external_reference_id, detail: JSON.stringify(rowDetail(entry.error.detail, index, noun)) });
+          });
+          refused.sort((a, b) => Number(a.row) - Number(b.row));
+          await insertImportErrors(tx, refused);
+          const succeeded = results.filter((e) => e.success).length;
+          if (!(await advanceCheckpoint(tx, { id: imp.id, claim, fromRow, toRow, succeeded, failed: refused.length, now: nowIso(), leasedUntil: leaseEnd() }))) throw new ClaimLost();
+        },
+      });
+      // The batch answers per item even when its transaction failed: the checkpoint says whether it committed.
+      const now = await importRow(db, imp.id);
+      if (now && Number(now.checkpoint_row) === toRow && now.claim === claim) return toRow;
+      if (!now || now.claim !== claim || now.status !== 'running') throw new ClaimLost();
+      if (attempt >= maxAttempts) throw new Error(`a chunk (rows ${fromRow + 1}–${toRow}) failed ${attempt} times: ${(failure as Error | null)?.message ?? 'its transaction did not commit'}`);
+      deps.log.warn({ err: failure, import: imp.id, fromRow, toRow, attempt }, 'import chunk did not commit; trying it again');
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
+
+  async function fail(imp: ImportsTable, claim: string, message: string): Promise<void> {
+    const now = nowIso();
+    await db.transaction().execute((tx) => finishImport(tx, imp.id, claim, { status: 'failed', error: message, finished_at: now, updated_at: now }));
+    await files.remove(imp.id);
+  }
+
+  async function finish(imp: ImportsTable, claim: string): Promise<void> {
+    await deps.pipeline.write(imp.org_id, async (tx, changes) => {
+      const row = await importRow(tx, imp.id);
+      if (!row) throw new ClaimLost();
+      const status = Number(row.rows_failed) > 0 ? 'completed_with_errors' : 'completed';
+      const now = nowIso();
+      if (!(await finishImport(tx, imp.id, claim, { status, finished_at: now, updated_at: now }))) throw new ClaimLost();
+      // D15: one import.completed event with the counts (whatever emit_events said), with the import's end.
+      const done = presentImport({ ...row, status, finished_at: now, updated_at: now, claim: null, leased_until: null }, clock.now());
+      changes.announce({ kind: imp.resource as ImportResource, type: 'import.completed', record_id: imp.id, data: done });
+    });
+    await files.remove(imp.id);
+  }
+
+  // Imports whose parts this process cannot see (another IMPORTS_DIR): left to an instance that can, for a minute.
+  const unseen = new Map<string, number>();
+
+  /** Runs a claimed import to its end, or until it is lost, cancelled or this process stops. */
+  async function run(imp: ImportsTable, claim: string): Promise<void> {
+    if ((await files.parts(imp.id)).length < imp.parts) {
+      deps.log.warn({ import: imp.id }, 'the parts of this import are not in this process’s IMPORTS_DIR; left to an instance that has them');
+      unseen.set(imp.id, Date.now() + 60_000);
+      await releaseImport(db, imp.id, claim);
+      return;
+    }
+    let lost = false;
+    const heartbeat = setInterval(() => {
+      extendImportLease(db, imp.id, claim, leaseEnd())
+        .then((ok) => {
+          if (!ok) lost = true;
+        })
+        .catch(() => undefined);
+    }, Math.max(200, Math.floor(leaseMs / 3)));
+    heartbeat.unref();
+    const csv: CsvOptions = (imp.options ? (JSON.parse(imp.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
+    const format = imp.format as 'ndjson' | 'csv';
+    try {
+      if (imp.rows_total === null) {
+        let total: number;
+        try {
+          total = await countRows(files.open(imp.id, imp.parts), format, csv);
+        } catch (err) {
+          throw new UnreadableUpload(`the upload cannot be read: ${(err as Error).message}`);
+        }
+        await setRowsTotal(db, imp.id, claim, total);
+      }
+      let checkpoint = Number(imp.checkpoint_row);
+      let chunk: UploadRow[] = [];
+      const rows = uploadRows(files.open(imp.id, imp.parts), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
+      try {
+        for await (const r of rows) {
+          chunk.push(r);
+          if (chunk.length < chunkRows) continue;
+          checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
+          chunk = [];
+          if (lost) throw new ClaimLost();
+          if (stopping) {
+            // Given back at once: another instance (or this one, restarted) resumes after the checkpoint.
+            await releaseImport(db, imp.id, claim);
+            return;
+          }
+        }
+      } catch (err) {
+        if (err instanceof ClaimLost) throw err;
+        if ((err as { code?: string }).code?.startsWith('CSV_')) throw new UnreadableUpload(`the CSV cannot be read: ${(err as Error).message}`);
+        throw err;
+      }
+      if (chunk.length > 0) await commitChunk(imp, claim, chunk, checkpoint);
+      await finish(imp, claim);
+    } catch (err) {
+      if (err instanceof ClaimLost) {
+        // Cancelled: its parts go now. Taken over: the new holder runs it.
+        const now = await importRow(db, imp.id);
+        if (now?.status === 'cancelled') await files.remove(imp.id);
+        return;
+      }
+      if (err instanceof UnreadableUpload) return fail(imp, claim, err.message);
+      deps.log.warn({ err, import: imp.id }, 'import failed');
+      await fail(imp, claim, (err as Error).message).catch(() => undefined);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Claims and runs imports until none is waiting (one at a time in this process); `only`: that import alone. */
+  async function pass(only?: string): Promise<void> {
+    while (!stopping) {
+      const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 20);
+      let ran = false;
+      for (const { id } of candidates) {
+        if ((unseen.get(id) ?? 0) > Date.now()) continue;
+        const claim = randomUUID();
+        const imp = await claimImport(db, id, claim, nowIso(), leaseEnd());
+        if (!imp) continue;
+        ran = true;
+        await run(imp, claim);
+        break;
+      }
+      if (!ran) return;
+    }
+  }
+
+  function tick(): Promise<void> {
+    if (stopping) return Promise.resolve();
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      try {
+        do {
+          again = false;
+          await pass();
+        } while (again && !stopping);
+      } catch (err) {
+        deps.log.warn({ err }, 'import runner pass failed; tried again at the next poll');
+      } finally {
+        ticking = null;
+      }
+    })();
+    return ticking;
+  }
+
+  return {
+    /** An import was queued here: taken at once when the runner is started. */
+    wake(): void {
+      if (started && !stopping) void tick();
+    },
+    /** Polls every `pollMs` (default 1 s) for imports queued elsewhere or left by a process that died. */
+    start(): void {
+      if (poll || stopping) return;
+      started = true;
+      poll = setInterval(() => void tick(), deps.pollMs ?? 1000);
+      poll.unref();
+      void tick();
+    },
+    /** Runs every import waiting now (or only import `id`: the CLI's own) to its end (tests, the CLI). */
+    async drain(id?: string): Promise<void> {
+      await ticking;
+      await pass(id);
+    },
+    /** Stops after the chunk in flight; the import is given back for any instance to resume. */
+    async stop(): Promise<void> {
+      stopping = true;
+      if (poll) clearInterval(poll);
+      await ticking;
+    },
+  };
+}
+
+export type ImportRunner = ReturnType<typeof importRunner>;

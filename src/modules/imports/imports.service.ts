@@ -1,0 +1,247 @@
+import type { Readable } from 'node:stream';
+import type { TSchema } from '@sinclair/typebox';
+import type { Executor } from '../../lib/db/index.js';
+import { isUniqueViolation } from '../../lib/db/errors.js';
+import type { ImportsTable } from '../../lib/db/types.js';
+import { ConflictError, DetailError, ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
+import { pagination, parseSort } from '../../lib/http/pagination.js';
+import { type Clock, toIso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles } from './imports.files.js';
+import { csvHeader, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { activeImportOf, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
+import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type ImportResource } from './imports.schema.js';
+
+/** The media types a part may be sent as (D15). */
+export const PART_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/octet-stream'] as const;
+
+const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
+
+/** The import as the API answers it: its counts, and the progress worked out from them (`now` for a running one). */
+export function presentImport(row: ImportsTable, now: Date): Import {
+  const total = num(row.rows_total);
+  const processed = Number(row.rows_processed);
+  const finished = FINISHED.has(row.status);
+  const end = row.finished_at ? Date.parse(row.finished_at) : now.getTime();
+  const seconds = row.started_at ? (end - Date.parse(row.started_at)) / 1000 : 0;
+  const rate = seconds > 0 && processed > 0 ? processed / seconds : null;
+  let eta: number | null = null;
+  if (finished) eta = 0;
+  else if (total !== null && rate) eta = Math.ceil((total - processed) / rate);
+  let percent: number | null = total === null ? null : total === 0 ? 100 : Math.floor((processed / total) * 1000) / 10;
+  if (row.status === 'completed' || row.status === 'completed_with_errors') percent = 100;
+  return {
+    id: row.id,
+    resource: row.resource,
+    format: row.format,
+    emit_events: row.emit_events,
+    operation: row.operation,
+    status: row.status,
+    parts: row.parts,
+    bytes_total: Number(row.bytes_total),
+    rows_total: total,
+    rows_processed: processed,
+    rows_succeeded: Number(row.rows_succeeded),
+    rows_failed: Number(row.rows_failed),
+    percent,
+    rows_per_second: rate === null ? null : Math.round(rate * 10) / 10,
+    eta_seconds: eta,
+    error: row.error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+  };
+}
+
+export class ImportNotFoundError extends DetailError {
+  constructor(id: string) {
+    super('not_found', `Import with id '${id}' not found`);
+  }
+}
+
+export class UnsupportedPartTypeError extends DetailError {
+  constructor(type: string | undefined) {
+    super('unsupported_media_type', `A part is sent as ${PART_MEDIA_TYPES.join(', ')}${type ? `, not '${type}'` : ' (no Content-Type was sent)'}`);
+  }
+}
+
+export class PartTooLargeApiError extends DetailError {
+  constructor() {
+    super('payload_too_large', `A part is at most ${MAX_PART_BYTES} bytes (64 MiB): split the file into more parts (each PUT /imports/{id}/parts/{n}, n from 1)`);
+  }
+}
+
+const oneRunning = (id: string, status: string) =>
+  new ConflictError(`Import ${id} is ${status} for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${id}/cancel)`);
+
+export interface ImportsServiceDeps {
+  db: Executor;
+  clock: Clock;
+  files: ImportFiles;
+  /** The create schema of each resource (a CSV's required columns). */
+  createSchemas: Record<ImportResource, TSchema>;
+  /** Called once an import is queued (the runner takes it at once when it runs in this process). */
+  queued?: () => void;
+}
+
+/** D15's imports API: create, parts, complete, status, list, errors, cancel. The rows are run by the runner (imports.runner.ts). */
+export function importsService(deps: ImportsServiceDeps) {
+  const { db, clock, files } = deps;
+
+  async function owned(orgId: string, id: string): Promise<ImportsTable> {
+    const row = await importById(db, orgId, id);
+    if (!row) throw new ImportNotFoundError(id);
+    return row;
+  }
+
+  async function refuseWhileActive(orgId: string): Promise<void> {
+    const active = await activeImportOf(db, orgId);
+    if (active) throw oneRunning(active.id, active.status);
+  }
+
+  return {
+    async create(orgId: string, body: ImportCreate): Promise<Import> {
+      await refuseWhileActive(orgId);
+      const now = toIso(clock.now());
+      const format = (body.format ?? 'ndjson').toLowerCase();
+      const csv: CsvOptions | undefined = body.csv;
+      if (csv && format !== 'csv') throw ValidationError.single(['body', 'csv'], "Value error, csv options are for format 'csv' only");
+      const row: ImportsTable = {
+        id: newId('imp'),
+        org_id: orgId,
+        resource: body.resource.toLowerCase(),
+        format,
+        emit_events: (body.emit_events ?? 'summary').toLowerCase(),
+        operation: (body.operation ?? 'upsert').toLowerCase(),
+        options: csv ? JSON.stringify({ csv }) : null,
+        status: 'awaiting_upload',
+        parts: 0,
+        bytes_total: 0,
+        rows_total: null,
+        checkpoint_row: 0,
+        rows_processed: 0,
+        rows_succeeded: 0,
+        rows_failed: 0,
+        claim: null,
+        leased_until: null,
+        attempts: 0,
+        error: null,
+        created_at: now,
+        updated_at: now,
+        queued_at: null,
+        started_at: null,
+        finished_at: null,
+      };
+      await insertImport(db, row);
+      return presentImport(row, clock.now());
+    },
+
+    /** Streams part `n` to disk (replacing one sent before under that number). */
+    async uploadPart(orgId: string, id: string, n: number, contentType: string | undefined, body: Readable): Promise<{ part: number; bytes: number }> {
+      const row = await owned(orgId, id);
+      const type = contentType?.split(';')[0]?.trim().toLowerCase();
+      if (!type || !(PART_MEDIA_TYPES as readonly string[]).includes(type)) throw new UnsupportedPartTypeError(contentType);
+      if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: parts are taken only before POST /imports/${id}/complete`);
+      try {
+        return { part: n, bytes: await files.writePart(id, n, body) };
+      } catch (err) {
+        if (err instanceof PartTooLargeError) throw new PartTooLargeApiError();
+        throw err;
+      }
+    },
+
+    /** Nothing runs before this: the parts are checked (numbered 1…N; a CSV's header has every required column) and the import is queued. */
+    async complete(orgId: string, id: string): Promise<Import> {
+      const row = await owned(orgId, id);
+      if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: it was completed already`);
+      const parts = await files.parts(id);
+      if (parts.length === 0) throw ValidationError.single(['path', 'id'], `Value error, no part was uploaded: send the file with PUT /v2/tms-api/imports/${id}/parts/1 (then 2, 3 … for a file over 64 MiB) first`);
+      const gap = parts.findIndex((p, i) => p.n !== i + 1);
+      if (gap >= 0) throw ValidationError.single(['path', 'id'], `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`);
+      if (row.format === 'csv') {
+        const csv = (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
+        let names: string[] | null;
+        try {
+          names = await readCsvHeader(files.open(id, parts.length), csv);
+        } catch (err) {
+          throw ValidationError.single(['body'], `Value error, the CSV header cannot be read: ${(err as Error).message}`);
+        }
+        if (!names) throw ValidationError.single(['body'], 'Value error, the CSV is empty: its first record must be a header naming the columns');
+        const missing = missingColumns(csvHeader(names, csv), deps.createSchemas[row.resource as ImportResource]);
+        if (missing.length > 0) {
+          const issues: ValidationIssue[] = missing.map((field) => ({
+            type: 'missing',
+            loc: ['body', ...field.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) - 1 : s))],
+            msg: `Field required: the CSV header has no column for '${field}' (add one, or map a header to it in csv.columns)`,
+          }));
+          throw new ValidationError(issues);
+        }
+      }
+      await refuseWhileActive(orgId);
+      const now = toIso(clock.now());
+      try {
+        const moved = await moveImport(db, orgId, id, ['awaiting_upload'], {
+          status: 'queued',
+          parts: parts.length,
+          bytes_total: parts.reduce((s, p) => s + p.bytes, 0),
+          queued_at: now,
+          updated_at: now,
+        });
+        if (!moved) throw new ConflictError(`Import ${id} is no longer awaiting its upload`);
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        const active = await activeImportOf(db, orgId);
+        throw oneRunning(active?.id ?? 'another', active?.status ?? 'running');
+      }
+      deps.queued?.();
+      return presentImport(await owned(orgId, id), clock.now());
+    },
+
+    async get(orgId: string, id: string): Promise<Import> {
+      return presentImport(await owned(orgId, id), clock.now());
+    },
+
+    async list(orgId: string, q: ImportListQuery) {
+      const { field, direction } = parseSort(q.sort);
+      const { rows, total } = await pageOfImports(db, orgId, {
+        ...(q.status ? { status: q.status.toLowerCase() } : {}),
+        page: q.page,
+        page_size: q.page_size,
+        column: field === 'updated_at' ? 'updated_at' : 'created_at',
+        direction,
+      });
+      const now = clock.now();
+      return { items: rows.map((r) => presentImport(r, now)), pagination: pagination(q.page, q.page_size, total) };
+    },
+
+    /** The refused rows as NDJSON lines `{"row","external_reference_id","detail"}`, in row order (read a page at a time). */
+    async errorLines(orgId: string, id: string): Promise<AsyncGenerator<string>> {
+      await owned(orgId, id);
+      return (async function* () {
+        let after = 0;
+        for (;;) {
+          const page = await importErrorsAfter(db, id, after, 1000);
+          if (page.length === 0) return;
+          yield page.map((e) => `{"row":${Number(e.row)},"external_reference_id":${JSON.stringify(e.external_reference_id)},"detail":${e.detail}}\n`).join('');
+          after = Number(page[page.length - 1]!.row);
+          if (page.length < 1000) return;
+        }
+      })();
+    },
+
+    /** Stops an import: the chunks already committed stay; a running import stops before its next chunk. */
+    async cancel(orgId: string, id: string): Promise<Import> {
+      const row = await owned(orgId, id);
+      if (FINISHED.has(row.status)) throw new ConflictError(`Import ${id} has already finished (${row.status})`);
+      const now = toIso(clock.now());
+      const moved = await moveImport(db, orgId, id, ['awaiting_upload', 'queued', 'running'], { status: 'cancelled', claim: null, leased_until: null, finished_at: now, updated_at: now });
+      if (!moved) return this.cancel(orgId, id);
+      // A running import's parts are removed by its runner when it stops.
+      if (row.status !== 'running') await files.remove(id);
+      return presentImport(await owned(orgId, id), clock.now());
+    },
+  };
+}
+
+export type ImportsService = ReturnType<typeof importsService>;

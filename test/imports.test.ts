@@ -1,0 +1,280 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+import { dallasToHouston, seedFreight } from './fixtures.js';
+import { startReceiver } from './webhooks-support.js';
+import { Visitor } from './dashboard/support.js';
+
+// D15: imports. The runner is driven by hand here (drain); test/imports-resume.test.ts kills a real worker.
+
+let t: TestApp;
+let dir: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-'));
+  t = await startApp({ importsDir: dir, webhookAllowInsecure: true, importChunkRows: 1000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
+});
+afterAll(async () => {
+  await t.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const BASE = '/v2/tms-api/imports';
+
+async function tenant(): Promise<Tenant> {
+  const a = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
+  await seedFreight(a);
+  for (const ref of ['CAR-2', 'CAR-3']) expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
+  expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'AUS', name: 'Austin', postal_code: '78701', state: 'TX' })).statusCode).toBe(201);
+  return a;
+}
+
+/** Load i of the history: every third delivered with a carrier (lane history), the others open. */
+function historyLoad(i: number) {
+  const day = String(1 + (i % 28)).padStart(2, '0');
+  const toAustin = i % 5 === 0;
+  return dallasToHouston(`L-${i}`, {
+    ...(i % 3 === 0 ? { status: 'DELIVERED', carrier_external_reference_id: `CAR-${1 + (i % 3 === 0 ? (i / 3) % 3 : 0)}` } : {}),
+    ...(toAustin ? { stops: [dallasToHouston('x').stops[0], { ...dallasToHouston('x').stops[1], location_external_reference_id: 'AUS' }] } : {}),
+    financial_rates: [{ rate_entity: 'CARRIER', amount: 1000 + (i % 7) * 50 }],
+    description: `history ${day}`,
+  });
+}
+
+/** Creates, uploads (one part per text) and completes an import; returns its id. */
+async function runImport(a: Tenant, create: Record<string, unknown>, parts: (string | Buffer)[], contentType = 'application/x-ndjson'): Promise<string> {
+  const created = await a.post(BASE, create);
+  expect(created.statusCode, created.body).toBe(201);
+  const { id, status } = created.json();
+  expect(status).toBe('awaiting_upload');
+  for (const [i, part] of parts.entries()) {
+    const res = await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/${i + 1}`, payload: part, headers: { 'content-type': contentType } });
+    expect(res.statusCode, res.body).toBe(200);
+  }
+  const done = await a.post(`${BASE}/${id}/complete`, undefined);
+  expect(done.statusCode, done.body).toBe(200);
+  expect(done.json().status).toBe('queued');
+  return id;
+}
+
+const errorLines = async (a: Tenant, id: string) => {
+  const res = await a.get(`${BASE}/${id}/errors`);
+  expect(res.statusCode).toBe(200);
+  expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
+  return res.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { row: number; external_reference_id: string | null; detail: unknown });
+};
+
+describe('NDJSON: 10,000 loads with 37 bad rows', () => {
+  it('completes with errors: 9,963 loads, an error file of 37 lines with row numbers and D1 details, one import.completed event and no per-row webhooks', async () => {
+    const a = await tenant();
+    const receiver = await startReceiver();
+    const hook = await a.post('/v2/tms-api/webhook-endpoints', { url: receiver.url });
+    expect(hook.statusCode, hook.body).toBe(201);
+    await t.webhooks.worker.drain();
+    const before = receiver.received.length;
+    const { next_after: afterSeed } = (await a.get('/v2/tms-api/events?limit=500')).json();
+
+    // Bad rows at 7, 277, 547, … (every 270th), four kinds of fault in turn.
+    const bad = new Map<number, number>();
+    for (let k = 0; k < 37; k++) bad.set(7 + 270 * k, k % 4);
+    const lines: string[] = [];
+    for (let row = 1; row <= 10_000; row++) {
+      const load = historyLoad(row);
+      const fault = bad.get(row);
+      if (fault === 0) lines.push(`{"external_reference_id":"L-${row}", oops}`);
+      else if (fault === 1) lines.push(JSON.stringify({ ...load, transport_mode: undefined }));
+      else if (fault === 2) lines.push(JSON.stringify({ ...load, customer_external_reference_id: 'NO-SUCH-CUSTOMER' }));
+      else if (fault === 3) lines.push(JSON.stringify({ ...load, equipment_type: 'SPACESHIP' }));
+      else lines.push(JSON.stringify(load));
+    }
+    // Two parts, cut in the middle of a line (a record may span parts).
+    const text = `${lines.join('\n')}\n`;
+    const cut = Math.floor(text.length / 2);
+    const id = await runImport(a, { resource: 'loads', format: 'ndjson' }, [text.slice(0, cut), text.slice(cut)]);
+    await t.imports.runner.drain();
+
+    const res = await a.get(`${BASE}/${id}`);
+    expect(res.statusCode).toBe(200);
+    const imp = res.json();
+    expect(imp).toMatchObject({ id, resource: 'loads', format: 'ndjson', emit_events: 'summary', status: 'completed_with_errors', parts: 2, rows_total: 10_000, rows_processed: 10_000, rows_succeeded: 9_963, rows_failed: 37, percent: 100, eta_seconds: 0, error: null });
+    expect(imp.bytes_total).toBe(Buffer.byteLength(text));
+    expect(imp.started_at).not.toBeNull();
+    expect(imp.finished_at).not.toBeNull();
+    expect((await a.get('/v2/tms-api/loads?page_size=1')).json().pagination.total).toBe(9_963);
+    expect((await a.get('/v2/tms-api/loads/L-7')).statusCode).toBe(404);
+    expect((await a.get('/v2/tms-api/loads/L-8')).json().description).toBe('history 09');
+
+    const errors = await errorLines(a, id);
+    expect(errors).toHaveLength(37);
+    expect(errors.map((e) => e.row)).toEqual([...bad.keys()]);
+    const byRow = new Map(errors.map((e) => [e.row, e]));
+    expect(byRow.get(7)).toEqual({ row: 7, external_reference_id: null, detail: expect.stringMatching(/^Malformed JSON body: /) });
+    expect(byRow.get(277)).toEqual({ row: 277, external_reference_id: 'L-277', detail: [{ type: 'missing', loc: ['body', 'transport_mode'], msg: 'Field required' }] });
+    expect(byRow.get(547)).toEqual({
+      row: 547,
+      external_reference_id: 'L-547',
+      detail: [{ type: 'value_error', loc: ['body', 'customer_external_reference_id'], msg: expect.stringContaining('NO-SUCH-CUSTOMER') }],
+    });
+    expect(byRow.get(817)).toMatchObject({ row: 817, external_reference_id: 'L-817', detail: [{ type: 'enum', loc: ['body', 'equipment_type'] }] });
+
+    // summary: no per-row event, one import.completed with the counts.
+    const feed = (await a.get(`/v2/tms-api/events?after=${afterSeed}&limit=500`)).json();
+    expect(feed.items.map((e: { type: string }) => e.type)).toEqual(['import.completed']);
+    expect(feed.items[0].data).toMatchObject({ id, status: 'completed_with_errors', rows_succeeded: 9_963, rows_failed: 37, rows_total: 10_000 });
+    await t.webhooks.worker.drain();
+    const sent = receiver.received.slice(before).map((r) => JSON.parse(r.body).type);
+    expect(sent).toEqual(['import.completed']);
+    await receiver.close();
+
+    // D2 list, newest last by default.
+    const list = (await a.get(BASE)).json();
+    expect(list.items.map((i: { id: string }) => i.id)).toEqual([id]);
+    expect(list.pagination).toMatchObject({ total: 1, page: 1 });
+  }, 240_000);
+});
+
+describe('CSV', () => {
+  it('reads quoted commas, embedded newlines, a UTF-8 BOM, CRLF and a column map; bad rows are listed by record number', async () => {
+    const a = await tenant();
+    const header = ['Load #', 'Equipment', 'transport_mode', 'Customer', 'description', 'weight', 'stops.1.stop_type', 'stops.1.location_external_reference_id', 'stops.1.early_arrival', 'stops.1.late_arrival', 'stops.2.stop_type', 'stops.2.location_external_reference_id', 'stops.2.early_arrival', 'stops.2.late_arrival', 'status', 'carrier_external_reference_id'];
+    const stops = ['Pickup', 'DAL', '2026-03-02T08:00:00Z', '2026-03-02T10:00:00Z', 'Delivery', 'HOU', '2026-03-03T08:00:00Z', '2026-03-03T12:00:00Z'];
+    const rows = [
+      ['C-1', 'DRY_VAN', 'FTL', 'CUST-1', '"Pallets, 12 of them"', '1200.5', ...stops, 'DELIVERED', 'CAR-1'],
+      ['C-2', 'REEFER', 'FTL', 'CUST-1', '"First line\r\nsecond line, with ""quotes"""', '', ...stops, '', ''],
+      ['C-3', 'DRY_VAN', 'FTL', 'CUST-1', 'no weight', 'heavy', ...stops, '', ''],
+      ['C-4', 'DRY_VAN', 'FTL', 'CUST-1', 'late before early', '10', ...stops.slice(0, 7), '2026-03-01T00:00:00Z', '', ''],
+      ['C-5', 'DRY_VAN', 'FTL', 'CUST-1', 'plain', '7', ...stops, 'active', ''],
+    ];
+    const csv = `\ufeff${[header.map((h) => (h.includes('#') ? `"${h}"` : h)).join(','), ...rows.map((r) => r.join(','))].join('\r\n')}\r\n`;
+    const id = await runImport(a, { resource: 'loads', format: 'csv', csv: { columns: { 'Load #': 'external_reference_id', Equipment: 'equipment_type', Customer: 'customer_external_reference_id' } } }, [csv], 'text/csv');
+    await t.imports.runner.drain();
+    const imp = (await a.get(`${BASE}/${id}`)).json();
+    expect(imp).toMatchObject({ status: 'completed_with_errors', rows_total: 5, rows_processed: 5, rows_succeeded: 3, rows_failed: 2 });
+
+    const c1 = (await a.get('/v2/tms-api/loads/C-1')).json();
+    expect(c1).toMatchObject({ description: 'Pallets, 12 of them', weight: 1200.5, equipment_type: 'DRY_VAN', status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' });
+    expect(c1.stops.map((s: { location_external_reference_id: string }) => s.location_external_reference_id)).toEqual(['DAL', 'HOU']);
+    const c2 = (await a.get('/v2/tms-api/loads/C-2')).json();
+    expect(c2).toMatchObject({ description: 'First line\r\nsecond line, with "quotes"', weight: null, equipment_type: 'REEFER', status: 'ACTIVE' });
+    expect((await a.get('/v2/tms-api/loads/C-5')).json().status).toBe('ACTIVE');
+
+    const errors = await errorLines(a, id);
+    expect(errors.map((e) => [e.row, e.external_reference_id])).toEqual([
+      [3, 'C-3'],
+      [4, 'C-4'],
+    ]);
+    expect(errors[0]!.detail).toMatchObject([{ loc: ['body', 'weight'] }]);
+    expect(JSON.stringify(errors[1]!.detail)).toContain('late_arrival');
+  }, 60_000);
+
+  it('a missing required column is 422 at complete, one entry per field, and nothing is written', async () => {
+    const a = await tenant();
+    const created = (await a.post(BASE, { resource: 'loads', format: 'csv' })).json();
+    const csv = 'external_reference_id,equipment_type,stops.1.stop_type,stops.1.location_external_reference_id,stops.1.early_arrival\nM-1,DRY_VAN,Pickup,DAL,2026-03-02T08:00:00Z\n';
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail.map((d: { type: string; loc: unknown[] }) => [d.type, d.loc])).toEqual([
+      ['missing', ['body', 'transport_mode']],
+      ['missing', ['body', 'customer_external_reference_id']],
+      ['missing', ['body', 'stops', 0, 'late_arrival']],
+    ]);
+    expect(res.json().detail[0].msg).toMatch(/no column for 'transport_mode'/);
+    await t.imports.runner.drain();
+    expect((await a.get(`${BASE}/${created.id}`)).json()).toMatchObject({ status: 'awaiting_upload', rows_processed: 0 });
+    expect((await a.get('/v2/tms-api/loads?page_size=1')).json().pagination.total).toBe(0);
+  });
+});
+
+describe('one running import per organization', () => {
+  it('answers 409 for a second import while one is queued or running; after cancel, another starts', async () => {
+    const a = await tenant();
+    const first = await runImport(a, { resource: 'customers' }, ['{"external_reference_id":"C-9","name":"Nine"}\n']);
+    const second = await a.post(BASE, { resource: 'customers' });
+    expect(second.statusCode).toBe(409);
+    expect(second.json().detail).toBe(`Import ${first} is queued for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${first}/cancel)`);
+    // Another organization is not held up.
+    const b = await tenant();
+    expect((await b.post(BASE, { resource: 'customers' })).statusCode).toBe(201);
+
+    const cancelled = await a.post(`${BASE}/${first}/cancel`, undefined);
+    expect(cancelled.statusCode).toBe(200);
+    expect(cancelled.json()).toMatchObject({ status: 'cancelled' });
+    expect((await a.post(`${BASE}/${first}/cancel`, undefined)).statusCode).toBe(409);
+    await t.imports.runner.drain();
+    expect((await a.get('/v2/tms-api/customers/C-9')).statusCode).toBe(404);
+    const third = await runImport(a, { resource: 'customers' }, ['{"external_reference_id":"C-9","name":"Nine"}\n']);
+    await t.imports.runner.drain();
+    expect((await a.get(`${BASE}/${third}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 1 });
+    expect((await a.get('/v2/tms-api/customers/C-9')).json().name).toBe('Nine');
+  });
+
+  it('refuses what is not an import request', async () => {
+    const a = await tenant();
+    const bad = await a.post(BASE, { resource: 'trucks' });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().detail[0].loc).toEqual(['body', 'resource']);
+    const { id } = (await a.post(BASE, { resource: 'loads' })).json();
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{}', headers: { 'content-type': 'application/json' } })).statusCode).toBe(415);
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/0`, payload: 'x', headers: { 'content-type': 'text/csv' } })).statusCode).toBe(422);
+    const none = await a.post(`${BASE}/${id}/complete`, undefined);
+    expect(none.statusCode).toBe(422);
+    expect(none.json().detail[0].msg).toMatch(/no part was uploaded/);
+    expect((await a.get(`${BASE}/imp_nope`)).json()).toEqual({ detail: "Import with id 'imp_nope' not found" });
+    const other = await tenant();
+    expect((await other.get(`${BASE}/${id}`)).statusCode).toBe(404);
+    const noScope = await newTenant(t, ['read:loads']);
+    const forbidden = await noScope.get(BASE);
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().error.message).toBe('API key does not have the required scope: write:imports');
+  });
+});
+
+describe('recommendations', () => {
+  it('after an import equal those after the same loads through /batch/loads', async () => {
+    const viaImport = await tenant();
+    const viaBatch = await tenant();
+    const loads = Array.from({ length: 600 }, (_, i) => historyLoad(i + 1));
+    const id = await runImport(viaImport, { resource: 'loads' }, [loads.map((l) => JSON.stringify(l)).join('\n')]);
+    await t.imports.runner.drain();
+    expect((await viaImport.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 600 });
+    for (let i = 0; i < loads.length; i += 100) {
+      const res = await viaBatch.post('/v2/tms-api/batch/loads', { items: loads.slice(i, i + 100).map((load) => ({ operation: 'upsert', load })) });
+      expect(res.json().success_count).toBe(100);
+    }
+    const strip = (recs: Record<string, unknown>[]) => recs.map(({ carrier_id: _c, score, ...rest }) => ({ ...rest, score: Math.round((score as number) * 1e4) / 1e4 }));
+    for (const ref of ['L-1', 'L-5', 'L-10', 'L-599']) {
+      const x = (await viaImport.get(`/v2/tms-api/loads/${ref}/carrier-recommendations`)).json();
+      const y = (await viaBatch.get(`/v2/tms-api/loads/${ref}/carrier-recommendations`)).json();
+      expect(x.carrier_recommendations.length).toBeGreaterThan(0);
+      expect(strip(x.carrier_recommendations)).toEqual(strip(y.carrier_recommendations));
+    }
+  }, 120_000);
+});
+
+describe('dashboard', () => {
+  it('the Imports page shows each import with its progress and counts, follows a running one, and offers the refused rows', async () => {
+    const a = await tenant();
+    const password = 'correct horse imports';
+    await t.services.accounts.createUser(a.orgId, { email: `ops-${a.orgId}@example.com`, name: 'Olive Ops', password });
+    const v = new Visitor(t);
+    await v.signIn(`ops-${a.orgId}@example.com`, password);
+    const queued = await runImport(a, { resource: 'customers' }, ['{"external_reference_id":"D-1","name":"One"}\n{"external_reference_id":"D-2"}\n']);
+    const waiting = await v.get('/imports');
+    expect(waiting.statusCode).toBe(200);
+    expect(waiting.body).toContain('<meta http-equiv="refresh" content="2">');
+    expect(waiting.body).toContain(queued);
+    await t.imports.runner.drain();
+    const done = await v.get('/imports');
+    expect(done.body).not.toContain('http-equiv="refresh"');
+    expect(done.body).toContain('completed with errors');
+    expect(done.body).toMatch(/<progress max="2" value="2"/);
+    expect(done.body).toContain(`href="/imports/${queued}/errors"`);
+    const file = await v.get(`/imports/${queued}/errors`);
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-disposition']).toBe(`attachment; filename="${queued}-errors.ndjson"`);
+    expect(file.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ row: 2, external_reference_id: 'D-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
+  });
+});
