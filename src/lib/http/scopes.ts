@@ -1,6 +1,6 @@
 /**
  * The scopes of specification section 5, and write:webhooks (D12: managing webhook endpoints, GET too).
- * GET needs read:<resource>; writes and batches need write:<resource>.
+ * GET needs read:<resource>; writes and batches need write:<resource>. read:audit: the audit log (D17).
  */
 export const SCOPES = [
   'read:locations',
@@ -13,6 +13,7 @@ export const SCOPES = [
   'write:customers',
   'write:rates',
   'write:webhooks',
+  'read:audit',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
