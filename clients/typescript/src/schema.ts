@@ -411,6 +411,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/tms-api/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: every change to users, keys, webhook endpoints, imports and settings, newest first
+         * @description One entry per change, written in the same transaction as the change (an entry exists exactly when its change committed). Kept 400 days. `action` filters one action (`key.rotated`) or, ending in a dot, a kind (`key.`).
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -864,6 +884,38 @@ export interface components {
         WebhookReplayResult: {
             /** @description Deliveries queued. */
             queued: number;
+        };
+        AuditEntry: {
+            /** @description aud_… */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the change committed (UTC).
+             */
+            at: string;
+            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed. */
+            action: string;
+            /** @description Who did it. */
+            actor: {
+                /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
+                type: "user" | "key" | "cli";
+                /** @description The user or key id; null for the command line. */
+                id: string | null;
+                /** @description The user’s name, the key’s name, or the operating-system user that ran the command line. */
+                name: string;
+            };
+            /** @description What it was done to. */
+            target: {
+                /** @description user, key, webhook_endpoint, import or settings. */
+                type: string;
+                id: string;
+            };
+            /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
+            ip: string | null;
+        };
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description Unknown fields are ignored. */
         CustomerCreate: {
@@ -6702,6 +6754,126 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-indexed. */
+                page?: number;
+                /** @description Items per page, at most 100. */
+                page_size?: number;
+                /** @description One action (`key.rotated`), or every action on a kind of target with its prefix (`key.`). */
+                action?: string;
+                /** @description user, key or cli. */
+                actor_type?: ("user" | "key" | "cli") | string;
+                /** @description A user or key id. */
+                actor_id?: string;
+                /** @description user, key, webhook_endpoint, import or settings. */
+                target_type?: string;
+                /** @description The id of what was changed. */
+                target_id?: string;
+                /** @description Only entries at or after this time (ISO 8601). */
+                created_since?: string;
+                /** @description Only entries before this time (ISO 8601). */
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {
