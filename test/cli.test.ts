@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -127,6 +127,31 @@ describe('bin/lanebridge', () => {
     const unknown = await cli('frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('Usage: lanebridge');
+  }, 120_000);
+
+  it('serve prints the one-time setup code on a fresh database, and setup-code prints the same (D17)', async () => {
+    const fresh = join(dir, 'first-run.db');
+    const server = spawn(BIN, ['serve'], { env: { ...process.env, DATABASE_URL: fresh, PORT: '0', LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      let stderr = '';
+      const printed = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no setup code printed: ${stderr}`)), 90_000);
+        server.stderr!.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString('utf8');
+          const m = /enter the setup code ([0-9A-Z]{4}(?:-[0-9A-Z]{4}){3})/.exec(stderr);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+        server.on('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+      });
+      expect(stderr).toContain('bin/lanebridge setup-code prints it again');
+      const again = await run(BIN, ['setup-code'], { env: { ...process.env, DATABASE_URL: fresh, LOG_LEVEL: 'silent' } });
+      expect(JSON.parse(again.stdout)).toEqual({ setup_code: printed });
+    } finally {
+      server.kill('SIGTERM');
+    }
   }, 120_000);
 
   it('serve and worker on a port already taken: one line naming the setting, exit 1, no stack trace', async () => {
