@@ -139,7 +139,7 @@ ${!admin
 <p><a href="/settings/integrations">Go to TMS Integrations and add the integration</a></p>`)}`}
 <h3>Active keys</h3>
 ${active.length ? keysTable(active, `${active.length} active key${active.length === 1 ? '' : 's'}`, admin) : html`<p>No active keys yet.</p>`}
-${revoked.length ? html`<h3>Revoked and expired keys</h3>${keysTable(revoked, `${revoked.length} revoked or expired key${revoked.length === 1 ? '' : 's'}`, false)}` : ''}`,
+${revoked.length ? html`<h3>Revoked keys</h3>${keysTable(revoked, `${revoked.length} revoked or expired key${revoked.length === 1 ? '' : 's'}`, false)}` : ''}`,
   });
 }
 
