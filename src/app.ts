@@ -46,13 +46,16 @@ import { FeedEvent, EventPage } from './modules/events/events.schema.js';
 import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
 import { RECORD_KINDS } from './domain/records.js';
-import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
+import { dashboardPlugin, type DashboardOptions, type DashboardWriteRoute } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
 import { importsModule, type Imports } from './modules/imports/imports.js';
 import { importRoutes } from './modules/imports/imports.routes.js';
 import { IMPORT_SCHEMAS } from './modules/imports/imports.schema.js';
+import { auditService } from './modules/audit/audit.js';
+import { auditRoutes } from './modules/audit/audit.routes.js';
+import { AuditEntry, AuditEntryPage } from './modules/audit/audit.schema.js';
 
 export interface AppDeps {
   config: Config;
@@ -93,6 +96,8 @@ export interface AppDeps {
 export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
+  /** Every dashboard route that is not a GET, and whether a member may use it (D17; the role test walks it). */
+  dashboardWriteRoutes: DashboardWriteRoute[];
   metrics: Metrics;
   rateLimiter: RateLimiter;
   services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService;
@@ -230,7 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS, ...IMPORT_SCHEMAS]);
+  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS, ...IMPORT_SCHEMAS, AuditEntry, AuditEntryPage]);
 
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
@@ -248,6 +253,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);
   importRoutes(app, imports.service);
+  const audit = auditService(store.db);
+  auditRoutes(app, audit);
   // Retention runs by itself, in small transactions, off the request path.
   const retention = eventRetention({ events, db: store.db, log: app.log, sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep() });
   app.addHook('onClose', async () => {
@@ -255,9 +262,11 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     await followUp!.idle();
   });
   // The web dashboard for organization users (src/dashboard): its own encapsulated context.
+  const dashboardWriteRoutes: DashboardWriteRoute[] = [];
   await app.register(
     dashboardPlugin({
-      services: { ...services, insights, lanes, usage, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) }, imports: imports.service },
+      writeRoutes: dashboardWriteRoutes,
+      services: { ...services, insights, lanes, usage, audit, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) }, imports: imports.service },
       webhooks: webhooks.service,
       store,
       clock,
@@ -280,5 +289,5 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();
   if (config.importWorker && (deps.importRunner ?? webhookDelivery) === 'background') imports.runner.start();
-  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports };
+  return { app, routeTable, dashboardWriteRoutes, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports };
 }

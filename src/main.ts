@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { DatabaseSetupError, openDataStore, type DataStore, type OpenOptions } from './lib/db/index.js';
 import { ApiError, ValidationError } from './lib/http/errors.js';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseScopes } from './modules/accounts/accounts.service.js';
+import { MAX_GRACE_HOURS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseExpiry, parseScopes } from './modules/accounts/accounts.service.js';
+import { ROLES, isRole } from './modules/accounts/users.js';
 
 const USAGE = `Usage: lanebridge <command>
 
@@ -13,13 +14,17 @@ const USAGE = `Usage: lanebridge <command>
   import --org ORG_ID --resource RESOURCE FILE [--format ndjson|csv] [--emit-events summary|all]
          [--operation upsert|create] [--delimiter C] [--columns JSON]
                                                   run an import of FILE with a progress bar (stderr)
+  setup-code                                      print the one-time code the dashboard's first-run page asks for
   org create --name NAME
   org list
-  user create --org ORG_ID --email EMAIL --name NAME [--password P | --password-stdin]
+  user create --org ORG_ID --email EMAIL --name NAME [--role admin|member] [--password P | --password-stdin]
+                                                  (role: admin for an organization's first user, else member)
   user set-password --email EMAIL (--password P | --password-stdin)
   key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
+             [--expires-at ISO]                   (a UTC date or time in the future; default: never)
   key revoke --org ORG_ID --id KEY_ID
-  key rotate --org ORG_ID --id KEY_ID
+  key rotate --org ORG_ID --id KEY_ID [--grace-hours N]
+                                                  (the old key keeps working N hours, default 0, at most 720)
   key list --org ORG_ID
 
 Each command prints one JSON object on stdout; messages go to stderr. Passwords (for the dashboard's
@@ -122,6 +127,12 @@ async function serve(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`);
   }
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
+  // D17: a fresh server's first-run page asks for this code, so whoever reaches the port first cannot claim it.
+  const setupCode = await accountsService(store).setupCode();
+  if (setupCode !== null) {
+    app.log.info({ setup_code: setupCode }, 'First run: open the dashboard and enter this setup code (bin/lanebridge setup-code prints it again)');
+    process.stderr.write(`\nLanebridge first run: open http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}/ and enter the setup code ${setupCode}\n(bin/lanebridge setup-code prints it again)\n\n`);
+  }
 }
 
 /**
@@ -206,6 +217,9 @@ const OPTIONS = {
   operation: { type: 'string' },
   delimiter: { type: 'string' },
   columns: { type: 'string' },
+  role: { type: 'string' },
+  'expires-at': { type: 'string' },
+  'grace-hours': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -235,6 +249,13 @@ export async function main(argv: string[]): Promise<number> {
   return withStore(config, async (store) => {
     const accounts = accountsService(store);
     switch (command) {
+      case 'setup-code': {
+        const code = await accounts.setupCode();
+        if (code === null) throw new UsageError('this Lanebridge already has an organization: the first-run page is closed, and no setup code is needed (sign in instead)');
+        process.stderr.write(`lanebridge: open the dashboard and enter this setup code on its first-run page\n`);
+        print({ setup_code: code });
+        return 0;
+      }
       case 'org create':
         print(await accounts.createOrganization(required(values, 'name')));
         return 0;
@@ -243,10 +264,13 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'user create': {
         const password = await passwordOption(values);
+        const role = values.role;
+        if (role !== undefined && !isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
         print(
           await accounts.createUser(required(values, 'org'), {
             email: required(values, 'email'),
             name: required(values, 'name'),
+            ...(role !== undefined ? { role } : {}),
             ...(password !== undefined ? { password } : {}),
           }),
         );
@@ -264,6 +288,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'key create': {
         const perMinute = optionalInt(values, 'per-minute');
         const perDay = optionalInt(values, 'per-day');
+        const expiresAt = values['expires-at'] !== undefined ? parseExpiry(values['expires-at'], new Date(), 'expires-at') : undefined;
         print(
           await accounts.createKey(required(values, 'org'), {
             name: required(values, 'name'),
@@ -271,6 +296,7 @@ export async function main(argv: string[]): Promise<number> {
             scopes: parseScopes(required(values, 'scopes')),
             ...(perMinute !== undefined ? { perMinute } : {}),
             ...(perDay !== undefined ? { perDay } : {}),
+            ...(expiresAt !== undefined ? { expiresAt } : {}),
           }),
         );
         return 0;
@@ -280,9 +306,12 @@ export async function main(argv: string[]): Promise<number> {
         print({ id: key.id, status: key.status, revoked_at: key.revoked_at });
         return 0;
       }
-      case 'key rotate':
-        print(await accounts.rotateKey(required(values, 'org'), required(values, 'id')));
+      case 'key rotate': {
+        const grace = values['grace-hours'];
+        if (grace !== undefined && (!/^\d{1,4}$/.test(grace) || Number(grace) > MAX_GRACE_HOURS)) throw new UsageError(`--grace-hours must be a whole number from 0 to ${MAX_GRACE_HOURS}`);
+        print(await accounts.rotateKey(required(values, 'org'), required(values, 'id'), { graceHours: grace === undefined ? 0 : Number(grace) }));
         return 0;
+      }
       case 'key list':
         print({ items: await accounts.listKeys(required(values, 'org')) });
         return 0;

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,10 +53,15 @@ describe('bin/lanebridge', () => {
     expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
     const user = await cli('user', 'create', '--org', org.out.id, '--email', 'ops@acme.test', '--name', 'Olive Ops', '--password', 'pw-1234567890');
-    expect(user.out).toEqual({ id: expect.stringMatching(/^user_/), email: 'ops@acme.test', name: 'Olive Ops' });
+    // D17: an organization's first user is its admin; the next ones are members unless --role says otherwise.
+    expect(user.out).toEqual({ id: expect.stringMatching(/^user_/), email: 'ops@acme.test', name: 'Olive Ops', role: 'admin' });
+    const member = await cli('user', 'create', '--org', org.out.id, '--email', 'mo@acme.test', '--name', 'Mo Member');
+    expect(member.out).toMatchObject({ email: 'mo@acme.test', role: 'member' });
 
     const all = await cli('key', 'create', '--org', org.out.id, '--name', 'McLeod prod', '--system', 'McLeod', '--scopes', 'all');
-    expect(all.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/), scopes: [...SCOPES], per_minute: 100, per_day: 10000 });
+    expect(all.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/), scopes: [...SCOPES], per_minute: 100, per_day: 10000, expires_at: null });
+    const expiring = await cli('key', 'create', '--org', org.out.id, '--name', 'temp', '--system', 'BI', '--scopes', 'read:audit', '--expires-at', '2099-01-31');
+    expect(expiring.out).toMatchObject({ scopes: ['read:audit'], expires_at: '2099-01-31T00:00:00.000Z' });
 
     const narrow = await cli('key', 'create', '--org', org.out.id, '--name', 'reader', '--system', 'BI', '--scopes', 'read:customers,read:carriers', '--per-minute', '20', '--per-day', '500');
     expect(narrow.out).toMatchObject({ scopes: ['read:customers', 'read:carriers'], per_minute: 20, per_day: 500 });
@@ -69,18 +74,23 @@ describe('bin/lanebridge', () => {
     });
 
     const rotated = await cli('key', 'rotate', '--org', org.out.id, '--id', all.out.id);
-    expect(rotated.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/) });
+    expect(rotated.out).toEqual({
+      id: expect.stringMatching(/^key_/),
+      key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/),
+      old_key: { id: all.out.id, works_until: null, revoked_at: expect.any(String) },
+    });
     const revoked = await cli('key', 'revoke', '--org', org.out.id, '--id', narrow.out.id);
     expect(revoked.out).toMatchObject({ id: narrow.out.id, status: 'revoked', revoked_at: expect.any(String) });
 
     const list = await cli('key', 'list', '--org', org.out.id);
     expect(list.out.items.map((k: any) => [k.name, k.status])).toEqual([
       ['McLeod prod', 'revoked'],
+      ['temp', 'active'],
       ['reader', 'revoked'],
       ['McLeod prod', 'active'],
     ]);
     expect(list.stdout).not.toContain(all.out.key);
-    expect(list.out.items[2]).toMatchObject({ id: rotated.out.id, key_prefix: rotated.out.key.slice(0, 12), per_minute: 100 });
+    expect(list.out.items[3]).toMatchObject({ id: rotated.out.id, key_prefix: rotated.out.key.slice(0, 12), per_minute: 100 });
 
     await withApp(async (app) => {
       const old = await app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': all.out.key } });
@@ -88,7 +98,7 @@ describe('bin/lanebridge', () => {
       const fresh = await app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': rotated.out.key } });
       expect(json(fresh).items.map((c: any) => c.external_reference_id)).toEqual(['C1']);
     });
-  }, 60_000);
+  }, 120_000);
 
   it('explains bad input on stderr with a non-zero exit and nothing on stdout', async () => {
     const noName = await cli('org', 'create');
@@ -103,10 +113,46 @@ describe('bin/lanebridge', () => {
     expect(unknownOrg.stderr).toContain("Organization with id 'org_missing' not found");
     const badLimit = await cli('key', 'create', '--org', 'org_x', '--name', 'n', '--system', 's', '--scopes', 'all', '--per-minute', 'lots');
     expect(badLimit.stderr).toContain('--per-minute must be a whole number');
+    const past = await cli('key', 'create', '--org', 'org_x', '--name', 'n', '--system', 's', '--scopes', 'all', '--expires-at', '2001-01-01');
+    expect(past.code).toBe(2);
+    expect(past.stderr).toContain('expires-at must be in the future');
+    const badGrace = await cli('key', 'rotate', '--org', 'org_x', '--id', 'key_x', '--grace-hours', 'soon');
+    expect(badGrace.code).toBe(2);
+    expect(badGrace.stderr).toContain('--grace-hours must be a whole number from 0 to 720');
+    // The first run is over in this database (the test above made an organization): no code to print.
+    const setupCode = await cli('setup-code');
+    expect(setupCode.code).toBe(2);
+    expect(setupCode.stdout).toBe('');
+    expect(setupCode.stderr).toContain('already has an organization');
     const unknown = await cli('frobnicate');
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('Usage: lanebridge');
-  }, 60_000);
+  }, 120_000);
+
+  it('serve prints the one-time setup code on a fresh database, and setup-code prints the same (D17)', async () => {
+    const fresh = join(dir, 'first-run.db');
+    const server = spawn(BIN, ['serve'], { env: { ...process.env, DATABASE_URL: fresh, PORT: '0', LOG_LEVEL: 'silent' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      let stderr = '';
+      const printed = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no setup code printed: ${stderr}`)), 90_000);
+        server.stderr!.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString('utf8');
+          const m = /enter the setup code ([0-9A-Z]{4}(?:-[0-9A-Z]{4}){3})/.exec(stderr);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+        server.on('exit', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+      });
+      expect(stderr).toContain('bin/lanebridge setup-code prints it again');
+      const again = await run(BIN, ['setup-code'], { env: { ...process.env, DATABASE_URL: fresh, LOG_LEVEL: 'silent' } });
+      expect(JSON.parse(again.stdout)).toEqual({ setup_code: printed });
+    } finally {
+      server.kill('SIGTERM');
+    }
+  }, 120_000);
 
   it('serve and worker on a port already taken: one line naming the setting, exit 1, no stack trace', async () => {
     const taken = createServer();

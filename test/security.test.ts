@@ -28,6 +28,7 @@ const ROUTE_TABLE = [
   'DELETE /v2/tms-api/loads/:external_reference_id write:loads',
   'DELETE /v2/tms-api/locations/:external_reference_id write:locations',
   'DELETE /v2/tms-api/webhook-endpoints/:id write:webhooks',
+  'GET /v2/tms-api/audit-log read:audit',
   'GET /v2/tms-api/carriers read:carriers',
   'GET /v2/tms-api/carriers/:external_reference_id read:carriers',
   'GET /v2/tms-api/customers read:customers',

@@ -12,6 +12,7 @@ import type { InsightsService } from '../modules/insights/insights.service.js';
 import type { LanesService } from '../modules/lanes/lanes.service.js';
 import type { UsageRecorder } from '../modules/ops/usage.js';
 import type { FeedEvent } from '../modules/events/events.schema.js';
+import { userActor, type AuditActor, type AuditService } from '../modules/audit/audit.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
 import type { SignInThrottle } from './throttle.js';
@@ -37,6 +38,8 @@ export interface DashboardServices {
   /** API usage and failed writes (src/modules/ops/usage.ts). */
   usage: UsageRecorder;
   /** The change feed, newest first (the Events page). */
+  /** The audit log (D17). */
+  audit: AuditService;
   events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]> };
   /** D15: imports (the Imports page). */
   imports?: ImportsService;
@@ -56,6 +59,18 @@ export interface DashboardContext {
 export const SESSION_COOKIE = 'lb_session';
 /** Carries a random id for the forms shown before sign-in (sign-in, first run): their CSRF token derives from it. */
 export const FORM_COOKIE = 'lb_form';
+
+/** A member's change refused (D17): answered 403 before the route runs. */
+export class AdminOnlyError extends Error {
+  constructor() {
+    super('Only an admin of your organization can do this');
+  }
+}
+
+/** The audit actor of a dashboard request (D17). */
+export function actorOf(req: FastifyRequest, s: DashboardSession): AuditActor {
+  return userActor(s, req.ip);
+}
 
 /** A form that did not come from this site's page, or whose page is too old: answered 403. */
 export class CsrfError extends Error {

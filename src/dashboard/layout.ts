@@ -52,7 +52,7 @@ ${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${String(o.refresh
   <div class="bar">
     <a class="brand" href="/">Lanebridge${s ? html` <span class="visually-hidden">dashboard of</span> · ${s.orgName}` : ''}</a>
     ${s
-      ? html`<span class="who">Signed in as ${s.userName}</span>
+      ? html`<span class="who">Signed in as ${s.userName} (${s.userRole}) · <a href="/account/password">Your password</a></span>
     <form method="post" action="/signout">${csrfField(s.csrfToken)}<button type="submit">Sign out</button></form>`
       : ''}
   </div>
@@ -140,14 +140,20 @@ export function pager(path: string, p: PageInfo, query: Record<string, string | 
 </nav>`;
 }
 
-export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks'): SafeHtml {
+export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks' | 'audit-log'): SafeHtml {
   const tab = (key: string, path: string, label: string) =>
     html`<li><a href="${path}"${key === active ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav class="tabs" aria-label="Settings"><ul>
   ${tab('integrations', '/settings/integrations', 'TMS Integrations')}
   ${tab('api-keys', '/settings/api-keys', 'API Keys')}
   ${tab('webhooks', '/settings/webhooks', 'Webhooks')}
+  ${tab('audit-log', '/settings/audit-log', 'Audit log')}
 </ul></nav>`;
+}
+
+/** What a member sees in place of an admin's form (D17): the server refuses the change anyway. */
+export function adminOnlyNote(what: string): SafeHtml {
+  return notice('info', html`<p>Only an admin of your organization can ${what}. You are a member: you can read everything here.</p>`);
 }
 
 /** A UTC time that wraps between date and time only (narrow table columns). */

@@ -6,6 +6,7 @@ import { ApiError, DetailError, ServiceUnavailableError, ValidationError, classi
 import { DEFAULT_SESSION_OPTIONS, sessionsService, type SessionOptions } from '../modules/accounts/sessions.js';
 import { ASSETS } from './assets.js';
 import {
+  AdminOnlyError,
   CsrfError,
   SESSION_COOKIE,
   parseForm,
@@ -25,6 +26,8 @@ import { eventRoutes } from './pages/events.js';
 import { importPageRoutes } from './pages/imports.js';
 import { integrationRoutes } from './pages/integrations.js';
 import { userRoutes } from './pages/users.js';
+import { accountRoutes } from './pages/account.js';
+import { auditRoutes } from './pages/audit.js';
 import { webhookPageRoutes } from './pages/webhooks.js';
 import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { cookieSecret } from './secret.js';
@@ -39,7 +42,22 @@ export interface DashboardOptions {
   sessions?: Partial<SessionOptions>;
 }
 
+/** A dashboard route that changes something (any method but GET), and whether members may use it. */
+export interface DashboardWriteRoute {
+  method: string;
+  url: string;
+  member: boolean;
+}
+
+/**
+ * The changes a member may make (D17): signing in and out, and their own password. Every other route
+ * that is not a GET is an admin's, refused 403 before its handler runs, so a new form cannot forget it.
+ */
+export const MEMBER_WRITES: ReadonlySet<string> = new Set(['POST /signin', 'POST /signout', 'POST /account/password']);
+
 export interface DashboardDeps {
+  /** Filled with every route that is not a GET (the role test walks it). */
+  writeRoutes?: DashboardWriteRoute[];
   services: DashboardServices;
   store: DataStore;
   clock: Clock;
@@ -85,6 +103,9 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
     // Pages are not part of the API's OpenAPI document.
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true };
+      for (const method of [route.method].flat()) {
+        if (method !== 'GET' && method !== 'HEAD') deps.writeRoutes?.push({ method, url: route.url, member: MEMBER_WRITES.has(`${method} ${route.url}`) });
+      }
     });
     await app.register(fastifyCookie, { secret: secret.signer });
     app.decorateRequest('dashboardSession', null);
@@ -114,12 +135,20 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
       } else {
         reply.clearCookie(SESSION_COOKIE, { path: '/' });
       }
+      // Roles are enforced here, on the server, for every route but a GET: hidden buttons are not enough.
+      const method = req.method;
+      if (session?.userRole === 'member' && method !== 'GET' && method !== 'HEAD' && !MEMBER_WRITES.has(`${method} ${req.routeOptions.url ?? ''}`)) {
+        throw new AdminOnlyError();
+      }
     });
 
     app.setErrorHandler((error: FastifyError | ApiError | CsrfError, req, reply) => {
       const session = req.dashboardSession ?? null;
       const show = (status: number, title: string, message: string) =>
         sendPage(reply, page({ title, session, body: html`<h1>${title}</h1><p>${message}</p><p><a href="/">Back to the overview</a></p>` }), status);
+      if (error instanceof AdminOnlyError) {
+        return show(403, 'Admins only', 'Only an admin of your organization can change users, API keys, webhooks, imports or settings. Ask an admin (listed on the Users page).');
+      }
       if (error instanceof CsrfError) {
         return show(403, 'Form expired', 'This form could not be verified: it is too old or did not come from this site. Go back, reload the page and try again.');
       }
@@ -151,6 +180,8 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
     integrationRoutes(app, ctx);
     apiKeyRoutes(app, ctx);
     userRoutes(app, ctx);
+    accountRoutes(app, ctx);
+    auditRoutes(app, ctx);
     dataRoutes(app, ctx);
     detailRoutes(app, ctx);
     // The map polygons are read and simplified once per process, off the first page's time.

@@ -9,7 +9,7 @@ import type { RecordIdPrefix } from '../domain/records.js';
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
 /** A record kind's prefix (src/domain/records.ts), or that of a part of one, an account or an event. */
-export type IdKind = RecordIdPrefix | 'contact' | 'stop' | 'rate' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd' | 'wha' | 'whr' | 'imp';
+export type IdKind = RecordIdPrefix | 'contact' | 'stop' | 'rate' | 'key' | 'org' | 'user' | 'evt' | 'whe' | 'whd' | 'wha' | 'whr' | 'imp' | 'aud';
 
 function encodeTime(ms: number): string {
   let out = '';

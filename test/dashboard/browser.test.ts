@@ -81,6 +81,7 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('dashboard in Chromium',
     await page.goto(`${base}/`);
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Create your organization');
     await checkPageStructure(page);
+    await page.getByLabel('Setup code').fill((await t.services.accounts.setupCode())!);
     await page.getByLabel('Organization name').fill(OWNER.org);
     await page.getByLabel('Your name').fill(OWNER.name);
     await page.getByLabel('Email').fill(OWNER.email);

@@ -17,7 +17,19 @@ describe('first run', () => {
     const res = await v.get('/');
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('<h1>Create your organization</h1>');
-    for (const name of ['organization_name', 'name', 'email', 'password']) expect(res.body).toContain(`<label for="f-${name}">`);
+    for (const name of ['setup_code', 'organization_name', 'name', 'email', 'password']) expect(res.body).toContain(`<label for="f-${name}">`);
+    const code = (await t.services.accounts.setupCode())!;
+    expect(code).toMatch(/^[0-9A-Z]{4}(-[0-9A-Z]{4}){3}$/);
+    // D17: without the setup code, or with a wrong one, the first run is refused and nothing is made.
+    const noCode = await v.post('/', { ...OWNER, _csrf: csrfOf(res.body) });
+    expect(noCode.statusCode).toBe(403);
+    expect(noCode.body).toContain('Enter the setup code that lanebridge serve printed');
+    const wrong = await v.post('/', { ...OWNER, setup_code: 'AAAA-BBBB-CCCC-DDDD', _csrf: csrfOf(res.body) });
+    expect(wrong.statusCode).toBe(403);
+    expect(wrong.body).toContain('This setup code is not right');
+    expect(await t.services.accounts.countOrganizations()).toBe(0);
+    // The same code whatever is asked again (serve, the CLI and the page agree).
+    expect(await t.services.accounts.setupCode()).toBe(code);
     // Sign-in has nothing to sign in to yet.
     expect((await v.get('/signin')).headers.location).toBe('/');
 
@@ -31,7 +43,7 @@ describe('first run', () => {
     expect(await t.services.accounts.countOrganizations()).toBe(0);
 
     // Field problems are reported next to their fields, and nothing is created.
-    const bad = await v.post('/', { _csrf: csrfOf(res.body), organization_name: '', name: 'Ada', email: 'not-an-email', password: 'short' });
+    const bad = await v.post('/', { _csrf: csrfOf(res.body), setup_code: code, organization_name: '', name: 'Ada', email: 'not-an-email', password: 'short' });
     expect(bad.statusCode).toBe(422);
     expect(bad.body).toContain('Enter the organization name.');
     expect(bad.body).toContain('id="f-email-error"');
@@ -39,7 +51,8 @@ describe('first run', () => {
     expect(bad.body).toContain('at least 10 characters');
     expect(await t.services.accounts.countOrganizations()).toBe(0);
 
-    const created = await v.post('/', { ...OWNER, _csrf: csrfOf(bad.body) });
+    // Typed in lower case and without dashes, it is still the code.
+    const created = await v.post('/', { ...OWNER, setup_code: code.toLowerCase().replaceAll('-', ''), _csrf: csrfOf(bad.body) });
     expect(created.statusCode).toBe(303);
     expect(created.headers.location).toBe('/settings/integrations?done=welcome');
     const cookie = String([created.headers['set-cookie']].flat().find((c) => String(c).startsWith('lb_session=')));
@@ -52,6 +65,9 @@ describe('first run', () => {
     expect(welcome.body).toContain('Your organization is set up');
     expect(welcome.body).toContain('Signed in as Ada Owner');
     expect(await t.services.accounts.countOrganizations()).toBe(1);
+    // Used once: it is gone, and the first user is the organization's admin.
+    expect(await t.services.accounts.setupCode()).toBeNull();
+    expect(welcome.body).toContain('Signed in as Ada Owner (admin)');
 
     // Afterwards `/` wants a signed-in user, and a second first run is not possible.
     const stranger = new Visitor(t);
@@ -59,7 +75,7 @@ describe('first run', () => {
     expect(again.statusCode).toBe(303);
     expect(again.headers.location).toBe('/signin');
     const form = await stranger.get('/signin');
-    const second = await stranger.post('/', { ...OWNER, email: 'eve@evil.example', _csrf: csrfOf(form.body) });
+    const second = await stranger.post('/', { ...OWNER, setup_code: code, email: 'eve@evil.example', _csrf: csrfOf(form.body) });
     expect(second.statusCode).toBe(303);
     expect(second.headers.location).toBe('/signin');
     expect(await t.services.accounts.countOrganizations()).toBe(1);

@@ -411,65 +411,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/tms-api/imports": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List imports (newest last by default) */
-        get: operations["listImports"];
-        put?: never;
-        /**
-         * Start an import (then upload its parts and complete it)
-         * @description Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).
-         */
-        post: operations["createImport"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/tms-api/imports/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** An import with its progress (percent, rows per second, ETA) */
-        get: operations["getImport"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/tms-api/imports/{id}/complete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Upload done: queue the import
-         * @description Checks the upload (parts 1…N without a gap; a CSV header naming every required field, directly or through csv.columns: else 422, one `missing` entry per field, and nothing written) and queues the import; it runs on any instance. 409 when another import of the organization is queued or running.
-         */
-        post: operations["completeImport"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/tms-api/imports/{id}/errors": {
+    "/v2/tms-api/audit-log": {
         parameters: {
             query?: never;
             header?: never;
@@ -477,51 +419,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The refused rows (NDJSON)
-         * @description One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (a message, or one {type, loc, msg} per problem). Readable while the import runs (the chunks committed so far).
+         * The audit log: every change to users, keys, webhook endpoints, imports and settings, newest first
+         * @description One entry per change, written in the same transaction as the change (an entry exists exactly when its change committed). Kept 400 days. `action` filters one action (`key.rotated`) or, ending in a dot, a kind (`key.`).
          */
-        get: operations["getImportErrors"];
+        get: operations["listAuditLog"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/tms-api/imports/{id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Cancel an import
-         * @description An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.
-         */
-        post: operations["cancelImport"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/tms-api/imports/{id}/parts/{n}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Upload part n of the file (raw, at most 64 MiB)
-         * @description The body is the part's raw bytes, sent as application/x-ndjson, text/csv, application/octet-stream; streamed to disk. Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB; 415 for another Content-Type; 409 once the import was completed.
-         */
-        put: operations["uploadImportPart"];
         post?: never;
         delete?: never;
         options?: never;
@@ -849,7 +751,7 @@ export interface components {
             /** @description evt_…, unique; the same event keeps its id wherever it is delivered. */
             id: string;
             /** @enum {string} */
-            type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created" | "import.completed";
+            type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created";
             /** @description Per organization, strictly increasing in commit order: having seen N, you have seen every event committed before N's. */
             sequence: number;
             /**
@@ -873,7 +775,7 @@ export interface components {
             /** @description whe_… */
             id: string;
             url: string;
-            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created" | "import.completed")[];
+            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
             description: string | null;
             /**
              * @description An endpoint is disabled by PUT, by a 410 answer, or after 5 days of failed attempts.
@@ -949,7 +851,7 @@ export interface components {
             /** @description whe_… */
             id: string;
             url: string;
-            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created" | "import.completed")[];
+            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
             description: string | null;
             /**
              * @description An endpoint is disabled by PUT, by a 410 answer, or after 5 days of failed attempts.
@@ -983,53 +885,36 @@ export interface components {
             /** @description Deliveries queued. */
             queued: number;
         };
-        Import: {
-            /** @description imp_… */
+        AuditEntry: {
+            /** @description aud_… */
             id: string;
-            /** @enum {string} */
-            resource: "locations" | "customers" | "carriers" | "loads";
-            /** @enum {string} */
-            format: "ndjson" | "csv";
-            /** @enum {string} */
-            emit_events: "summary" | "all";
-            /** @enum {string} */
-            operation: "upsert" | "create";
             /**
-             * @description awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.
-             * @enum {string}
+             * Format: date-time
+             * @description When the change committed (UTC).
              */
-            status: "awaiting_upload" | "queued" | "running" | "completed" | "completed_with_errors" | "failed" | "cancelled";
-            /** @description Parts uploaded. */
-            parts: number;
-            /** @description Bytes uploaded, all parts together. */
-            bytes_total: number;
-            /** @description Rows in the upload; null until counted (when the import starts). */
-            rows_total: number | null;
-            /** @description Rows done, succeeded or refused (committed). */
-            rows_processed: number;
-            /** @description Rows written. */
-            rows_succeeded: number;
-            /** @description Rows refused (one line each in /errors). */
-            rows_failed: number;
-            /** @description rows_processed / rows_total × 100, one decimal; null until rows_total is known. */
-            percent: number | null;
-            /** @description Rows processed per second since the import started (whole run; one decimal). */
-            rows_per_second: number | null;
-            /** @description Seconds left at the current rate; null when unknown, 0 once finished. */
-            eta_seconds: number | null;
-            /** @description Why the import failed (failed only). */
-            error: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            /** Format: date-time */
-            started_at: string | null;
-            /** Format: date-time */
-            finished_at: string | null;
+            at: string;
+            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed. */
+            action: string;
+            /** @description Who did it. */
+            actor: {
+                /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
+                type: "user" | "key" | "cli";
+                /** @description The user or key id; null for the command line. */
+                id: string | null;
+                /** @description The user’s name, the key’s name, or the operating-system user that ran the command line. */
+                name: string;
+            };
+            /** @description What it was done to. */
+            target: {
+                /** @description user, key, webhook_endpoint, import or settings. */
+                type: string;
+                id: string;
+            };
+            /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
+            ip: string | null;
         };
-        ImportPage: {
-            items: components["schemas"]["Import"][];
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
             pagination: components["schemas"]["Pagination"];
         };
         /** @description Unknown fields are ignored. */
@@ -5439,7 +5324,7 @@ export interface operations {
             query?: {
                 /** @description Return the events after this sequence: 0 (the default) for the oldest kept, else the `next_after` of your last page. */
                 after?: number;
-                /** @description Only these event types, comma-separated (one or more of: customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created, import.completed). */
+                /** @description Only these event types, comma-separated (one or more of: customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created). */
                 types?: string;
                 /** @description Events per page, 1 to 500. */
                 limit?: number;
@@ -5686,8 +5571,8 @@ export interface operations {
                 "application/json": {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url: string;
-                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created, import.completed. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created" | "import.completed") | string)[];
+                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
+                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                 };
@@ -5981,8 +5866,8 @@ export interface operations {
                 "application/json": {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url?: string;
-                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created, import.completed. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created" | "import.completed") | string)[];
+                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
+                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                     /** @description `disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on. One of enabled, disabled, accepted in any letter case and returned in this spelling. */
@@ -6918,21 +6803,27 @@ export interface operations {
             };
         };
     };
-    listImports: {
+    listAuditLog: {
         parameters: {
             query?: {
                 /** @description Page number, 1-indexed. */
                 page?: number;
                 /** @description Items per page, at most 100. */
                 page_size?: number;
-                /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at. */
-                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
-                /** @description Only records updated at or after this time (ISO 8601). */
-                updated_since?: string;
-                /** @description Only records created at or after this time (ISO 8601). */
+                /** @description One action (`key.rotated`), or every action on a kind of target with its prefix (`key.`). */
+                action?: string;
+                /** @description user, key or cli. */
+                actor_type?: ("user" | "key" | "cli") | string;
+                /** @description A user or key id. */
+                actor_id?: string;
+                /** @description user, key, webhook_endpoint, import or settings. */
+                target_type?: string;
+                /** @description The id of what was changed. */
+                target_id?: string;
+                /** @description Only entries at or after this time (ISO 8601). */
                 created_since?: string;
-                /** @description Only imports in this status. */
-                status?: ("awaiting_upload" | "queued" | "running" | "completed" | "completed_with_errors" | "failed" | "cancelled") | string;
+                /** @description Only entries before this time (ISO 8601). */
+                created_before?: string;
             };
             header?: never;
             path?: never;
@@ -6940,7 +6831,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of imports. */
+            /** @description A page of entries, newest first. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6950,7 +6841,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ImportPage"];
+                    "application/json": components["schemas"]["AuditEntryPage"];
                 };
             };
             /** @description Missing, malformed, unknown or revoked API key. */
@@ -6983,983 +6874,6 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    createImport: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
-                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description What each row is: a location, customer, carrier or load, as the single create takes it. One of locations, customers, carriers, loads, accepted in any letter case and returned in this spelling. */
-                    resource: ("locations" | "customers" | "carriers" | "loads") | string;
-                    /**
-                     * @description ndjson: one JSON record per line. csv: a header row, then one record per row (columns are field paths, see csv.columns). One of ndjson, csv, accepted in any letter case and returned in this spelling.
-                     * @default ndjson
-                     */
-                    format?: ("ndjson" | "csv") | string;
-                    /**
-                     * @description summary (default): no per-row events or webhooks; one import.completed event with the counts. all: the events the API would emit for each row. One of summary, all, accepted in any letter case and returned in this spelling.
-                     * @default summary
-                     */
-                    emit_events?: ("summary" | "all") | string;
-                    /**
-                     * @description upsert (default): a row creates its record, or updates the one with its external_reference_id (run an import again and nothing is written twice). create: a record that exists already is refused (409 in the error file): what a backfill beside a live sync wants, so history never overwrites what the live sync wrote. One of upsert, create, accepted in any letter case and returned in this spelling.
-                     * @default upsert
-                     */
-                    operation?: ("upsert" | "create") | string;
-                    csv?: {
-                        /**
-                         * @description One character; default a comma.
-                         * @default ,
-                         */
-                        delimiter?: string;
-                        /** @description CSV header → field path, e.g. {"Load #":"external_reference_id","Origin":"stops.1.location_external_reference_id"}. A header not mapped is a field path itself. Nested fields: `stops.1.early_arrival` (positions count from 1), `sales_rep.email`. */
-                        columns?: {
-                            [key: string]: string;
-                        };
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description The import, awaiting its upload. */
-            201: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Import"];
-                };
-            };
-            /** @description The body is not valid JSON. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is not sent with 'Content-Type: application/json'. */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    getImport: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description imp_… */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The import. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Import"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    completeImport: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
-                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
-            path: {
-                /** @description imp_… */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The import, queued. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Import"];
-                };
-            };
-            /** @description The body is not valid JSON. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The import was completed already, or another import of the organization is queued or running. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is not sent with 'Content-Type: application/json'. */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    getImportErrors: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description imp_… */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description application/x-ndjson: one refused row per line. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/x-ndjson": string;
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    cancelImport: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
-                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
-            path: {
-                /** @description imp_… */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The import, cancelled. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Import"];
-                };
-            };
-            /** @description The body is not valid JSON. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The import has already finished. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is not sent with 'Content-Type: application/json'. */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    uploadImportPart: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
-                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
-                 */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
-            path: {
-                /** @description imp_… */
-                id: string;
-                /** @description The part number, from 1; parts are read in this order as one file. Sending a number again replaces that part. */
-                n: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The part was stored. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        part: number;
-                        /** @description Bytes stored for this part. */
-                        bytes: number;
-                    };
-                };
-            };
-            /** @description The body is not valid JSON. */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The import was completed or cancelled: parts are taken only before complete. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description The body is not sent with 'Content-Type: application/json'. */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {

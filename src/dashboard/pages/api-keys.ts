@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { ConflictError, ValidationError } from '../../lib/http/errors.js';
-import { DEFAULT_PER_DAY, DEFAULT_PER_MINUTE, MAX_LIMIT, type KeySummary } from '../../modules/accounts/accounts.service.js';
+import { DEFAULT_PER_DAY, DEFAULT_PER_MINUTE, MAX_GRACE_HOURS, MAX_LIMIT, parseExpiry, type KeySummary } from '../../modules/accounts/accounts.service.js';
 import { SCOPES, isScope, type Scope } from '../../modules/accounts/scopes.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
-import { checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { actorOf, checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
-import { csrfField, errorSummary, field, notice, page, settingsTabs, when, type FieldErrors } from '../layout.js';
+import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsTabs, when, type FieldErrors } from '../layout.js';
 import { fieldErrorsOf } from './auth.js';
 
 const SCOPE_TEXT: Record<Scope, string> = {
@@ -21,6 +21,7 @@ const SCOPE_TEXT: Record<Scope, string> = {
   'write:rates': 'create market rate snapshots',
   'write:webhooks': 'manage webhook endpoints and their deliveries',
   'write:imports': 'run imports of history files and read their progress and errors',
+  'read:audit': 'read the audit log',
 };
 
 const DONE: Record<string, string> = {
@@ -35,6 +36,7 @@ interface KeyForm {
   scopes: string[];
   per_minute: string;
   per_day: string;
+  expires_at: string;
 }
 
 function parseLimit(text: string, field: string, label: string, errors: FieldErrors): number {
@@ -65,7 +67,15 @@ function keyFormFields(values: KeyForm, errors: FieldErrors): SafeHtml {
   <div class="two">
     ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
     ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
-  </div>`;
+  </div>
+  ${field({ name: 'expires_at', label: 'Expires (optional)', value: values.expires_at, errors, maxlength: 40, hint: 'A UTC date (2027-01-31) or time (2027-01-31T17:00:00Z) after which the key is refused (401, saying it expired). Empty: it never expires.' })}`;
+}
+
+function keyStatus(k: KeySummary): SafeHtml {
+  if (k.status === 'revoked') return html`<span class="badge bad">Revoked</span><br>${when(k.revoked_at)}`;
+  if (k.status === 'expired') return html`<span class="badge bad">${k.replaced_by_key_id ? 'Rotated' : 'Expired'}</span><br>${when(k.expires_at)}`;
+  if (k.replaced_by_key_id) return html`<span class="badge warn">Rotated: works until</span><br>${when(k.expires_at)}`;
+  return html`<span class="badge ok">Active</span>${k.expires_at ? html`<br>expires ${when(k.expires_at)}` : ''}`;
 }
 
 function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
@@ -79,11 +89,11 @@ function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
   <td class="num nowrap">${count(k.per_minute)} / min<br>${count(k.per_day)} / day</td>
   <td>${when(k.created_at)}</td>
   <td>${k.last_used_at ? when(k.last_used_at) : 'never'}</td>
-  <td>${k.status === 'active' ? html`<span class="badge ok">Active</span>` : html`<span class="badge bad">Revoked</span><br>${when(k.revoked_at)}`}</td>
+  <td>${keyStatus(k)}</td>
   ${withActions
     ? html`<td><div class="actions column">
     <a class="button small secondary" href="${path}/limits">Edit limits${hidden}</a>
-    <a class="button small secondary" href="${path}/rotate">Rotate…${hidden}</a>
+    ${k.replaced_by_key_id ? '' : html`<a class="button small secondary" href="${path}/rotate">Rotate…${hidden}</a>`}
     <a class="button small secondary" href="${path}/revoke">Revoke…${hidden}</a></div></td>`
     : ''}
 </tr>`;
@@ -102,8 +112,9 @@ async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?
   const { accounts } = ctx.services;
   const [connected, keys] = await Promise.all([accounts.isIntegrationConnected(s.orgId), accounts.listKeys(s.orgId)]);
   const active = keys.filter((k) => k.status === 'active').reverse();
-  const revoked = keys.filter((k) => k.status === 'revoked').reverse();
-  const values: KeyForm = o.values ?? { name: '', external_system: '', scopes: [], per_minute: String(DEFAULT_PER_MINUTE), per_day: String(DEFAULT_PER_DAY) };
+  const revoked = keys.filter((k) => k.status !== 'active').reverse();
+  const admin = s.userRole === 'admin';
+  const values: KeyForm = o.values ?? { name: '', external_system: '', scopes: [], per_minute: String(DEFAULT_PER_MINUTE), per_day: String(DEFAULT_PER_DAY), expires_at: '' };
   const errors = o.errors ?? {};
   return page({
     title: 'API Keys',
@@ -113,7 +124,9 @@ async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?
 ${settingsTabs('api-keys')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 <h2>API Keys of the TMS API integration</h2>
-${connected
+${!admin
+  ? adminOnlyNote('create, rotate or revoke API keys or change their limits')
+  : connected
   ? html`<section class="card" aria-labelledby="create-key-title">
   <h3 id="create-key-title">Create an API key</h3>
   ${errorSummary(errors, o.message)}
@@ -126,8 +139,8 @@ ${connected
   : html`${o.message ? notice('error', html`<p>${o.message}.</p>`, 'alert') : ''}${notice('warn', html`<p>API keys can be created once the TMS API integration is connected.</p>
 <p><a href="/settings/integrations">Go to TMS Integrations and add the integration</a></p>`)}`}
 <h3>Active keys</h3>
-${active.length ? keysTable(active, `${active.length} active key${active.length === 1 ? '' : 's'}`, true) : html`<p>No active keys yet.</p>`}
-${revoked.length ? html`<h3>Revoked keys</h3>${keysTable(revoked, `${revoked.length} revoked key${revoked.length === 1 ? '' : 's'}`, false)}` : ''}`,
+${active.length ? keysTable(active, `${active.length} active key${active.length === 1 ? '' : 's'}`, admin) : html`<p>No active keys yet.</p>`}
+${revoked.length ? html`<h3>Revoked keys</h3>${keysTable(revoked, `${revoked.length} revoked or expired key${revoked.length === 1 ? '' : 's'}`, false)}` : ''}`,
   });
 }
 
@@ -158,7 +171,7 @@ ${notice('warn', html`<p><strong>Copy this key now. It will not be shown again.<
   });
 }
 
-function confirmPage(s: DashboardSession, k: KeySummary, o: { action: 'rotate' | 'revoke' }): SafeHtml {
+function confirmPage(s: DashboardSession, k: KeySummary, o: { action: 'rotate' | 'revoke'; graceHours?: string; error?: string }): SafeHtml {
   const rotate = o.action === 'rotate';
   const title = rotate ? `Rotate key “${k.name}”?` : `Revoke key “${k.name}”?`;
   return page({
@@ -173,11 +186,13 @@ function confirmPage(s: DashboardSession, k: KeySummary, o: { action: 'rotate' |
   <dt>Last used</dt><dd>${k.last_used_at ? utc(k.last_used_at) : 'never'}</dd>
 </dl>
 ${rotate
-  ? html`<p>A new key with the same name, system, scopes and limits is created and shown once.
-  The current key stops working <strong>immediately</strong>: update your system with the new key right away.</p>`
+  ? html`<p>A new key with the same name, system, scopes, limits and expiry is created and shown once.
+  The current key stops working after the grace period below: with 0 hours, <strong>immediately</strong>; give your system that long to switch to the new key.</p>`
   : html`<p>Requests that use this key are refused (401) from the next request on. This cannot be undone.</p>`}
-<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="actions">
+${o.error ? notice('error', html`<p>${o.error}</p>`, 'alert') : ''}
+<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="${rotate ? 'stack' : 'actions'}">
   ${csrfField(s.csrfToken)}
+  ${rotate ? field({ name: 'grace_hours', label: 'Grace period (hours)', type: 'number', value: o.graceHours ?? '0', min: 0, max: MAX_GRACE_HOURS, hint: `How long the current key keeps working beside the new one, 0 to ${MAX_GRACE_HOURS} hours.` }) : ''}
   <button type="submit"${rotate ? '' : html` class="danger"`}>${rotate ? 'Rotate key' : 'Revoke key'}</button>
   <a class="button secondary" href="/settings/api-keys">Cancel</a>
 </form>`,
@@ -222,6 +237,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
       scopes: formList(req.body, 'scopes'),
       per_minute: formText(req.body, 'per_minute'),
       per_day: formText(req.body, 'per_day'),
+      expires_at: formText(req.body, 'expires_at').trim(),
     };
     const errors: FieldErrors = {};
     if (!values.name) errors.name = 'Enter a name for the key.';
@@ -232,19 +248,29 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (scopes.length === 0 || scopes.length !== new Set(values.scopes).size) errors.scopes = 'Choose at least one scope.';
     const perMinute = parseLimit(values.per_minute, 'per_minute', 'Requests per minute', errors);
     const perDay = parseLimit(values.per_day, 'per_day', 'Requests per day', errors);
+    let expiresAt: string | undefined;
+    if (values.expires_at) {
+      try {
+        expiresAt = parseExpiry(values.expires_at, ctx.clock.now());
+      } catch (err) {
+        if (!(err instanceof ValidationError)) throw err;
+        errors.expires_at = `${err.issues[0]?.msg ?? 'Enter a date in the future'}.`;
+      }
+    }
     if (Object.keys(errors).length) return sendPage(reply, await keysPage(ctx, s, { values, errors }), 422);
     try {
       const created = await accounts.createKey(
         s.orgId,
-        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay },
+        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay, ...(expiresAt ? { expiresAt } : {}) },
         { connectIntegration: false },
+        actorOf(req, s),
       );
       const summary = await accounts.getKey(s.orgId, created.id);
       return sendPage(reply, newKeyPage(s, { title: 'API key created', key: created.key, summary, intro: html`<p>The key “${summary.name}” is active now.</p>` }));
     } catch (err) {
       if (err instanceof ConflictError) return sendPage(reply, await keysPage(ctx, s, { values, message: err.detail }), 409);
       if (err instanceof ValidationError) {
-        return sendPage(reply, await keysPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', external_system: 'external_system', per_minute: 'per_minute', per_day: 'per_day' }) }), 422);
+        return sendPage(reply, await keysPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', external_system: 'external_system', per_minute: 'per_minute', per_day: 'per_day', expires_at: 'expires_at' }) }), 422);
       }
       throw err;
     }
@@ -264,7 +290,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const s = requireSession(req, reply);
     if (!s) return reply;
     checkSessionCsrf(req);
-    await accounts.revokeKey(s.orgId, keyIdOf(req.params));
+    await accounts.revokeKey(s.orgId, keyIdOf(req.params), actorOf(req, s));
     return reply.redirect('/settings/api-keys?done=revoked', 303);
   });
 
@@ -273,8 +299,13 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     checkSessionCsrf(req);
     const old = await accounts.getKey(s.orgId, keyIdOf(req.params));
-    if (old.status !== 'active') return reply.redirect('/settings/api-keys', 303);
-    const rotated = await accounts.rotateKey(s.orgId, old.id);
+    if (old.status !== 'active' || old.replaced_by_key_id) return reply.redirect('/settings/api-keys', 303);
+    const graceText = formText(req.body, 'grace_hours').trim() || '0';
+    const graceHours = /^\d{1,4}$/.test(graceText) ? Number(graceText) : NaN;
+    if (!Number.isInteger(graceHours) || graceHours > MAX_GRACE_HOURS) {
+      return sendPage(reply, confirmPage(s, old, { action: 'rotate', graceHours: graceText, error: `The grace period must be a whole number of hours from 0 to ${MAX_GRACE_HOURS}.` }), 422);
+    }
+    const rotated = await accounts.rotateKey(s.orgId, old.id, { graceHours }, actorOf(req, s));
     const summary = await accounts.getKey(s.orgId, rotated.id);
     return sendPage(
       reply,
@@ -282,7 +313,9 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
         title: 'API key rotated',
         key: rotated.key,
         summary,
-        intro: html`<p>The old key (<code>${old.key_prefix}…</code>) is revoked. Its replacement is below.</p>`,
+        intro: rotated.old_key.works_until
+          ? html`<p>The old key (<code>${old.key_prefix}…</code>) keeps working until ${utc(rotated.old_key.works_until)}, then it is refused. Its replacement is below.</p>`
+          : html`<p>The old key (<code>${old.key_prefix}…</code>) is revoked. Its replacement is below.</p>`,
       }),
     );
   });
@@ -305,7 +338,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const perMinute = parseLimit(values.per_minute, 'per_minute', 'Requests per minute', errors);
     const perDay = parseLimit(values.per_day, 'per_day', 'Requests per day', errors);
     if (Object.keys(errors).length) return sendPage(reply, limitsPage(s, k, values, errors), 422);
-    await accounts.updateKeyLimits(s.orgId, k.id, { perMinute, perDay });
+    await accounts.updateKeyLimits(s.orgId, k.id, { perMinute, perDay }, actorOf(req, s));
     return reply.redirect('/settings/api-keys?done=limits', 303);
   });
 }

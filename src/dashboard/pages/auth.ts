@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, ValidationError } from '../../lib/http/errors.js';
 import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
+import { SetupCodeError } from '../../modules/accounts/organizations.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import {
   FORM_COOKIE,
@@ -24,7 +25,7 @@ import { integrationHealth } from './health.js';
 /** The one answer to every failed sign-in, whatever failed. */
 export const SIGN_IN_FAILED = 'Email or password is incorrect.';
 
-const FIRST_RUN_FIELDS: Record<string, string> = { organization_name: 'organization_name', name: 'name', email: 'email', password: 'password' };
+const FIRST_RUN_FIELDS: Record<string, string> = { setup_code: 'setup_code', organization_name: 'organization_name', name: 'name', email: 'email', password: 'password' };
 
 /** Field errors from a service's validation error (its `loc` names the field). */
 export function fieldErrorsOf(err: ValidationError, fields: Record<string, string>): FieldErrors {
@@ -54,6 +55,7 @@ function firstRunPage(token: string, values: Record<string, string> = {}, errors
 ${errorSummary(errors, message)}
 <form class="stack" method="post" action="/" novalidate>
   ${csrfField(token)}
+  ${field({ name: 'setup_code', label: 'Setup code', errors, required: true, autocomplete: 'off', maxlength: 64, hint: 'Printed by lanebridge serve when it starts (look in the server’s log), or run: bin/lanebridge setup-code' })}
   ${field({ name: 'organization_name', label: 'Organization name', value: values.organization_name, errors, required: true, autocomplete: 'organization', maxlength: 255 })}
   ${field({ name: 'name', label: 'Your name', value: values.name, errors, required: true, autocomplete: 'name', maxlength: 255 })}
   ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true, autocomplete: 'email', maxlength: 255 })}
@@ -116,6 +118,8 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const s = req.dashboardSession;
     if (s) return sendPage(reply, await overviewPage(ctx, s));
     if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
+    // Made here too when no `serve` printed it (tests, an app embedded elsewhere): the CLI prints it.
+    await accounts.setupCode();
     return sendPage(reply, firstRunPage(anonymousFormToken(ctx, req, reply)));
   });
 
@@ -129,6 +133,10 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
       email: formText(req.body, 'email').trim(),
     };
     const password = formText(req.body, 'password');
+    const setupCode = formText(req.body, 'setup_code');
+    const token0 = anonymousFormToken(ctx, req, reply);
+    // Without the code nothing else is looked at (D17): whoever reaches the port first cannot claim it.
+    if (!setupCode.trim()) return sendPage(reply, firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }), 403);
     const errors: FieldErrors = {};
     if (!values.organization_name) errors.organization_name = 'Enter the organization name.';
     else if (values.organization_name.length > 255) errors.organization_name = 'Use at most 255 characters for the organization name.';
@@ -138,14 +146,15 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     // The accounts service's rule, asked first so that its problem shows beside the others.
     const pw = passwordProblem(password);
     if (pw) errors.password = pw;
-    const token = anonymousFormToken(ctx, req, reply);
+    const token = token0;
     if (Object.keys(errors).length) return sendPage(reply, firstRunPage(token, values, errors), 422);
     try {
-      const { user } = await accounts.setUpFirstOrganization({ organizationName: values.organization_name, name: values.name, email: values.email, password });
+      const { user } = await accounts.setUpFirstOrganization({ organizationName: values.organization_name, name: values.name, email: values.email, password, setupCode }, req.ip);
       await startSession(ctx, req, reply, user);
       return reply.redirect('/settings/integrations?done=welcome', 303);
     } catch (err) {
       if (err instanceof ConflictError) return reply.redirect('/signin', 303);
+      if (err instanceof SetupCodeError) return sendPage(reply, firstRunPage(token, values, { setup_code: 'This setup code is not right. Copy it from the server’s log, or run bin/lanebridge setup-code.' }), 403);
       if (err instanceof ValidationError) return sendPage(reply, firstRunPage(token, values, fieldErrorsOf(err, FIRST_RUN_FIELDS)), 422);
       throw err;
     }

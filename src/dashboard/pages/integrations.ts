@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { checkSessionCsrf, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { actorOf, checkSessionCsrf, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
 import { html } from '../html.js';
 import { csrfField, notice, page, settingsTabs } from '../layout.js';
@@ -53,7 +53,7 @@ ${done ? notice('ok', html`<p>${done}</p>`) : ''}
     const s = requireSession(req, reply);
     if (!s) return reply;
     checkSessionCsrf(req);
-    await accounts.connectIntegration(s.orgId);
+    await accounts.connectIntegration(s.orgId, actorOf(req, s));
     return reply.redirect('/settings/api-keys?done=connected', 303);
   });
 }

@@ -1,21 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { ValidationError } from '../../lib/http/errors.js';
-import { EmailTakenError } from '../../modules/accounts/users.js';
+import { ConflictError, ValidationError } from '../../lib/http/errors.js';
+import { EmailTakenError, isRole } from '../../modules/accounts/users.js';
 import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
-import { checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { actorOf, checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
-import { html } from '../html.js';
-import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
+import { html, segment } from '../html.js';
+import { adminOnlyNote, csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
 import { fieldErrorsOf } from './auth.js';
 
 interface UserForm {
   name: string;
   email: string;
+  role?: string;
 }
 
-async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string; passwordErrors?: FieldErrors } = {}) {
+async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string; passwordErrors?: FieldErrors; roleError?: string } = {}) {
   const users = await ctx.services.accounts.listUsers(s.orgId);
+  const admin = s.userRole === 'admin';
+  const others = users.filter((u) => u.id !== s.userId);
   const values = o.values ?? { name: '', email: '' };
   const errors = o.errors ?? {};
   return page({
@@ -27,19 +30,27 @@ ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 <p>The people of your organization. Loads’ sales and dispatcher reps are matched to these users by email (or by a unique name).</p>
 <div class="table-wrap"><table>
   <caption>${users.length} user${users.length === 1 ? '' : 's'}</caption>
-  <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th></tr></thead>
+  <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th></tr></thead>
   <tbody>${users.map(
     (u) => html`<tr><th scope="row">${u.name}${u.id === s.userId ? html` <span class="badge">you</span>` : ''}</th><td>${u.email}</td>
+    <td>${u.role}${admin
+      ? html`<form class="inline" method="post" action="/users/${segment(u.id)}/role">${csrfField(s.csrfToken)}<input type="hidden" name="role" value="${u.role === 'admin' ? 'member' : 'admin'}"><button type="submit" class="small secondary">Make ${u.role === 'admin' ? 'member' : 'admin'}<span class="visually-hidden"> ${u.name}</span></button></form>`
+      : ''}</td>
     <td>${u.password_hash ? 'Yes' : html`<span class="muted">No</span>`}</td><td class="nowrap">${utc(u.created_at)}</td></tr>`,
   )}</tbody>
 </table></div>
-<section class="card" aria-labelledby="add-user-title">
+${o.roleError ? notice('error', html`<p>${o.roleError}</p>`, 'alert') : ''}
+<p><a href="/account/password">Change your own password</a> (it asks for your current one).</p>
+${admin ? html`<section class="card" aria-labelledby="add-user-title">
   <h2 id="add-user-title">Add a user</h2>
   ${errorSummary(errors)}
   <form class="stack" method="post" action="/users" novalidate>
     ${csrfField(s.csrfToken)}
     ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true, autocomplete: 'off', maxlength: 255 })}
     ${field({ name: 'email', label: 'Email', type: 'email', value: values.email, errors, required: true, autocomplete: 'off', maxlength: 255 })}
+    <div><label for="f-role">Role</label>
+    <select id="f-role" name="role"><option value="member"${values.role !== 'admin' ? html` selected` : ''}>Member: reads every page, changes nothing of users, keys, webhooks, imports or settings</option>
+    <option value="admin"${values.role === 'admin' ? html` selected` : ''}>Admin: also manages users, keys, webhooks, imports and settings</option></select></div>
     ${field({
       name: 'password',
       label: 'Password (optional)',
@@ -53,16 +64,18 @@ ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 </section>
 <section class="card" aria-labelledby="set-password-title">
   <h2 id="set-password-title">Set a password</h2>
-  <p>Lets a user of your organization sign in (one added without a password, or who forgot it). The command line does the same: <code>bin/lanebridge user set-password</code>.</p>
+  <p>Lets another user of your organization sign in (one added without a password, or who forgot it). The command line does the same: <code>bin/lanebridge user set-password</code>. Your own password: <a href="/account/password">Change your password</a>.</p>
   ${errorSummary(o.passwordErrors ?? {})}
-  <form class="stack" method="post" action="/users/password" novalidate>
+  ${others.length
+    ? html`<form class="stack" method="post" action="/users/password" novalidate>
     ${csrfField(s.csrfToken)}
     <div><label for="f-user_id">User</label>
-    <select id="f-user_id" name="user_id">${users.map((u) => html`<option value="${u.id}">${u.name} (${u.email})</option>`)}</select></div>
+    <select id="f-user_id" name="user_id">${others.map((u) => html`<option value="${u.id}">${u.name} (${u.email})</option>`)}</select></div>
     ${field({ name: 'new_password', label: 'New password', type: 'password', errors: o.passwordErrors ?? {}, required: true, autocomplete: 'new-password', hint: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
     <div><button type="submit">Set password</button></div>
-  </form>
-</section>`,
+  </form>`
+    : html`<p>There is no other user yet.</p>`}
+</section>` : adminOnlyNote('add users, change roles or set other users’ passwords')}`,
   });
 }
 
@@ -71,7 +84,7 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const s = requireSession(req, reply);
     if (!s) return reply;
     const q = (req.query as Record<string, string | undefined>).done;
-    const done = q === 'added' ? 'The user is added.' : q === 'password' ? 'The password is set: that user can sign in with it.' : undefined;
+    const done = q === 'added' ? 'The user is added.' : q === 'password' ? 'The password is set: that user can sign in with it.' : q === 'role' ? 'The role is changed. It holds from that user’s next request.' : undefined;
     return sendPage(reply, await usersPage(ctx, s, { done }));
   });
 
@@ -79,7 +92,7 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const s = requireSession(req, reply);
     if (!s) return reply;
     checkSessionCsrf(req);
-    const values = { name: formText(req.body, 'name').trim(), email: formText(req.body, 'email').trim() };
+    const values = { name: formText(req.body, 'name').trim(), email: formText(req.body, 'email').trim(), role: formText(req.body, 'role') || 'member' };
     const password = formText(req.body, 'password');
     const errors: FieldErrors = {};
     if (!values.name) errors.name = 'Enter the user’s name.';
@@ -87,9 +100,10 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
     const pw = password ? passwordProblem(password) : null;
     if (pw) errors.password = pw;
+    if (!isRole(values.role)) errors.role = 'Choose admin or member.';
     if (Object.keys(errors).length) return sendPage(reply, await usersPage(ctx, s, { values, errors }), 422);
     try {
-      await ctx.services.accounts.createUser(s.orgId, { ...values, ...(password ? { password } : {}) });
+      await ctx.services.accounts.createUser(s.orgId, { name: values.name, email: values.email, role: isRole(values.role) ? values.role : 'member', ...(password ? { password } : {}) }, actorOf(req, s));
     } catch (err) {
       // Emails are the sign-in identity across organizations; another organization's is not named, nor
       // said to exist: the form says only that this address cannot be used (docs/dashboard.md).
@@ -112,12 +126,29 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
     const password = formText(req.body, 'new_password');
     if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
+    // One's own password needs the current one (D17): not here.
+    if (user.id === s.userId) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }), 403);
     try {
-      await ctx.services.accounts.setPassword(user.email, password);
+      await ctx.services.accounts.setUserPasswordByAdmin(s.orgId, s.userId, user.id, password, actorOf(req, s));
     } catch (err) {
       if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
       throw err;
     }
     return reply.redirect('/users?done=password', 303);
+  });
+
+  app.post('/users/:id/role', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    checkSessionCsrf(req);
+    const id = String((req.params as { id?: string }).id ?? '');
+    try {
+      await ctx.services.accounts.setRole(s.orgId, id, formText(req.body, 'role'), actorOf(req, s));
+    } catch (err) {
+      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
+      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.issues[0]?.msg ?? 'Choose admin or member.' }), 422);
+      throw err;
+    }
+    return reply.redirect('/users?done=role', 303);
   });
 }

@@ -4,7 +4,7 @@ import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { EVENT_TYPES } from '../../modules/events/events.schema.js';
 import { ReplayRunningError, WebhookEndpointLimitError, type DeliveryWithAttempts, type EndpointOverview, type WebhooksService } from '../../modules/webhooks/webhooks.service.js';
 import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
-import { checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { actorOf, checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, pager, settingsTabs, when, type FieldErrors } from '../layout.js';
@@ -276,7 +276,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (values.description.length > 500) errors.description = 'Use at most 500 characters for the description.';
     if (Object.keys(errors).length) return sendPage(reply, await listPage(ctx, s, { values, errors }), 422);
     try {
-      const created = await webhooks.create(s.orgId, { url: values.url, ...(types.length ? { event_types: types } : {}), ...(values.description ? { description: values.description } : {}) });
+      const created = await webhooks.create(s.orgId, { url: values.url, ...(types.length ? { event_types: types } : {}), ...(values.description ? { description: values.description } : {}) }, actorOf(req, s));
       return sendPage(reply, secretPage(s, { title: 'Webhook endpoint added', secret: created.secret, endpoint: created, intro: html`<p>Events committed from now on are sent to <code>${created.url}</code>.</p>` }));
     } catch (err) {
       if (err instanceof ValidationError) {
@@ -318,7 +318,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     }
     let queued: number;
     try {
-      ({ queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) }));
+      ({ queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) }, actorOf(req, s)));
     } catch (err) {
       if (err instanceof ReplayRunningError) return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: err.detail, replayValue: text }), 409);
       throw err;
@@ -331,7 +331,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (!s) return reply;
     checkSessionCsrf(req);
     const status = formText(req.body, 'status') === 'enabled' ? 'enabled' : 'disabled';
-    await webhooks.update(s.orgId, idOf(req.params), { status });
+    await webhooks.update(s.orgId, idOf(req.params), { status }, actorOf(req, s));
     return reply.redirect(`/settings/webhooks/${segment(idOf(req.params))}?done=${status}`, 303);
   });
 
@@ -348,7 +348,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (!s) return reply;
     checkSessionCsrf(req);
     const e = await webhooks.detail(s.orgId, idOf(req.params));
-    const { secret } = await webhooks.rotateSecret(s.orgId, e.id);
+    const { secret } = await webhooks.rotateSecret(s.orgId, e.id, actorOf(req, s));
     return sendPage(reply, secretPage(s, { title: 'Signing secret rotated', secret, endpoint: e, intro: html`<p>For the next 24 hours deliveries are signed with both the previous secret and this one.</p>` }));
   });
 
@@ -356,7 +356,7 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     const s = requireSession(req, reply);
     if (!s) return reply;
     checkSessionCsrf(req);
-    await webhooks.remove(s.orgId, idOf(req.params));
+    await webhooks.remove(s.orgId, idOf(req.params), actorOf(req, s));
     return reply.redirect('/settings/webhooks?done=deleted', 303);
   });
 }

@@ -24,6 +24,8 @@ export interface UsersTable {
   name: string;
   password_hash: string | null;
   created_at: string;
+  /** D17: `admin` or `member`. */
+  role: string;
 }
 
 export interface ApiKeysTable {
@@ -40,6 +42,8 @@ export interface ApiKeysTable {
   last_used_at: string | null;
   revoked_at: string | null;
   replaced_by_key_id: string | null;
+  /** D17: null when the key never expires. */
+  expires_at: string | null;
 }
 
 export interface CustomersTable {
@@ -447,9 +451,21 @@ export interface ImportErrorsTable {
   row: number | string;
   external_reference_id: string | null;
   detail: string;
+export interface AuditLogTable {
+  id: string;
+  org_id: string;
+  at: string;
+  action: string;
+  actor_type: string;
+  actor_id: string | null;
+  actor_name: string;
+  target_type: string;
+  target_id: string;
+  ip: string | null;
 }
 
 export interface Database {
+  audit_log: AuditLogTable;
   organizations: OrganizationsTable;
   tms_integrations: TmsIntegrationsTable;
   users: UsersTable;

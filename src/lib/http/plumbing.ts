@@ -25,6 +25,8 @@ import { refusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.j
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
+  // A key found revoked or expired by the route's own statement (after it was counted): a 401 names no budget.
+  if (status === 401) for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) reply.removeHeader(h);
   for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   return reply.code(status).type('application/json; charset=utf-8').send(body);
 }

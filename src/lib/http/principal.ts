@@ -4,6 +4,10 @@ import type { Scope } from './scopes.js';
 export interface Principal {
   orgId: string;
   keyId: string;
+  /** The key's name (the audit log's actor). */
+  keyName: string;
+  /** When the key stops working (ms since the epoch; D17 expires_at, or a rotated key's grace end); null: never. */
+  expiresAt: number | null;
   scopes: ReadonlySet<Scope>;
   perMinute: number;
   perDay: number;
@@ -13,6 +17,7 @@ export interface Principal {
 export interface KeyState {
   per_minute: number;
   per_day: number;
+  expires_at?: string | null;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The scopes of specification section 5, write:webhooks (D12: managing webhook endpoints, GET too) and
  * write:imports (D15: every imports route, reads included).
- * GET needs read:<resource>; writes and batches need write:<resource>.
+ * GET needs read:<resource>; writes and batches need write:<resource>. read:audit: the audit log (D17).
  */
 export const SCOPES = [
   'read:locations',
@@ -15,6 +15,7 @@ export const SCOPES = [
   'write:rates',
   'write:webhooks',
   'write:imports',
+  'read:audit',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -29,6 +29,8 @@ export function accountsRepo(db: Executor) {
     insertSetting: (name: string, value: string, at: string, tx: Executor = db) =>
       tx.insertInto('dashboard_settings').values({ name, value, created_at: at }).execute(),
 
+    deleteSetting: (name: string, tx: Executor = db) => tx.deleteFrom('dashboard_settings').where('name', '=', name).executeTakeFirst(),
+
     insertSession: (row: DashboardSessionsTable, tx: Executor = db) => tx.insertInto('dashboard_sessions').values(row).execute(),
     /** A session with its user's and organization's names; none when the user is gone. */
     findSession: (id: string, tx: Executor = db) =>
@@ -38,7 +40,7 @@ export function accountsRepo(db: Executor) {
         .innerJoin('organizations as o', 'o.id', 's.org_id')
         .select([
           's.id', 's.org_id', 's.user_id', 's.csrf_token', 's.last_seen_at', 's.expires_at',
-          'u.name as user_name', 'u.email as user_email', 'o.name as org_name',
+          'u.name as user_name', 'u.email as user_email', 'u.role as user_role', 'o.name as org_name',
         ])
         .where('s.id', '=', id)
         .executeTakeFirst(),
@@ -66,6 +68,16 @@ export function accountsRepo(db: Executor) {
         .where('id', '=', id)
         .where('revoked_at', 'is', null)
         .executeTakeFirst(),
+    /** A rotated key's end of grace: it keeps working until `at` (not revoked), once. */
+    endKeyAt: (orgId: string, id: string, at: string, replacedBy: string, tx: Executor = db) =>
+      tx
+        .updateTable('api_keys')
+        .set({ expires_at: at, replaced_by_key_id: replacedBy })
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .where('replaced_by_key_id', 'is', null)
+        .executeTakeFirst(),
     touchKey: (id: string, at: string, tx: Executor = db) =>
       tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
     updateKeyLimits: (orgId: string, id: string, perMinute: number, perDay: number, tx: Executor = db) =>
@@ -80,6 +92,12 @@ export function accountsRepo(db: Executor) {
     /** Emails are unique across organizations (users.email_lower), so sign-in needs no organization. */
     findUserByEmail: (email: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst(),
+    countAdmins: async (orgId: string, tx: Executor = db) => {
+      const r = await tx.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+      return Number(r?.n ?? 0);
+    },
+    setUserRole: (orgId: string, id: string, role: string, tx: Executor = db) =>
+      tx.updateTable('users').set({ role }).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
     setUserPassword: (id: string, passwordHash: string, tx: Executor = db) =>
       tx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).executeTakeFirst(),
     findUser: (orgId: string, id: string, tx: Executor = db) =>

@@ -9,7 +9,7 @@ import { organizations } from './organizations.js';
 import { users } from './users.js';
 
 export type { Principal } from '../../lib/http/principal.js';
-export { DEFAULT_PER_DAY, DEFAULT_PER_MINUTE, MAX_LIMIT, type CreateKeyInput, type KeySummary } from './api-keys.js';
+export { DEFAULT_PER_DAY, DEFAULT_PER_MINUTE, MAX_GRACE_HOURS, MAX_LIMIT, parseExpiry, type CreateKeyInput, type KeySummary } from './api-keys.js';
 export { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem, type SignedInUser } from './users.js';
 
 export function parseScopes(text: string): Scope[] {

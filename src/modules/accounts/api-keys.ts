@@ -8,6 +8,7 @@ import { ConflictError, NotFoundByIdError, ValidationError } from '../../lib/htt
 import { isScope, type Scope } from '../../lib/http/scopes.js';
 import type { AccountsRepo } from './accounts.repo.js';
 import { displayPrefix, generateApiKey, hashApiKey } from './secrets.js';
+import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 
 export const DEFAULT_PER_MINUTE = 100;
 export const DEFAULT_PER_DAY = 10_000;
@@ -27,7 +28,12 @@ export interface KeySummary {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
-  status: 'active' | 'revoked';
+  /** When it stops working (D17); null: never. A key rotated with a grace period has its grace end here. */
+  expires_at: string | null;
+  /** The key that replaced it (rotation). */
+  replaced_by_key_id: string | null;
+  /** `expired`: past expires_at (or a rotated key's grace period). */
+  status: 'active' | 'expired' | 'revoked';
 }
 
 export interface CreateKeyInput {
@@ -36,7 +42,28 @@ export interface CreateKeyInput {
   scopes: Scope[];
   perMinute?: number;
   perDay?: number;
+  /** ISO 8601; must be in the future. */
+  expiresAt?: string;
 }
+
+/** Most hours a rotated key may keep working beside its replacement (30 days). */
+export const MAX_GRACE_HOURS = 720;
+
+/** An expiry time as given (CLI, dashboard): a real ISO 8601 time, in the future. */
+export function parseExpiry(text: string, now: Date, field = 'expires_at'): string {
+  const t = text.trim();
+  let ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:?\d{2}))?$/.test(t) ? Date.parse(t.length === 10 ? `${t}T00:00:00Z` : t) : NaN;
+  // Date.parse takes 2030-02-30 as 2 March: the day must exist.
+  const [y, m, d] = t.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const real = new Date(Date.UTC(y, m - 1, d));
+  if (real.getUTCMonth() !== m - 1 || real.getUTCDate() !== d) ms = NaN;
+  if (Number.isNaN(ms)) throw ValidationError.single([field], `${field} must be an ISO 8601 date or time with a zone, like 2027-01-31 or 2027-01-31T17:00:00Z`);
+  if (ms <= now.getTime()) throw ValidationError.single([field], `${field} must be in the future (it is ${toIso(now)} now)`);
+  return toIso(new Date(ms));
+}
+
+/** Minute precision (D17): when a key was last used is told to the minute, as it is written at most once a minute. */
+const toMinute = (iso: string | null) => (iso ? `${iso.slice(0, 16)}:00.000Z` : null);
 
 function checkLimits(perMinute: number, perDay: number) {
   for (const [field, v] of [['per_minute', perMinute], ['per_day', perDay]] as const) {
@@ -46,7 +73,8 @@ function checkLimits(perMinute: number, perDay: number) {
   }
 }
 
-function summarize(row: ApiKeysTable): KeySummary {
+function summarize(row: ApiKeysTable, now: Date): KeySummary {
+  const expired = row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime();
   return {
     id: row.id,
     name: row.name,
@@ -56,9 +84,11 @@ function summarize(row: ApiKeysTable): KeySummary {
     per_minute: row.per_minute,
     per_day: row.per_day,
     created_at: row.created_at,
-    last_used_at: row.last_used_at,
+    last_used_at: toMinute(row.last_used_at),
     revoked_at: row.revoked_at,
-    status: row.revoked_at ? 'revoked' : 'active',
+    expires_at: row.expires_at,
+    replaced_by_key_id: row.replaced_by_key_id,
+    status: row.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
   };
 }
 
@@ -66,13 +96,16 @@ function summarize(row: ApiKeysTable): KeySummary {
  * API keys (D9): shown once, stored as a hash. Every write moves the organization's `api_keys`
  * counter in its transaction, so a key checked and kept in memory is read again after any change.
  */
-export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown>; ensureIntegration(orgId: string): Promise<void> }) {
+export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown>; ensureIntegration(orgId: string, actor?: AuditActor): Promise<void> }) {
   function keyRow(orgId: string, input: CreateKeyInput): { row: ApiKeysTable; key: string } {
     const perMinute = input.perMinute ?? DEFAULT_PER_MINUTE;
     const perDay = input.perDay ?? DEFAULT_PER_DAY;
     checkLimits(perMinute, perDay);
     if (!input.name.trim()) throw ValidationError.single(['name'], 'name must not be empty');
     if (!input.externalSystem.trim()) throw ValidationError.single(['external_system'], 'external_system must not be empty');
+    if (input.expiresAt !== undefined && Date.parse(input.expiresAt) <= clock.now().getTime()) {
+      throw ValidationError.single(['expires_at'], `expires_at must be in the future (it is ${toIso(clock.now())} now)`);
+    }
     const key = generateApiKey();
     const row: ApiKeysTable = {
       id: newId('key'),
@@ -88,6 +121,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       last_used_at: null,
       revoked_at: null,
       replaced_by_key_id: null,
+      expires_at: input.expiresAt ?? null,
     };
     return { row, key };
   }
@@ -99,9 +133,9 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
   }
 
   return {
-    async createKey(orgId: string, input: CreateKeyInput, opts: { connectIntegration: boolean } = { connectIntegration: true }) {
+    async createKey(orgId: string, input: CreateKeyInput, opts: { connectIntegration: boolean } = { connectIntegration: true }, actor: AuditActor = cliActor()) {
       await org.require(orgId);
-      if (opts.connectIntegration) await org.ensureIntegration(orgId);
+      if (opts.connectIntegration) await org.ensureIntegration(orgId, actor);
       else if (!(await repo.findIntegration(orgId))) {
         throw new ConflictError('Connect the TMS API integration before creating API keys');
       }
@@ -109,57 +143,85 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       await inTransaction(store, async (tx) => {
         await repo.insertKey(row, tx);
         await bumpVersions(tx, orgId, API_KEYS);
+        await recordAudit(tx, clock, orgId, actor, 'key.created', { type: 'key', id: row.id });
       });
-      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day };
+      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, expires_at: row.expires_at };
     },
 
-    async revokeKey(orgId: string, keyId: string) {
+    async revokeKey(orgId: string, keyId: string, actor: AuditActor = cliActor()) {
       const existing = await existingKey(orgId, keyId);
       if (!existing.revoked_at) {
         await inTransaction(store, async (tx) => {
-          await repo.revokeKey(orgId, keyId, toIso(clock.now()), null, tx);
+          // Only the transaction that revoked it records it (two revocations at once: one entry).
+          const done = await repo.revokeKey(orgId, keyId, toIso(clock.now()), existing.replaced_by_key_id, tx);
+          if (Number(done.numUpdatedRows) === 0) return;
           await bumpVersions(tx, orgId, API_KEYS);
+          await recordAudit(tx, clock, orgId, actor, 'key.revoked', { type: 'key', id: keyId });
         });
       }
-      return summarize((await repo.findKey(orgId, keyId))!);
+      return summarize((await repo.findKey(orgId, keyId))!, clock.now());
     },
 
-    /** A new key with the same settings; the old one is revoked at once. */
-    async rotateKey(orgId: string, keyId: string) {
+    /**
+     * A new key with the same settings (and the same end, if any). The old one stops at once, or, with
+     * `graceHours`, keeps working that long beside the new one (its expires_at moves to then, never
+     * later than it was), so a TMS can switch without an outage (D17).
+     */
+    async rotateKey(orgId: string, keyId: string, opts: { graceHours?: number } = {}, actor: AuditActor = cliActor()) {
+      const graceHours = opts.graceHours ?? 0;
+      if (!Number.isInteger(graceHours) || graceHours < 0 || graceHours > MAX_GRACE_HOURS) {
+        throw ValidationError.single(['grace_hours'], `grace_hours must be a whole number of hours from 0 to ${MAX_GRACE_HOURS}`);
+      }
       const old = await existingKey(orgId, keyId);
+      const now = clock.now();
       if (old.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked and cannot be rotated`);
+      if (old.replaced_by_key_id) throw new ConflictError(`API key '${keyId}' was already rotated (replaced by '${old.replaced_by_key_id}'): rotate that key instead`);
+      if (old.expires_at && Date.parse(old.expires_at) <= now.getTime()) throw new ConflictError(`API key '${keyId}' expired at ${old.expires_at} and cannot be rotated: create a new key`);
       const { row, key } = keyRow(orgId, {
         name: old.name,
         externalSystem: old.external_system,
         scopes: old.scopes.split(',').filter(isScope),
         perMinute: old.per_minute,
         perDay: old.per_day,
+        ...(old.expires_at ? { expiresAt: old.expires_at } : {}),
       });
+      const graceEnd = new Date(now.getTime() + graceHours * 3_600_000);
       await inTransaction(store, async (tx) => {
         await repo.insertKey(row, tx);
-        await repo.revokeKey(orgId, keyId, toIso(clock.now()), row.id, tx);
+        const done =
+          graceHours === 0
+            ? await repo.revokeKey(orgId, keyId, toIso(now), row.id, tx)
+            : await repo.endKeyAt(orgId, keyId, old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd), row.id, tx);
+        // Rotated or revoked meanwhile (another request): this rotation did not happen.
+        if (Number(done.numUpdatedRows) === 0) throw new ConflictError(`API key '${keyId}' was revoked or rotated meanwhile`);
         await bumpVersions(tx, orgId, API_KEYS);
+        await recordAudit(tx, clock, orgId, actor, 'key.rotated', { type: 'key', id: keyId });
       });
-      return { id: row.id, key };
+      const oldKey: { id: string; works_until: string | null; revoked_at: string | null } = graceHours > 0
+        ? { id: keyId, works_until: old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd), revoked_at: null }
+        : { id: keyId, works_until: null, revoked_at: toIso(now) };
+      return { id: row.id, key, old_key: oldKey };
     },
 
     async listKeys(orgId: string) {
       await org.require(orgId);
-      return (await repo.listKeys(orgId)).map(summarize);
+      const now = clock.now();
+      return (await repo.listKeys(orgId)).map((row) => summarize(row, now));
     },
 
-    getKey: async (orgId: string, keyId: string): Promise<KeySummary> => summarize(await existingKey(orgId, keyId)),
+    getKey: async (orgId: string, keyId: string): Promise<KeySummary> => summarize(await existingKey(orgId, keyId), clock.now()),
 
     /** New per-minute and per-day limits; they apply from the key's next request. */
-    async updateKeyLimits(orgId: string, keyId: string, limits: { perMinute: number; perDay: number }): Promise<KeySummary> {
+    async updateKeyLimits(orgId: string, keyId: string, limits: { perMinute: number; perDay: number }, actor: AuditActor = cliActor()): Promise<KeySummary> {
       checkLimits(limits.perMinute, limits.perDay);
       const existing = await existingKey(orgId, keyId);
       if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its limits cannot change`);
       await inTransaction(store, async (tx) => {
         await repo.updateKeyLimits(orgId, keyId, limits.perMinute, limits.perDay, tx);
         await bumpVersions(tx, orgId, API_KEYS);
+        await recordAudit(tx, clock, orgId, actor, 'key.limits_changed', { type: 'key', id: keyId });
       });
-      return summarize((await repo.findKey(orgId, keyId))!);
+      return summarize((await repo.findKey(orgId, keyId))!, clock.now());
     },
   };
 }

@@ -18,6 +18,14 @@ interface KeptKey {
   keysVersion: number | null;
 }
 
+/**
+ * The 401 of a key past its end (D17): it says so, and when, so an integrator knows to ask for a new
+ * key rather than look for a typo. A key rotated with a grace period ends the same way.
+ */
+export function expiredKeyError(expiresAt: number): UnauthorizedError {
+  return new UnauthorizedError(`API key expired at ${toIso(new Date(expiresAt))}: ask an admin of your organization for a new key`);
+}
+
 export interface KeyCacheCounters {
   hit(): void;
   miss(): void;
@@ -51,6 +59,8 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
     const principal: Principal = {
       orgId: row.org_id,
       keyId: row.id,
+      keyName: row.name,
+      expiresAt: row.expires_at ? Date.parse(row.expires_at) : null,
       scopes: new Set(row.scopes.split(',').filter(isScope)),
       perMinute: row.per_minute,
       perDay: row.per_day,
@@ -60,6 +70,11 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
       kept.set(hash, { principal, token: snapshot.token, keysVersion: previous?.principal.orgId === row.org_id ? keysVersion : null });
     }
     return principal;
+  }
+
+  /** Expiry is a matter of time, not of a write: checked on every request, kept key or not. */
+  function checkExpiry(principal: Principal) {
+    if (principal.expiresAt !== null && clock.now().getTime() >= principal.expiresAt) throw expiredKeyError(principal.expiresAt);
   }
 
   function touch(principal: Principal) {
@@ -96,9 +111,15 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
           kept.delete(hash);
           throw new UnauthorizedError();
         }
+        // An end set since this key was kept (a rotation with grace on another instance) holds at once.
+        const expiresAt = found.expires_at ? Date.parse(found.expires_at) : null;
+        if (expiresAt !== null && clock.now().getTime() >= expiresAt) {
+          folded.delete(hash);
+          throw expiredKeyError(expiresAt);
+        }
         // New limits (changed on any instance) apply from the next request on.
-        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay) {
-          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day });
+        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay || expiresAt !== principal.expiresAt) {
+          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt });
         }
       },
     };
@@ -126,6 +147,7 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
       counters[known ? 'hit' : 'miss']();
       const principal = known ?? (await readForFolding(hash));
       if (!principal) return null;
+      checkExpiry(principal);
       touch(principal);
       return { principal, guard: known ? guardFor(hash, known) : null };
     },
@@ -142,7 +164,10 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
         if (snapshot) counters.miss();
         principal = await read(hash, snapshot, entry);
       }
-      if (principal) touch(principal);
+      if (principal) {
+        checkExpiry(principal);
+        touch(principal);
+      }
       return principal;
     },
   };

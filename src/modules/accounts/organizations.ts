@@ -4,9 +4,25 @@ import { inTransaction } from '../../lib/db/tx.js';
 import { bumpVersions } from '../../lib/db/versions.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ConflictError, NotFoundByIdError, ValidationError } from '../../lib/http/errors.js';
+import { ConflictError, DetailError, NotFoundByIdError, ValidationError } from '../../lib/http/errors.js';
 import type { AccountsRepo } from './accounts.repo.js';
 import { userRow } from './users.js';
+import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
+import { constantTimeEqualText, generateSetupCode } from './secrets.js';
+
+const SETUP_CODE_SETTING = 'setup_code';
+
+/** The first-run page without the right setup code (D17): refused, and nothing made. */
+export class SetupCodeError extends DetailError {
+  constructor() {
+    super('forbidden', 'The setup code is missing or wrong: `lanebridge serve` prints it at start, and `bin/lanebridge setup-code` prints it again');
+  }
+}
+
+/** What a person types may carry spaces, dashes or lower case: the code is compared without them. */
+function normalizeSetupCode(text: string): string {
+  return text.toUpperCase().replace(/[^0-9A-Z]/g, '');
+}
 
 /** Organizations and their TMS API integration (spec section 5: keys need it connected). */
 export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock) {
@@ -16,10 +32,13 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     return org;
   }
 
-  async function ensureIntegration(orgId: string) {
+  async function ensureIntegration(orgId: string, actor: AuditActor = cliActor()) {
     if (await repo.findIntegration(orgId)) return;
     try {
-      await repo.insertIntegration(orgId, toIso(clock.now()));
+      await inTransaction(store, async (tx) => {
+        await repo.insertIntegration(orgId, toIso(clock.now()), tx);
+        await recordAudit(tx, clock, orgId, actor, 'settings.changed', { type: 'settings', id: 'tms_integration' });
+      });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
     }
@@ -44,17 +63,33 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     getIntegration: (orgId: string) => repo.findIntegration(orgId),
     isIntegrationConnected: async (orgId: string) => (await repo.findIntegration(orgId)) !== undefined,
 
-    async connectIntegration(orgId: string) {
+    async connectIntegration(orgId: string, actor: AuditActor = cliActor()) {
       await requireOrganization(orgId);
-      await ensureIntegration(orgId);
+      await ensureIntegration(orgId, actor);
       return repo.findIntegration(orgId);
+    },
+
+    /**
+     * The one-time code the first-run page asks for (D17), made once and kept in the database (every
+     * instance and `bin/lanebridge setup-code` read the same one); null once an organization exists.
+     */
+    async setupCode(): Promise<string | null> {
+      if ((await repo.countOrganizations()) > 0) return null;
+      const kept = await repo.findSetting(SETUP_CODE_SETTING);
+      if (kept !== undefined) return kept;
+      try {
+        await repo.insertSetting(SETUP_CODE_SETTING, generateSetupCode(), toIso(clock.now()));
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+      return (await repo.findSetting(SETUP_CODE_SETTING)) ?? null;
     },
 
     /**
      * The dashboard's first run: the first organization and its first user, together. A marker row
      * (unique name) makes two concurrent first runs end with one organization, on either engine.
      */
-    async setUpFirstOrganization(input: { organizationName: string; name: string; email: string; password: string }) {
+    async setUpFirstOrganization(input: { organizationName: string; name: string; email: string; password: string; setupCode: string }, ip: string | null = null) {
       const orgName = input.organizationName.trim();
       if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
       const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
@@ -63,10 +98,15 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
       try {
         await inTransaction(store, async (tx) => {
           if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
+          const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
+          if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
+          // Used once: gone with the first run's commit.
+          await repo.deleteSetting(SETUP_CODE_SETTING, tx);
           await repo.markFirstRun(org.id, org.created_at, tx);
           await repo.insertOrganization(org, tx);
           await repo.insertUser(user, tx);
           await bumpVersions(tx, org.id, new Set(['users']));
+          await recordAudit(tx, clock, org.id, { type: 'user', id: user.id, name: user.name, ip }, 'user.created', { type: 'user', id: user.id });
         });
       } catch (err) {
         if (isUniqueViolation(err)) throw alreadySetUp();

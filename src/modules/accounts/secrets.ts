@@ -24,6 +24,23 @@ export function constantTimeEqualHex(a: string, b: string): boolean {
   return ba.length === bb.length && timingSafeEqual(ba, bb);
 }
 
+/** Equal text, in time that does not depend on where they differ. */
+export function constantTimeEqualText(a: string, b: string): boolean {
+  const ba = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+}
+
+// Crockford's base32 without look-alikes: 16 characters, 80 bits, read aloud or typed from a log.
+const SETUP_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The first-run setup code (D17): `XXXX-XXXX-XXXX-XXXX`. */
+export function generateSetupCode(): string {
+  const bytes = randomBytes(16);
+  const chars = [...bytes].map((b) => SETUP_ALPHABET[b & 31]);
+  return [0, 4, 8, 12].map((i) => chars.slice(i, i + 4).join('')).join('-');
+}
+
 const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 64 };
 
 function scryptAsync(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {

@@ -13,6 +13,8 @@ export interface DashboardSession {
   userId: string;
   userName: string;
   userEmail: string;
+  /** D17: `admin` or `member` (read at every request, so a role change holds from the next one). */
+  userRole: 'admin' | 'member';
   /** The synchronizer token every POST form of this session must carry. */
   csrfToken: string;
   expiresAt: string;
@@ -104,6 +106,7 @@ export function sessionsService(store: DataStore, clock: Clock = systemClock, op
         userId: row.user_id,
         userName: row.user_name,
         userEmail: row.user_email,
+        userRole: row.user_role === 'member' ? 'member' : 'admin',
         csrfToken: row.csrf_token,
         expiresAt: row.expires_at,
       };

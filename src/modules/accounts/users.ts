@@ -6,7 +6,8 @@ import type { UsersTable } from '../../lib/db/types.js';
 import { bumpVersions } from '../../lib/db/versions.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { ConflictError, DetailError, ValidationError } from '../../lib/http/errors.js';
+import { ConflictError, DetailError, NotFoundByIdError, ValidationError } from '../../lib/http/errors.js';
+import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 import type { AccountsRepo } from './accounts.repo.js';
 import { hashPassword, verifyPassword } from './secrets.js';
 
@@ -18,10 +19,24 @@ export interface SignedInUser {
   email: string;
 }
 
+/** D17: admins change users, keys, webhooks, imports and settings; members read every page. */
+export const ROLES = ['admin', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+export const isRole = (v: string): v is Role => (ROLES as readonly string[]).includes(v);
+
 export interface UserInput {
   email: string;
   name: string;
   password?: string;
+  /** Default: admin for an organization's first user, member after. */
+  role?: Role;
+}
+
+/** Your own password needs the current one: a session left open must not be enough to take the account. */
+export class CurrentPasswordError extends DetailError {
+  constructor() {
+    super('forbidden', 'The current password is not correct: your password was not changed');
+  }
 }
 
 const USERS = new Set(['users'] as const);
@@ -71,6 +86,7 @@ export async function userRow(orgId: string, input: UserInput, clock: Clock): Pr
     name: input.name.trim(),
     password_hash: input.password ? await hashPassword(input.password) : null,
     created_at: toIso(clock.now()),
+    role: input.role ?? 'admin',
   };
 }
 
@@ -80,13 +96,17 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
   let decoyHash: Promise<string> | null = null;
 
   return {
-    async createUser(orgId: string, input: UserInput) {
+    async createUser(orgId: string, input: UserInput, actor: AuditActor = cliActor()) {
       await org.require(orgId);
+      if (input.role !== undefined && !isRole(input.role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
       const row = await userRow(orgId, input, clock);
       try {
         await inTransaction(store, async (tx) => {
+          // The first user of an organization is its admin; later ones are members unless said otherwise.
+          if (input.role === undefined) row.role = (await repo.countAdmins(orgId, tx)) === 0 ? 'admin' : 'member';
           await repo.insertUser(row, tx);
           await bumpVersions(tx, orgId, USERS);
+          await recordAudit(tx, clock, orgId, actor, 'user.created', { type: 'user', id: row.id });
         });
       } catch (err) {
         if (isUniqueViolation(err)) {
@@ -95,7 +115,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
         }
         throw err;
       }
-      return { id: row.id, email: row.email, name: row.name };
+      return { id: row.id, email: row.email, name: row.name, role: row.role as Role };
     },
 
     /**
@@ -115,12 +135,56 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
      * Sets (or replaces) the dashboard password of the user with this email, in any organization
      * (emails are unique across them): how a user made without one, or who forgot it, signs in.
      */
-    async setPassword(email: string, password: string) {
+    async setPassword(email: string, password: string, actor: AuditActor = cliActor()) {
       checkPassword(password);
       const user = await repo.findUserByEmail(email);
       if (!user) throw new DetailError('not_found', `No user with email '${email.trim()}': create one with user create`);
-      await repo.setUserPassword(user.id, await hashPassword(password));
+      const hashed = await hashPassword(password);
+      await inTransaction(store, async (tx) => {
+        await repo.setUserPassword(user.id, hashed, tx);
+        await recordAudit(tx, clock, user.org_id, actor, 'user.password_set', { type: 'user', id: user.id });
+      });
       return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
+    },
+
+    /**
+     * An admin sets another user's password (D17). One's own goes through changeOwnPassword, which
+     * needs the current one.
+     */
+    async setUserPasswordByAdmin(orgId: string, adminId: string, userId: string, password: string, actor: AuditActor) {
+      if (userId === adminId) throw ValidationError.single(['user_id'], 'To change your own password, use Account → Change password (it asks for your current one)');
+      const user = await repo.findUser(orgId, userId);
+      if (!user) throw new NotFoundByIdError('User', userId);
+      return this.setPassword(user.email, password, actor);
+    },
+
+    /** One's own password: only with the current one (D17). */
+    async changeOwnPassword(orgId: string, userId: string, current: string, next: string, actor: AuditActor) {
+      const user = await repo.findUser(orgId, userId);
+      if (!user) throw new NotFoundByIdError('User', userId);
+      checkPassword(next);
+      const ok = current.length > 0 && current.length <= MAX_PASSWORD_LENGTH && user.password_hash !== null && (await verifyPassword(current, user.password_hash));
+      if (!ok) throw new CurrentPasswordError();
+      const hashed = await hashPassword(next);
+      await inTransaction(store, async (tx) => {
+        await repo.setUserPassword(user.id, hashed, tx);
+        await recordAudit(tx, clock, orgId, actor, 'user.password_set', { type: 'user', id: user.id });
+      });
+    },
+
+    /** Makes a user an admin or a member; an organization always keeps one admin. */
+    async setRole(orgId: string, userId: string, role: string, actor: AuditActor) {
+      if (!isRole(role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
+      const user = await repo.findUser(orgId, userId);
+      if (!user) throw new NotFoundByIdError('User', userId);
+      if (user.role === role) return { id: user.id, role };
+      await inTransaction(store, async (tx) => {
+        await repo.setUserRole(orgId, userId, role, tx);
+        if ((await repo.countAdmins(orgId, tx)) === 0) throw new ConflictError('An organization needs at least one admin: make another user an admin first');
+        await bumpVersions(tx, orgId, USERS);
+        await recordAudit(tx, clock, orgId, actor, 'user.role_changed', { type: 'user', id: userId });
+      });
+      return { id: user.id, role };
     },
 
     findUser: (orgId: string, userId: string) => repo.findUser(orgId, userId),

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
+import { keyActor } from '../audit/audit.js';
 import { ERRORS } from '../../lib/http/errors.js';
 import {
   WebhookAttempt,
@@ -48,7 +49,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       body: WebhookEndpointCreate,
       response: { 201: Type.Ref(WebhookEndpointWithSecret, { description: 'The endpoint, with its signing secret (shown only here and on rotation).' }), ...tooMany },
     },
-    handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body)),
+    handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body, keyActor(principalOf(req), req.ip))),
   });
   r.get(BASE, {
     config,
@@ -71,13 +72,13 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       body: WebhookEndpointUpdate,
       response: { 200: Type.Ref(WebhookEndpoint, { description: 'The endpoint as updated.' }), ...notFound },
     },
-    handler: (req) => webhooks.update(principalOf(req).orgId, req.params.id, req.body),
+    handler: (req) => webhooks.update(principalOf(req).orgId, req.params.id, req.body, keyActor(principalOf(req), req.ip)),
   });
   r.delete(`${BASE}/:id`, {
     config,
     schema: { tags, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint and its delivery log', params: WebhookEndpointIdParams, response: { 204: Type.Null({ description: 'Deleted: no body.' }), ...notFound } },
     handler: async (req, reply) => {
-      await webhooks.remove(principalOf(req).orgId, req.params.id);
+      await webhooks.remove(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip));
       return reply.code(204).send(null);
     },
   });
@@ -91,7 +92,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       params: WebhookEndpointIdParams,
       response: { 200: Type.Ref(WebhookSecret, { description: 'The new signing secret.' }), ...notFound },
     },
-    handler: (req) => webhooks.rotateSecret(principalOf(req).orgId, req.params.id),
+    handler: (req) => webhooks.rotateSecret(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip)),
   });
   r.get(`${BASE}/:id/deliveries`, {
     config,
@@ -131,7 +132,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       body: WebhookReplay,
       response: { 202: Type.Ref(WebhookReplayResult, { description: 'How many deliveries were queued.' }), ...notFound, ...replayRunning },
     },
-    handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body)),
+    handler: async (req, reply) => reply.code(202).send(await webhooks.replay(principalOf(req).orgId, req.params.id, req.body, keyActor(principalOf(req), req.ip))),
   });
 }
 

@@ -1,3 +1,4 @@
+import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 import { randomUUID } from 'node:crypto';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
@@ -170,7 +171,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
   }
 
   return {
-    async create(orgId: string, body: WebhookEndpointCreate): Promise<WebhookEndpointWithSecret> {
+    async create(orgId: string, body: WebhookEndpointCreate, actor: AuditActor = cliActor()): Promise<WebhookEndpointWithSecret> {
       await checkUrl(body.url);
       const at = clock.now();
       const row: EndpointRow = {
@@ -194,6 +195,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       await db.transaction().execute(async (tx) => {
         if ((await countEndpointsLocked(tx, orgId)) >= maxEndpoints) throw new WebhookEndpointLimitError(maxEndpoints);
         await insertEndpoint(tx, row);
+        await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.created', { type: 'webhook_endpoint', id: row.id });
       });
       worker.watch(orgId);
       return { ...toEndpoint(row), secret: row.secret };
@@ -216,7 +218,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       return toEndpoint(await endpoint(orgId, id));
     },
 
-    async update(orgId: string, id: string, body: WebhookEndpointUpdate): Promise<WebhookEndpoint> {
+    async update(orgId: string, id: string, body: WebhookEndpointUpdate, actor: AuditActor = cliActor()): Promise<WebhookEndpoint> {
       const ep = await endpoint(orgId, id);
       if (body.url !== undefined && body.url !== ep.url) await checkUrl(body.url);
       const at = now();
@@ -231,6 +233,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         }
         await tx.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
         if (body.status === 'disabled' && ep.status !== 'disabled') await disableEndpoint(tx, id, 'manual', at);
+        await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.updated', { type: 'webhook_endpoint', id });
       });
       if (body.status === 'enabled') worker.watch(orgId);
       // Its attempt in flight is cut and its slot freed now, not when the attempt ends.
@@ -238,23 +241,30 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       return toEndpoint(await endpoint(orgId, id));
     },
 
-    async remove(orgId: string, id: string): Promise<void> {
-      const deleted = await db.transaction().execute((tx) => deleteEndpoint(tx, orgId, id));
+    async remove(orgId: string, id: string, actor: AuditActor = cliActor()): Promise<void> {
+      const deleted = await db.transaction().execute(async (tx) => {
+        const gone = await deleteEndpoint(tx, orgId, id);
+        if (gone) await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.deleted', { type: 'webhook_endpoint', id });
+        return gone;
+      });
       if (!deleted) throw new WebhookEndpointNotFoundError(id);
       worker.endpointRemoved(id);
     },
 
     /** A new secret; the current one keeps signing beside it for 24 h (a second rotation drops the oldest). */
-    async rotateSecret(orgId: string, id: string): Promise<{ secret: string }> {
+    async rotateSecret(orgId: string, id: string, actor: AuditActor = cliActor()): Promise<{ secret: string }> {
       const ep = await endpoint(orgId, id);
       const at = clock.now();
       const secret = newSecret();
-      await db
-        .updateTable('webhook_endpoints')
-        .set({ secret, previous_secret: ep.secret, previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)), updated_at: toIso(at) })
-        .where('org_id', '=', orgId)
-        .where('id', '=', id)
-        .execute();
+      await db.transaction().execute(async (tx) => {
+        await tx
+          .updateTable('webhook_endpoints')
+          .set({ secret, previous_secret: ep.secret, previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)), updated_at: toIso(at) })
+          .where('org_id', '=', orgId)
+          .where('id', '=', id)
+          .execute();
+        await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.secret_rotated', { type: 'webhook_endpoint', id });
+      });
       return { secret };
     },
 
@@ -287,7 +297,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
      * MAX_REPLAY_EVENTS, oldest first), or the named ones. Only its event types; the same webhook-id.
      * One replay runs per endpoint at a time: while deliveries an earlier one queued are pending, 409.
      */
-    async replay(orgId: string, id: string, body: WebhookReplay): Promise<{ queued: number }> {
+    async replay(orgId: string, id: string, body: WebhookReplay, actor: AuditActor = cliActor()): Promise<{ queued: number }> {
       const ep = await endpoint(orgId, id);
       const hasAfter = body.after_sequence !== undefined;
       const hasIds = body.event_ids !== undefined;
@@ -314,6 +324,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         const pending = await pendingReplayDeliveries(tx, id);
         if (pending > 0) throw new ReplayRunningError(pending);
         await insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at, replayId)));
+        await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.replayed', { type: 'webhook_endpoint', id });
       });
       if (events.length > 0) worker.wake(orgId);
       return { queued: events.length };

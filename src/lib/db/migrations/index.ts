@@ -16,6 +16,7 @@ import { migration0014 } from './0014_usage.js';
 import { migration0015 } from './0015_webhook_attempts.js';
 import { migration0016 } from './0016_stop_actuals_evidence.js';
 import { migration0017 } from './0017_imports.js';
+import { migration0018 } from './0018_team_accounts.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -36,6 +37,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0015_webhook_attempts': migration0015(dialect),
     '0016_stop_actuals_evidence': migration0016(dialect),
     '0017_imports': migration0017(dialect),
+    '0018_team_accounts': migration0018(dialect),
   };
 }
 

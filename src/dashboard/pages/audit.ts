@@ -1,0 +1,91 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '../../modules/audit/audit.schema.js';
+import { requireSession, sendPage, type DashboardContext } from '../context.js';
+import { utc } from '../format.js';
+import { html } from '../html.js';
+import { page, pager, settingsTabs } from '../layout.js';
+
+const PAGE_SIZE = 50;
+const KINDS = [...new Set(AUDIT_ACTIONS.map((a) => `${a.split('.')[0]}.`))];
+
+function queryValue(req: FastifyRequest, name: string, max = 64): string {
+  const v = (req.query as Record<string, unknown>)[name];
+  const first = Array.isArray(v) ? v[0] : v;
+  return typeof first === 'string' ? first.trim().slice(0, max) : '';
+}
+
+/** A date (YYYY-MM-DD) as the start of that UTC day, or undefined. */
+function dayStart(text: string, plusDays = 0): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
+  const ms = Date.parse(`${text}T00:00:00Z`);
+  return Number.isNaN(ms) ? undefined : new Date(ms + plusDays * 86_400_000).toISOString();
+}
+
+/** Settings → Audit log (D17): who changed users, keys, webhooks, imports and settings, newest first. */
+export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  app.get('/settings/audit-log', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    const actionParam = queryValue(req, 'action');
+    const action = (AUDIT_ACTIONS as readonly string[]).includes(actionParam) || KINDS.includes(actionParam) ? actionParam : '';
+    const actorParam = queryValue(req, 'actor_type');
+    const actorType = (AUDIT_ACTOR_TYPES as readonly string[]).includes(actorParam) ? (actorParam as (typeof AUDIT_ACTOR_TYPES)[number]) : undefined;
+    const actorId = queryValue(req, 'actor_id');
+    const from = queryValue(req, 'from', 10);
+    const to = queryValue(req, 'to', 10);
+    const pageNo = Math.max(1, Math.min(1_000_000, Number.parseInt(queryValue(req, 'page', 9), 10) || 1));
+    const since = dayStart(from);
+    const before = dayStart(to, 1);
+    const result = await ctx.services.audit.list(s.orgId, {
+      page: pageNo,
+      page_size: PAGE_SIZE,
+      ...(action ? { action } : {}),
+      ...(actorType ? { actor_type: actorType } : {}),
+      ...(actorId ? { actor_id: actorId } : {}),
+      ...(since ? { created_since: since } : {}),
+      ...(before ? { created_before: before } : {}),
+    });
+    const users = await ctx.services.accounts.listUsers(s.orgId);
+    const query = { action: action || undefined, actor_type: actorType, actor_id: actorId || undefined, from: since ? from : undefined, to: before ? to : undefined };
+    const filtered = Object.values(query).some((v) => v !== undefined);
+    const body = html`<h1>Settings</h1>
+${settingsTabs('audit-log')}
+<h2>Audit log</h2>
+<p>Every change to users, API keys, webhook endpoints, imports and settings, newest first, with who made it and from which
+address. Entries are kept 400 days. Integrations read the same log from <code>GET /v2/tms-api/audit-log</code> (scope <code>read:audit</code>).</p>
+<form class="inline" method="get" action="/settings/audit-log" role="search">
+  <div><label for="action">Action</label><select id="action" name="action">
+    <option value=""${action === '' ? html` selected` : ''}>Every action</option>
+    ${KINDS.map((k) => html`<option value="${k}"${action === k ? html` selected` : ''}>Every ${k.slice(0, -1).replace('_', ' ')} action</option>`)}
+    ${AUDIT_ACTIONS.map((a) => html`<option value="${a}"${action === a ? html` selected` : ''}>${a}</option>`)}
+  </select></div>
+  <div><label for="actor_type">Done by</label><select id="actor_type" name="actor_type">
+    <option value=""${!actorType ? html` selected` : ''}>Anyone</option>
+    <option value="user"${actorType === 'user' ? html` selected` : ''}>A dashboard user</option>
+    <option value="key"${actorType === 'key' ? html` selected` : ''}>An API key</option>
+    <option value="cli"${actorType === 'cli' ? html` selected` : ''}>The command line</option>
+  </select></div>
+  <div><label for="actor_id">User</label><select id="actor_id" name="actor_id">
+    <option value=""${!actorId ? html` selected` : ''}>Any user</option>
+    ${users.map((u) => html`<option value="${u.id}"${actorId === u.id ? html` selected` : ''}>${u.name}</option>`)}
+  </select></div>
+  <div><label for="from">From (UTC day)</label><input id="from" name="from" type="date" value="${since ? from : ''}"></div>
+  <div><label for="to">To (UTC day)</label><input id="to" name="to" type="date" value="${before ? to : ''}"></div>
+  <div><button type="submit">Show</button></div>
+  ${filtered ? html`<div><a href="/settings/audit-log">Every entry</a></div>` : ''}
+</form>
+${result.items.length === 0
+  ? html`<p>${filtered ? 'No entries match these filters.' : 'No entries yet.'}</p>`
+  : html`<div class="table-wrap"><table>
+  <caption>Audit log, newest first (times in UTC)</caption>
+  <thead><tr><th scope="col">Time</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
+  <tbody>${result.items.map(
+    (e) => html`<tr><td class="nowrap">${utc(e.at)}</td><td><code>${e.action}</code></td>
+    <td>${e.actor.name} <span class="muted">(${e.actor.type}${e.actor.id ? html` <code>${e.actor.id}</code>` : ''})</span></td>
+    <td>${e.target.type} <code>${e.target.id}</code></td><td>${e.ip ?? '—'}</td></tr>`,
+  )}</tbody>
+</table></div>`}
+${pager('/settings/audit-log', result.pagination, { ...query, actor_type: actorType }, 'entries')}`;
+    return sendPage(reply, page({ title: 'Audit log', session: s, active: 'settings', body }));
+  });
+}
