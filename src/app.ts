@@ -48,6 +48,9 @@ import { dashboardPlugin, type DashboardOptions } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
+import { requestTracing } from './lib/telemetry/http.js';
+import { traceRedisCommands } from './lib/telemetry/redis.js';
+import { detached } from './lib/telemetry/tracing.js';
 
 export interface AppDeps {
   config: Config;
@@ -78,6 +81,12 @@ export interface AppDeps {
   webhookDelivery?: 'background' | 'manual';
   /** How webhook URLs' host names are resolved for the URL rules (tests: a fixed table; default the system's). */
   webhookResolve?: Resolver;
+  /**
+   * Spans per request and per Redis command (OpenTelemetry, started by startTracing when
+   * OTEL_EXPORTER_OTLP_ENDPOINT is set; statements are traced by the store: openDataStore's `traced`).
+   * Off (the default): no hook, no subscription, nothing loaded.
+   */
+  tracing?: boolean;
 }
 
 export interface Lanebridge {
@@ -111,6 +120,7 @@ const PUBLIC_API_PATHS = new Set(['/v2/tms-api/openapi.json']);
 export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const { config, store } = deps;
   const clock = deps.clock ?? systemClock;
+  const requestSpans = deps.tracing ? requestTracing((req) => req.principal?.orgId ?? req.dashboardSession?.orgId) : null;
   const app = Fastify({
     logger:
       deps.logger === false
@@ -132,6 +142,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
             ...(typeof deps.logger === 'object' ? deps.logger : {}),
           },
     genReqId: newRequestId,
+    // With tracing on, each request's log lines carry its trace id beside its request id.
+    ...(requestSpans ? { childLoggerFactory: requestSpans.childLoggerFactory } : {}),
     // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
@@ -144,6 +156,13 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     // And those Node's HTTP parser refuses (a malformed request line or header): the D1 shape, an X-Request-Id.
     clientErrorHandler,
   });
+
+  // First of all hooks, so the request's span is active in every other one.
+  if (requestSpans) {
+    requestSpans.install(app);
+    const stopRedisSpans = traceRedisCommands();
+    app.addHook('onClose', async () => stopRedisSpans());
+  }
 
   const metrics = createMetrics();
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
@@ -168,9 +187,10 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   let followUp: RecommendationsFeed | null = null;
   const afterCommit: AfterCommit = async (orgId, committed, opts) => {
     // The committed events go out to webhook endpoints beside the request (D12).
-    if (committed.records.length > 0 || committed.announcements.length > 0) webhooks.worker.wake(orgId);
+    // (Background work of its own: outside the request's span when tracing is on.)
+    if (committed.records.length > 0 || committed.announcements.length > 0) detached(() => webhooks.worker.wake(orgId));
     await analytics.afterCommit(orgId, committed, opts);
-    if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void followUp.schedule(orgId);
+    if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void detached(() => followUp!.schedule(orgId));
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles });

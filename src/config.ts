@@ -60,6 +60,10 @@ const EnvSchema = Type.Object({
   WEBHOOK_MAX_IN_FLIGHT: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
   /** Of those, the most one organization's endpoints may hold (one slot per endpoint). */
   WEBHOOK_MAX_IN_FLIGHT_PER_ORG: Type.Integer({ default: 16, minimum: 1, maximum: 1024 }),
+  /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
+  /** The `service.name` of the spans. */
+  OTEL_SERVICE_NAME: Type.String({ default: 'lanebridge', minLength: 1, maxLength: 200 }),
 });
 
 export type Config = {
@@ -110,6 +114,10 @@ export type Config = {
   /** Deliveries one process sends at once (default 64), and one organization's share of them (default 16). */
   webhookMaxInFlight: number;
   webhookMaxInFlightPerOrg: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
+  otlpEndpoint: string | undefined;
+  /** OTEL_SERVICE_NAME (default `lanebridge`). */
+  otelServiceName: string;
 };
 
 export class ConfigError extends Error {}
@@ -197,5 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookMaxInFlight: env2.WEBHOOK_MAX_IN_FLIGHT,
     // A share larger than the whole is the whole.
     webhookMaxInFlightPerOrg: Math.min(env2.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, env2.WEBHOOK_MAX_IN_FLIGHT),
+    otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: env2.OTEL_SERVICE_NAME,
   };
 }
