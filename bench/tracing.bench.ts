@@ -16,8 +16,7 @@ import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
-import { median, pinLoadGenerator, startServer, waitFor } from './servers.js';
+import { getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -66,30 +65,8 @@ const [a, b]: [Variant, Variant] = args.control
 const serve = (v: Variant, port: number): ChildProcess =>
   startServer(v.dir, join(v.dir, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', DB_POOL_SIZE: '10', ...v.env }, hasTaskset);
 
-let next = 0;
-async function getLoads(port: number, seconds: number): Promise<number> {
-  const res = await new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon(
-      {
-        url: `http://127.0.0.1:${port}`,
-        connections: 10,
-        duration: seconds,
-        requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${seed.sampleHistoryLoads[next++ % seed.sampleHistoryLoads.length]}` }) }],
-      },
-      (err, r) => (err ? reject(err) : resolve(r)),
-    ),
-  );
-  if (res.non2xx > 0 || res.errors > 0) throw new Error(`${res.non2xx} non-2xx answers, ${res.errors} errors`);
-  return res.requests.average;
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
+const getLoads = getLoadBench(seed);
+const stop = stopServer;
 
 const rps = { a: [] as number[], b: [] as number[] };
 const ratios: number[] = [];
