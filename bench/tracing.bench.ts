@@ -8,7 +8,9 @@
  *
  * As bench/usage.bench.ts: each round starts a fresh pair of servers on the seeded database, warms both,
  * drives each in turn with "get load by id" (10 connections, the seed's history loads in turn), alternating
- * which goes first. Ratio = median of per-round ratios (B ÷ A: above 1 is what A costs).
+ * which goes first. Ratio = median of per-round ratios (B ÷ A: above 1 is what A costs). Also the server's CPU
+ * time per request (utime + stime from /proc over the run ÷ requests), which other work on the machine
+ * moves far less than throughput (A ÷ B: above 1 is what A costs).
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
+import { cpuMs, getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -70,6 +72,8 @@ const stop = stopServer;
 
 const rps = { a: [] as number[], b: [] as number[] };
 const ratios: number[] = [];
+const cpuUs = { a: [] as number[], b: [] as number[] };
+const cpuRatios: number[] = [];
 for (let i = 0; i < ROUNDS; i++) {
   const servers = { a: { port: 18_611, child: serve(a, 18_611) }, b: { port: 18_612, child: serve(b, 18_612) } };
   try {
@@ -77,10 +81,15 @@ for (let i = 0; i < ROUNDS; i++) {
     for (const s of Object.values(servers)) await getLoads(s.port, WARMUP);
     const got: Record<string, number> = {};
     for (const which of i % 2 === 0 ? (['a', 'b'] as const) : (['b', 'a'] as const)) {
+      const pid = servers[which].child.pid!;
+      const before = cpuMs(pid);
       got[which] = await getLoads(servers[which].port, DURATION);
       rps[which].push(got[which]!);
+      // CPU time per request moves far less than throughput when other work shares the cores.
+      cpuUs[which].push(((cpuMs(pid) - before) * 1000) / (got[which]! * DURATION));
     }
     ratios.push(got.b! / got.a!);
+    cpuRatios.push(cpuUs.a.at(-1)! / cpuUs.b.at(-1)!);
   } finally {
     await Promise.all(Object.values(servers).map((s) => stop(s.child)));
   }
@@ -88,6 +97,9 @@ for (let i = 0; i < ROUNDS; i++) {
 sink.close();
 process.stderr.write(`per-round ${b.label} ÷ ${a.label}: ${ratios.map((r) => r.toFixed(3)).join(', ')}\n`);
 process.stderr.write(`sink: ${exports} exports, ${(exportedBytes / 1e6).toFixed(1)} MB\n`);
+process.stderr.write(`per-round CPU per request, ${a.label} ÷ ${b.label}: ${cpuRatios.map((r) => r.toFixed(3)).join(', ')}\n`);
 process.stdout.write(
-  `| get load by id, 10 connections | ${a.label}, req/s | ${b.label}, req/s | B ÷ A |\n|---|---:|---:|---:|\n| median of ${ROUNDS} rounds of ${DURATION} s, a fresh pair each | ${median(rps.a).toFixed(0)} | ${median(rps.b).toFixed(0)} | ${median(ratios).toFixed(3)} |\n`,
+  `| get load by id, 10 connections (median of ${ROUNDS} rounds of ${DURATION} s, a fresh pair each) | ${a.label} | ${b.label} | ratio |\n|---|---:|---:|---:|\n` +
+    `| req/s | ${median(rps.a).toFixed(0)} | ${median(rps.b).toFixed(0)} | ${median(ratios).toFixed(3)} (B ÷ A) |\n` +
+    `| server CPU µs per request | ${median(cpuUs.a).toFixed(1)} | ${median(cpuUs.b).toFixed(1)} | ${median(cpuRatios).toFixed(3)} (A ÷ B) |\n`,
 );
