@@ -19,7 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { median, pinLoadGenerator, startServer, waitFor } from './servers.js';
+import { cpuMs, median, pinLoadGenerator, startServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -36,20 +36,8 @@ const seed = JSON.parse(readFileSync(args.seed, 'utf8')) as { databaseUrl: strin
 const ROUNDS = Number(args.rounds);
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
-const TICKS = 100; // USER_HZ on Linux
 
 const hasTaskset = pinLoadGenerator();
-
-/** utime + stime of a process, in ms (0 when it is gone). */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
-  } catch {
-    return 0;
-  }
-}
 
 /** CPU time of every postgres process now alive, by pid. */
 function postgresCpu(): Map<number, number> {

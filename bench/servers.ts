@@ -1,4 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
 
 /**
  * What the A/B benchmarks that start their own servers share (usage, CPU per request): this process on
@@ -41,3 +43,48 @@ export const median = (xs: number[]): number => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+
+/** Stops a server started by startServer (SIGTERM) and waits for it to exit. */
+export function stopServer(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * The get-load benchmark against one server: "get load by id" at 10 connections for `seconds`, the
+ * seed's history loads in turn (one counter across calls); the mean req/s. Any non-2xx or error throws.
+ */
+export function getLoadBench(seed: { key: string; sampleHistoryLoads: string[] }) {
+  let next = 0;
+  return async (port: number, seconds: number): Promise<number> => {
+    const res = await new Promise<autocannon.Result>((resolve, reject) =>
+      autocannon(
+        {
+          url: `http://127.0.0.1:${port}`,
+          connections: 10,
+          duration: seconds,
+          requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${seed.sampleHistoryLoads[next++ % seed.sampleHistoryLoads.length]}` }) }],
+        },
+        (err, r) => (err ? reject(err) : resolve(r)),
+      ),
+    );
+    if (res.non2xx > 0 || res.errors > 0) throw new Error(`${res.non2xx} non-2xx answers, ${res.errors} errors`);
+    return res.requests.average;
+  };
+}
+
+const TICKS = 100; // USER_HZ on Linux
+
+/** utime + stime of a process, in ms (0 when it is gone). */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
+  } catch {
+    return 0;
+  }
+}

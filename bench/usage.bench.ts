@@ -16,8 +16,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
-import { median, pinLoadGenerator, startServer, waitFor } from './servers.js';
+import { getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { seed: { type: 'string' }, rounds: { type: 'string', default: '10' }, duration: { type: 'string', default: '8' }, warmup: { type: 'string', default: '4' }, control: { type: 'boolean', default: false } } });
@@ -32,22 +31,8 @@ const hasTaskset = pinLoadGenerator();
 const serve = (port: number, usage: 'on' | 'off'): ChildProcess =>
   startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', DB_POOL_SIZE: '10', USAGE_RECORDING: usage }, hasTaskset);
 
-let next = 0;
-async function getLoads(port: number, seconds: number): Promise<{ rps: number }> {
-  const res = await new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon(
-      {
-        url: `http://127.0.0.1:${port}`,
-        connections: 10,
-        duration: seconds,
-        requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${seed.sampleHistoryLoads[next++ % seed.sampleHistoryLoads.length]}` }) }],
-      },
-      (err, r) => (err ? reject(err) : resolve(r)),
-    ),
-  );
-  if (res.non2xx > 0 || res.errors > 0) throw new Error(`${res.non2xx} non-2xx answers, ${res.errors} errors`);
-  return { rps: res.requests.average };
-}
+const getLoads = async (port: number, seconds: number) => ({ rps: await getLoadRps(port, seconds) });
+const getLoadRps = getLoadBench(seed);
 
 async function metricsOf(port: number) {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -55,13 +40,7 @@ async function metricsOf(port: number) {
   return { hits: n('hit'), misses: n('miss') };
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
+const stop = stopServer;
 
 // Each round starts a fresh pair: one process can run several percent faster or slower than another
 // of the same build for its whole life (JIT and heap layout), which a long-lived pair would mistake

@@ -56,6 +56,9 @@ import { IMPORT_SCHEMAS } from './modules/imports/imports.schema.js';
 import { auditService } from './modules/audit/audit.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { AuditEntry, AuditEntryPage } from './modules/audit/audit.schema.js';
+import { requestTracing } from './lib/telemetry/http.js';
+import { traceRedisCommands } from './lib/telemetry/redis.js';
+import { detached } from './lib/telemetry/tracing.js';
 
 export interface AppDeps {
   config: Config;
@@ -91,6 +94,11 @@ export interface AppDeps {
    * `imports.runner.drain()` is called (tests). Follows `webhookDelivery` when not given.
    */
   importRunner?: 'background' | 'manual';
+   * Spans per request and per Redis command (OpenTelemetry, started by startTracing when
+   * OTEL_EXPORTER_OTLP_ENDPOINT is set; statements are traced by the store: openDataStore's `traced`).
+   * Off (the default): no hook, no subscription, nothing loaded.
+   */
+  tracing?: boolean;
 }
 
 export interface Lanebridge {
@@ -128,6 +136,7 @@ const PUBLIC_API_PATHS = new Set(['/v2/tms-api/openapi.json']);
 export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const { config, store } = deps;
   const clock = deps.clock ?? systemClock;
+  const requestSpans = deps.tracing ? requestTracing((req) => req.principal?.orgId ?? req.dashboardSession?.orgId) : null;
   const app = Fastify({
     logger:
       deps.logger === false
@@ -149,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
             ...(typeof deps.logger === 'object' ? deps.logger : {}),
           },
     genReqId: newRequestId,
+    // With tracing on, each request's log lines carry its trace id beside its request id.
+    ...(requestSpans ? { childLoggerFactory: requestSpans.childLoggerFactory } : {}),
     // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
@@ -161,6 +172,13 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     // And those Node's HTTP parser refuses (a malformed request line or header): the D1 shape, an X-Request-Id.
     clientErrorHandler,
   });
+
+  // First of all hooks, so the request's span is active in every other one.
+  if (requestSpans) {
+    requestSpans.install(app);
+    const stopRedisSpans = traceRedisCommands();
+    app.addHook('onClose', async () => stopRedisSpans());
+  }
 
   const metrics = createMetrics();
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
@@ -185,9 +203,10 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   let followUp: RecommendationsFeed | null = null;
   const afterCommit: AfterCommit = async (orgId, committed, opts) => {
     // The committed events go out to webhook endpoints beside the request (D12).
-    if (committed.records.length > 0 || committed.announcements.length > 0) webhooks.worker.wake(orgId);
+    // (Background work of its own: outside the request's span when tracing is on.)
+    if (committed.records.length > 0 || committed.announcements.length > 0) detached(() => webhooks.worker.wake(orgId));
     await analytics.afterCommit(orgId, committed, opts);
-    if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void followUp.schedule(orgId);
+    if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void detached(() => followUp!.schedule(orgId));
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes });

@@ -72,6 +72,10 @@ const EnvSchema = Type.Object({
   IMPORT_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
   /** Rows per import chunk: one transaction, one checkpoint and one analytics run each. */
   IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
+  /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
+  /** The `service.name` of the spans. */
+  OTEL_SERVICE_NAME: Type.String({ default: 'lanebridge', minLength: 1, maxLength: 200 }),
 });
 
 export type Config = {
@@ -132,6 +136,10 @@ export type Config = {
   importLeaseMs: number;
   /** Rows per import chunk (default 1000). */
   importChunkRows: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
+  otlpEndpoint: string | undefined;
+  /** OTEL_SERVICE_NAME (default `lanebridge`). */
+  otelServiceName: string;
 };
 
 export class ConfigError extends Error {}
@@ -225,5 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importWorker: env2.IMPORT_WORKER === 'on',
     importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
     importChunkRows: env2.IMPORT_CHUNK_ROWS,
+    otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: env2.OTEL_SERVICE_NAME,
   };
 }

@@ -5,6 +5,7 @@ import { DatabaseSetupError, openDataStore, type DataStore, type OpenOptions } f
 import { ApiError, ValidationError } from './lib/http/errors.js';
 import { MAX_GRACE_HOURS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseExpiry, parseScopes } from './modules/accounts/accounts.service.js';
 import { ROLES, isRole } from './modules/accounts/users.js';
+import { startTracing } from './lib/telemetry/tracing.js';
 
 const USAGE = `Usage: lanebridge <command>
 
@@ -32,6 +33,8 @@ sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --pas
 (kept out of the shell history and the process list).`;
 
 class UsageError extends Error {}
+
+const tracingSettings = (config: Config) => ({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
 
 async function readStdinLine(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -85,11 +88,14 @@ async function serve(config: Config) {
   if (!process.execArgv.concat(process.env.NODE_OPTIONS ?? '').some((a) => a.includes('heap-growing-percent'))) {
     setFlagsFromString('--heap-growing-percent=100');
   }
-  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: config.dbPoolSize });
+  // Before the store opens: its statements are traced only when tracing is on.
+  const tracing = await startTracing(tracingSettings(config));
+  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: config.dbPoolSize, traced: tracing !== null });
   await store.migrate();
   // Loaded only for `serve`: the admin commands stay quick to start.
   const { buildApp } = await import('./app.js');
-  const { app } = await buildApp({ config, store });
+  const { app } = await buildApp({ config, store, tracing: tracing !== null });
+  if (tracing) app.log.info({ endpoint: config.otlpEndpoint }, 'tracing on: spans sent by OTLP/HTTP');
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -109,6 +115,8 @@ async function serve(config: Config) {
       await app.close();
       clearInterval(reaper);
       await store.close();
+      // The last spans are sent before the process ends (bounded by the exporter's own timeout).
+      await tracing?.shutdown();
       app.log.info('shut down: requests answered, database closed');
       process.exit(0);
     } catch (err) {
@@ -140,7 +148,8 @@ async function serve(config: Config) {
  * the outbox and due retries. Any number may run beside the servers (PostgreSQL; SQLite: one host).
  */
 async function worker(config: Config) {
-  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: Math.min(config.dbPoolSize, 4) });
+  const tracing = await startTracing(tracingSettings(config));
+  const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: Math.min(config.dbPoolSize, 4), traced: tracing !== null });
   await store.migrate();
   const { webhooksModule } = await import('./modules/webhooks/webhooks.js');
   const log = {
@@ -192,6 +201,7 @@ async function worker(config: Config) {
     await built?.app.close();
     await probes.close();
     await store.close();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect as KyselyDialect } from 'kysely';
+import { tracedDialect } from './tracing.js';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
@@ -93,12 +94,16 @@ export interface OpenOptions {
   onCreated?: (message: string) => void;
   /** PostgreSQL: the statement timeout (default STATEMENT_TIMEOUT_MS; tests shorten it). */
   statementTimeoutMs?: number;
+  /** A span per statement under the active span (OpenTelemetry; only when tracing is on: src/lib/telemetry). */
+  traced?: boolean;
 }
 
 export function openDataStore(databaseUrl: string, opts: OpenOptions = {}): DataStore {
   if (isPostgresUrl(databaseUrl)) return openPostgres(databaseUrl, opts);
   return openSqlite(databaseUrl, opts);
 }
+
+const maybeTraced = (dialect: KyselyDialect, system: 'sqlite' | 'postgresql', opts: OpenOptions) => (opts.traced ? tracedDialect(dialect, system) : dialect);
 
 /** The database cannot be opened or set up; the message is one line that names the fix. */
 export class DatabaseSetupError extends Error {}
@@ -171,7 +176,7 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   const checkpoints = path === ':memory:' ? null : backgroundCheckpoints(raw, path);
   const log = statementLog();
   const statements = cachingStatements(raw, 500, log);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  const db = new Kysely<Database>({ dialect: maybeTraced(new SqliteDialect({ database: statements }), 'sqlite', opts) });
   // Without statistics SQLite takes `org_id = ?` (every index leads with it) for selective and walks an
   // organization; `optimize` refreshes stale statistics at start and hourly.
   const refreshPlannerStatistics = () => {
@@ -247,7 +252,7 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
     client.on('error', () => {});
   });
   const log = statementLog();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: namedStatements(pool, log) }) });
+  const db = new Kysely<Database>({ dialect: maybeTraced(new PostgresDialect({ pool: namedStatements(pool, log) }), 'postgresql', opts) });
   return {
     db,
     dialect: 'postgres',

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { SpanStatusCode } from '@opentelemetry/api';
 import { Agent, type Dispatcher } from 'undici';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { inSpan, ORGANIZATION_ATTRIBUTE } from '../../lib/telemetry/tracing.js';
 import {
   anyDue,
   claimDeliveries,
@@ -164,7 +166,46 @@ interface AttemptContext extends OutcomeDeps {
  * when nothing was recorded: the claim was lost, the endpoint went away, or the process is stopping
  * (then the claim is given back at once: the receiver may have it already, at least once).
  */
-async function deliver(ctx: AttemptContext, c: ClaimedDelivery, claim: string, chain: Chain): Promise<AttemptResult | null> {
+function deliver(ctx: AttemptContext, c: ClaimedDelivery, claim: string, chain: Chain): Promise<AttemptResult | null> {
+  const { delivery: d, endpoint: ep } = c;
+  // A trace of its own per attempt (whichever request woke the worker is not its cause); the
+  // statements that claim nothing but record this attempt's outcome are its children.
+  return inSpan(
+    'webhook attempt',
+    {
+      [ORGANIZATION_ATTRIBUTE]: ep.org_id,
+      'lanebridge.webhook.endpoint_id': ep.id,
+      'lanebridge.webhook.delivery_id': d.id,
+      'lanebridge.webhook.attempt': d.attempt + 1,
+      'lanebridge.event.id': d.event_id,
+      'lanebridge.event.type': d.event_type,
+      ...hostOf(ep.url),
+    },
+    async (span) => {
+      const result = await attempt(ctx, c, claim, chain);
+      if (!result) span.setAttribute('lanebridge.webhook.outcome', 'not_recorded');
+      else {
+        span.setAttribute('lanebridge.webhook.outcome', result.status);
+        if (result.response_status !== null) span.setAttribute('http.response.status_code', result.response_status);
+        if (result.status !== 'delivered') span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? undefined });
+      }
+      return result;
+    },
+    { root: true },
+  );
+}
+
+/** The receiver's host and port for a span (never the whole URL: a receiver may carry a token in it). */
+function hostOf(url: string): Record<string, string | number> {
+  try {
+    const u = new URL(url);
+    return { 'server.address': u.hostname, 'server.port': Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    return {};
+  }
+}
+
+async function attempt(ctx: AttemptContext, c: ClaimedDelivery, claim: string, chain: Chain): Promise<AttemptResult | null> {
   const { delivery: d, endpoint: ep } = c;
   const startedAt = ctx.clock.now();
   const body = d.payload ?? (c.event ? envelopeOf(c.event) : null);
