@@ -8,7 +8,8 @@ import { installIdempotency } from './lib/http/idempotency.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
-import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId, refuseBatchItems } from './lib/http/plumbing.js';
+import { installIgnoredFields } from './lib/http/ignored-fields.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/shared/batch.js';
@@ -22,7 +23,7 @@ import { locationRoutes } from './modules/locations/locations.routes.js';
 import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
-import { installUsage, usageRecorder } from './modules/ops/usage.js';
+import { installUsage, usageRecorder, type UsageRecorder } from './modules/ops/usage.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
@@ -98,6 +99,8 @@ export interface Lanebridge {
   recommendations: RecommendationsFeed;
   /** Webhooks (D12): the endpoints service and the delivery worker. */
   webhooks: Webhooks;
+  /** Integration health's counters (usage per key, failed writes, D16's ignored fields). */
+  usage: UsageRecorder;
 }
 
 /** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (as Fastify reads a number). */
@@ -211,6 +214,14 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
   if (config.usageRecording !== false) installUsage(app, usage, (presented) => accounts.authenticate(presented));
+  // D16: unknown body fields and query parameters named in Lanebridge-Ignored-Fields, or 422 when strict.
+  installIgnoredFields(app, {
+    strictKey: (req) => req.principal?.strict === true,
+    refuseBatchItems,
+    ...(config.usageRecording !== false
+      ? { record: (req, fields) => req.principal && usage.countIgnored(req.principal, `${req.method} ${req.routeOptions.url ?? ''}`, fields) }
+      : {}),
+  });
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });
@@ -250,5 +261,5 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();
-  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks };
+  return { app, routeTable, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, usage };
 }

@@ -38,6 +38,8 @@ export interface ApiKeysTable {
   last_used_at: string | null;
   revoked_at: string | null;
   replaced_by_key_id: string | null;
+  /** D16: 1 when every request of the key is handled strictly. */
+  strict: number;
 }
 
 export interface CustomersTable {

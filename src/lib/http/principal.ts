@@ -7,12 +7,15 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   perMinute: number;
   perDay: number;
+  /** D16: the key answers unknown fields 422 on every request. */
+  strict?: boolean;
 }
 
 /** What a data statement found of the caller's key (its current limits); null when it is revoked. */
 export interface KeyState {
   per_minute: number;
   per_day: number;
+  strict?: number;
 }
 
 /**

@@ -28,6 +28,8 @@ export interface KeySummary {
   last_used_at: string | null;
   revoked_at: string | null;
   status: 'active' | 'revoked';
+  /** D16: unknown fields are answered 422 on every request of this key. */
+  strict: boolean;
 }
 
 export interface CreateKeyInput {
@@ -36,6 +38,7 @@ export interface CreateKeyInput {
   scopes: Scope[];
   perMinute?: number;
   perDay?: number;
+  strict?: boolean;
 }
 
 function checkLimits(perMinute: number, perDay: number) {
@@ -59,6 +62,7 @@ function summarize(row: ApiKeysTable): KeySummary {
     last_used_at: row.last_used_at,
     revoked_at: row.revoked_at,
     status: row.revoked_at ? 'revoked' : 'active',
+    strict: Number(row.strict) === 1,
   };
 }
 
@@ -88,6 +92,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       last_used_at: null,
       revoked_at: null,
       replaced_by_key_id: null,
+      strict: input.strict ? 1 : 0,
     };
     return { row, key };
   }
@@ -110,7 +115,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await repo.insertKey(row, tx);
         await bumpVersions(tx, orgId, API_KEYS);
       });
-      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day };
+      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, strict: row.strict === 1 };
     },
 
     async revokeKey(orgId: string, keyId: string) {
@@ -134,6 +139,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         scopes: old.scopes.split(',').filter(isScope),
         perMinute: old.per_minute,
         perDay: old.per_day,
+        strict: Number(old.strict) === 1,
       });
       await inTransaction(store, async (tx) => {
         await repo.insertKey(row, tx);
@@ -157,6 +163,17 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its limits cannot change`);
       await inTransaction(store, async (tx) => {
         await repo.updateKeyLimits(orgId, keyId, limits.perMinute, limits.perDay, tx);
+        await bumpVersions(tx, orgId, API_KEYS);
+      });
+      return summarize((await repo.findKey(orgId, keyId))!);
+    },
+
+    /** D16: strict handling for every request of the key (from its next request on, on every instance). */
+    async setKeyStrict(orgId: string, keyId: string, strict: boolean): Promise<KeySummary> {
+      const existing = await existingKey(orgId, keyId);
+      if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its handling cannot change`);
+      await inTransaction(store, async (tx) => {
+        await repo.setKeyStrict(orgId, keyId, strict, tx);
         await bumpVersions(tx, orgId, API_KEYS);
       });
       return summarize((await repo.findKey(orgId, keyId))!);

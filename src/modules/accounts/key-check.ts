@@ -54,6 +54,7 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
       scopes: new Set(row.scopes.split(',').filter(isScope)),
       perMinute: row.per_minute,
       perDay: row.per_day,
+      strict: Number(row.strict) === 1,
     };
     if (snapshot) {
       if (kept.size >= MAX_KEPT) kept.clear();
@@ -97,8 +98,8 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
           throw new UnauthorizedError();
         }
         // New limits (changed on any instance) apply from the next request on.
-        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay) {
-          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day });
+        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay || (Number(found.strict) === 1) !== (principal.strict === true)) {
+          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, strict: Number(found.strict) === 1 });
         }
       },
     };

@@ -60,7 +60,7 @@ export const LoadCreate = Type.Object(
     stops,
     ...Type.Partial(Type.Object(loadFields)).properties,
   },
-  { description: 'Unknown fields are ignored.' },
+  { description: 'Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict).' },
 );
 export type LoadCreate = Static<typeof LoadCreate>;
 

@@ -152,7 +152,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
   });
   r.post(`/v2/tms-api/batch/${o.collection}`, {
-    config: { scope: o.writeScope, swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })) },
+    config: {
+      scope: o.writeScope,
+      swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })),
+      // D16: each item's data object is checked for unknown fields with its operation's schema.
+      batchItemSchemas: { dataKey: o.noun, create: o.createSchema, update: o.updateSchema },
+    },
     bodyLimit: o.batchBodyLimit,
     schema: {
       tags,

@@ -14,6 +14,7 @@ import { migration0012 } from './0012_webhooks.js';
 import { migration0013 } from './0013_folded_search.js';
 import { migration0014 } from './0014_usage.js';
 import { migration0015 } from './0015_webhook_attempts.js';
+import { migration0019 } from './0019_strict_handling.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -32,6 +33,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0013_folded_search': migration0013(dialect),
     '0014_usage': migration0014(dialect),
     '0015_webhook_attempts': migration0015(dialect),
+    '0019_strict_handling': migration0019(dialect),
   };
 }
 
