@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { loggerOptions } from './lib/http/logging.js';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -118,22 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     logger:
       deps.logger === false
         ? false
-        : {
-            level: config.logLevel,
-            // Keys and cookies never reach the logs.
-            redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'],
-            // Nor does a key sent where it does not belong (`?api_key=…`, a path): the logged URL masks it.
-            serializers: {
-              req: (req: FastifyRequest) => ({
-                method: req.method,
-                url: req.url.replace(/lbk_[0-9A-Za-z]{8,}/g, 'lbk_[redacted]'),
-                host: req.host,
-                remoteAddress: req.ip,
-                remotePort: req.socket?.remotePort,
-              }),
-            },
-            ...(typeof deps.logger === 'object' ? deps.logger : {}),
-          },
+        : loggerOptions(config.logLevel, typeof deps.logger === 'object' ? deps.logger : {}),
     genReqId: newRequestId,
     // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,

@@ -129,9 +129,12 @@ async function worker(config: Config) {
   const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: Math.min(config.dbPoolSize, 4) });
   await store.migrate();
   const { webhooksModule } = await import('./modules/webhooks/webhooks.js');
-  const log = {
-    warn: (obj: unknown, msg: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg, ...(obj as object), err: (obj as { err?: Error }).err?.message })}\n`),
-  };
+  const { default: Fastify } = await import('fastify');
+  const { clientErrorHandler } = await import('./lib/http/plumbing.js');
+  const { loggerOptions } = await import('./lib/http/logging.js');
+  // The probes' server logs as `serve` does: one format for every process.
+  const probes = Fastify({ logger: loggerOptions(config.logLevel), clientErrorHandler });
+  const log = probes.log;
   // Its attempts and the queue on /metrics, as `serve` has them, and probes for an orchestrator.
   const { createMetrics } = await import('./lib/http/metrics.js');
   const { opsRoutes } = await import('./modules/ops/ops.routes.js');
@@ -149,9 +152,6 @@ async function worker(config: Config) {
     maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
   });
   metrics.registerWebhookQueue(() => service.queue());
-  const { default: Fastify } = await import('fastify');
-  const { clientErrorHandler } = await import('./lib/http/plumbing.js');
-  const probes = Fastify({ logger: false, clientErrorHandler });
   opsRoutes(probes, { store, metrics, metricsToken: config.metricsToken });
   let address: string;
   try {
@@ -161,12 +161,12 @@ async function worker(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`);
   }
   loop.start();
-  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect, address })}\n`);
+  log.info({ address, database: store.dialect }, 'Lanebridge webhook worker started');
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'webhook worker stopping', signal })}\n`);
+    log.info({ signal }, 'webhook worker stopping');
     // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
     await loop.stop();
     await probes.close();

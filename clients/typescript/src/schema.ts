@@ -421,7 +421,7 @@ export interface components {
                 /** @enum {string} */
                 code: "UNAUTHORIZED" | "FORBIDDEN";
                 /**
-                 * @example Invalid or missing API key
+                 * @example Invalid or missing API key: send it in the X-API-Key header
                  * @example API key does not have the required scope: write:loads
                  */
                 message: string;
@@ -1532,7 +1532,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -1670,7 +1670,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -2551,7 +2551,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -2689,7 +2689,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -3574,7 +3574,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -3712,7 +3712,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -4286,7 +4286,7 @@ export interface operations {
                 carrier_external_reference_id?: string;
                 /** @description First pickup's early_arrival at or after this time. */
                 pickup_date_from?: string;
-                /** @description First pickup's early_arrival at or before this time. */
+                /** @description First pickup's early_arrival at or before this time. A bare date (YYYY-MM-DD) includes that whole UTC day. */
                 pickup_date_to?: string;
             };
             header?: {
@@ -4600,7 +4600,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -4738,7 +4738,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -5304,7 +5304,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;

@@ -21,7 +21,7 @@ export const ErrorSchemas = {
     {
       error: Type.Object({
         code: Type.String({ enum: ['UNAUTHORIZED', 'FORBIDDEN'] }),
-        message: Type.String({ examples: ['Invalid or missing API key', 'API key does not have the required scope: write:loads'] }),
+        message: Type.String({ examples: ['Invalid or missing API key: send it in the X-API-Key header', 'API key does not have the required scope: write:loads'] }),
       }),
     },
     { $id: 'ApiKeyError', description: 'Authentication and authorization failures (401, 403).' },
@@ -117,10 +117,13 @@ function publishInputConventions(node: unknown): void {
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
   }
   if (obj[CANONICAL_TIMESTAMP]) {
+    const endOfDay = obj[CANONICAL_TIMESTAMP] === 'end-of-day';
     delete obj[CANONICAL_TIMESTAMP];
     delete obj.format;
     obj.pattern = ACCEPTED_TIMESTAMP_PATTERN;
-    const note = 'ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.';
+    const note = endOfDay
+      ? 'ISO 8601 date-time; without an offset it is read as UTC.'
+      : 'ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.';
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
     obj.examples = ['2025-01-31T14:00:00Z'];
   }

@@ -3,7 +3,7 @@ import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
-import { RefParams } from '../shared/route-schemas.js';
+import { RefOrIdParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate } from './loads.schema.js';
 import { OPEN_STATUSES } from '../../domain/enums.js';
@@ -44,9 +44,13 @@ export function loadRoutes(
       operationId: 'getLoadCarrierRecommendations',
       summary: 'Carriers that ran this load’s lane, best first',
       description: 'For any load, open or not: the carriers with delivered loads on its lane (origins and destinations within 100 miles, same equipment), ranked by recency-weighted lane history. The carrier already assigned to the load is left out.',
-      params: RefParams,
+      params: RefOrIdParams,
       response: { 200: Type.Ref(LoadRecommendations, { description: 'The load’s carrier recommendations, best first (at most 10).' }) },
     },
-    handler: (req) => guardedRead(req, (g) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id, g)),
+    handler: async (req) => {
+      const orgId = principalOf(req).orgId;
+      const ref = await loads.refOf(orgId, req.params.external_reference_id);
+      return guardedRead(req, (g) => loads.recommendationsFor(orgId, ref, g));
+    },
   });
 }
