@@ -14,16 +14,34 @@ const USAGE = `Usage: lanebridge <command>
   org list
   user create --org ORG_ID --email EMAIL --name NAME [--password P | --password-stdin]
   user set-password --email EMAIL (--password P | --password-stdin)
-  key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
+  key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N] [--strict]
+                                                  --strict: the key's requests refuse unknown fields (422)
+                                                  as Prefer: handling=strict does
   key revoke --org ORG_ID --id KEY_ID
   key rotate --org ORG_ID --id KEY_ID
   key list --org ORG_ID
+  help [COMMAND]                                  this text, or one command's (also: COMMAND --help)
 
 Each command prints one JSON object on stdout; messages go to stderr. Passwords (for the dashboard's
 sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --password-stdin reads one from the first line of stdin
 (kept out of the shell history and the process list).`;
 
 class UsageError extends Error {}
+
+/** The usage lines of one command (`key`, `key create`), with their continuation lines; null when none. */
+export function commandHelp(words: readonly string[]): string | null {
+  if (words.length === 0) return USAGE;
+  const name = words.join(' ');
+  const lines = USAGE.split('\n');
+  const out: string[] = [];
+  let taking = false;
+  for (const line of lines) {
+    if (/^ {2}\S/.test(line)) taking = line.slice(2) === name || line.slice(2).startsWith(`${name} `);
+    else if (!/^ {3,}\S/.test(line)) taking = false;
+    if (taking) out.push(line);
+  }
+  return out.length > 0 ? `Usage: lanebridge <command>\n\n${out.join('\n')}` : null;
+}
 
 async function readStdinLine(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -70,6 +88,9 @@ async function withStore<T>(config: Config, work: (store: DataStore) => Promise<
     await store.close();
   }
 }
+
+const INSECURE_WEBHOOKS_WARNING =
+  'WEBHOOK_ALLOW_INSECURE is on: webhook URLs may use plain http and loopback or private addresses. For development only; unset it in production';
 
 async function serve(config: Config) {
   // The heap grows at most 2× its live size between collections (V8 lets it grow far more when memory
@@ -119,6 +140,7 @@ async function serve(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`);
   }
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
+  if (config.webhookAllowInsecure) app.log.warn(INSECURE_WEBHOOKS_WARNING);
 }
 
 /**
@@ -162,6 +184,7 @@ async function worker(config: Config) {
   }
   loop.start();
   log.info({ address, database: store.dialect }, 'Lanebridge webhook worker started');
+  if (config.webhookAllowInsecure) log.warn(INSECURE_WEBHOOKS_WARNING);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -190,15 +213,24 @@ const OPTIONS = {
   scopes: { type: 'string' },
   'per-minute': { type: 'string' },
   'per-day': { type: 'string' },
+  strict: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [group, action] = positionals;
-  if (values.help || !group) {
+  // Help asked for is an answer (stdout, exit 0); no command at all is a usage error (stderr, exit 2).
+  if (group === 'help' || values.help) {
+    const words = group === 'help' ? positionals.slice(1) : positionals;
+    const text = commandHelp(words);
+    if (text === null) throw new UsageError(`Unknown command '${words.join(' ')}'`);
+    process.stdout.write(`${text}\n`);
+    return 0;
+  }
+  if (!group) {
     process.stderr.write(`${USAGE}\n`);
-    return group ? 0 : 2;
+    return 2;
   }
   const config = loadConfig();
   if (group === 'serve') {
@@ -249,6 +281,7 @@ export async function main(argv: string[]): Promise<number> {
             scopes: parseScopes(required(values, 'scopes')),
             ...(perMinute !== undefined ? { perMinute } : {}),
             ...(perDay !== undefined ? { perDay } : {}),
+            ...(values.strict ? { strict: true } : {}),
           }),
         );
         return 0;

@@ -34,6 +34,7 @@ interface KeyForm {
   scopes: string[];
   per_minute: string;
   per_day: string;
+  strict?: boolean;
 }
 
 function parseLimit(text: string, field: string, label: string, errors: FieldErrors): number {
@@ -46,6 +47,9 @@ function parseLimit(text: string, field: string, label: string, errors: FieldErr
 function scopeList(scopes: readonly string[]): SafeHtml {
   return html`<ul class="chips">${scopes.map((sc) => html`<li><code>${sc}</code></li>`)}</ul>`;
 }
+
+const strictCheckbox = (checked: boolean) => html`<div class="checks"><label><input type="checkbox" name="strict" value="on"${checked ? html` checked` : ''}>
+    <span>Strict handling <span class="hint">Refuse requests that send a field the API does not know (422 naming it) instead of ignoring it, as <code>Prefer: handling=strict</code> does.</span></span></label></div>`;
 
 function keyFormFields(values: KeyForm, errors: FieldErrors): SafeHtml {
   const scopeError = errors.scopes;
@@ -64,7 +68,8 @@ function keyFormFields(values: KeyForm, errors: FieldErrors): SafeHtml {
   <div class="two">
     ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
     ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
-  </div>`;
+  </div>
+  ${strictCheckbox(values.strict === true)}`;
 }
 
 function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
@@ -75,7 +80,7 @@ function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
   <td>${k.external_system}</td>
   <td><code>${k.key_prefix}…</code></td>
   <td>${scopeList(k.scopes)}</td>
-  <td class="num nowrap">${count(k.per_minute)} / min<br>${count(k.per_day)} / day</td>
+  <td class="num nowrap">${count(k.per_minute)} / min<br>${count(k.per_day)} / day${k.strict ? html`<br><span class="badge">strict</span>` : ''}</td>
   <td>${when(k.created_at)}</td>
   <td>${k.last_used_at ? when(k.last_used_at) : 'never'}</td>
   <td>${k.status === 'active' ? html`<span class="badge ok">Active</span>` : html`<span class="badge bad">Revoked</span><br>${when(k.revoked_at)}`}</td>
@@ -183,7 +188,7 @@ ${rotate
   });
 }
 
-function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: string; per_day: string }, errors: FieldErrors = {}): SafeHtml {
+function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: string; per_day: string; strict: boolean }, errors: FieldErrors = {}): SafeHtml {
   return page({
     title: 'Edit limits',
     session: s,
@@ -195,6 +200,7 @@ ${errorSummary(errors)}
   ${csrfField(s.csrfToken)}
   ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
+  ${strictCheckbox(values.strict)}
   <div class="actions"><button type="submit">Save limits</button><a class="button secondary" href="/settings/api-keys">Cancel</a></div>
 </form>`,
   });
@@ -221,6 +227,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
       scopes: formList(req.body, 'scopes'),
       per_minute: formText(req.body, 'per_minute'),
       per_day: formText(req.body, 'per_day'),
+      strict: formText(req.body, 'strict') === 'on',
     };
     const errors: FieldErrors = {};
     if (!values.name) errors.name = 'Enter a name for the key.';
@@ -235,7 +242,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     try {
       const created = await accounts.createKey(
         s.orgId,
-        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay },
+        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay, strict: values.strict === true },
         { connectIntegration: false },
       );
       const summary = await accounts.getKey(s.orgId, created.id);
@@ -291,7 +298,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     const k = await accounts.getKey(s.orgId, keyIdOf(req.params));
     if (k.status !== 'active') return reply.redirect('/settings/api-keys', 303);
-    return sendPage(reply, limitsPage(s, k, { per_minute: String(k.per_minute), per_day: String(k.per_day) }));
+    return sendPage(reply, limitsPage(s, k, { per_minute: String(k.per_minute), per_day: String(k.per_day), strict: k.strict }));
   });
 
   app.post('/settings/api-keys/:id/limits', async (req, reply) => {
@@ -299,12 +306,13 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     checkSessionCsrf(req);
     const k = await accounts.getKey(s.orgId, keyIdOf(req.params));
-    const values = { per_minute: formText(req.body, 'per_minute'), per_day: formText(req.body, 'per_day') };
+    const values = { per_minute: formText(req.body, 'per_minute'), per_day: formText(req.body, 'per_day'), strict: formText(req.body, 'strict') === 'on' };
     const errors: FieldErrors = {};
     const perMinute = parseLimit(values.per_minute, 'per_minute', 'Requests per minute', errors);
     const perDay = parseLimit(values.per_day, 'per_day', 'Requests per day', errors);
     if (Object.keys(errors).length) return sendPage(reply, limitsPage(s, k, values, errors), 422);
     await accounts.updateKeyLimits(s.orgId, k.id, { perMinute, perDay });
+    if (values.strict !== k.strict) await accounts.setKeyStrict(s.orgId, k.id, values.strict);
     return reply.redirect('/settings/api-keys?done=limits', 303);
   });
 }

@@ -115,7 +115,8 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await repo.insertKey(row, tx);
         await bumpVersions(tx, orgId, API_KEYS);
       });
-      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, strict: row.strict === 1 };
+      // D10's shape; `strict` only on a strict key (D16).
+      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, ...(row.strict === 1 ? { strict: true as const } : {}) };
     },
 
     async revokeKey(orgId: string, keyId: string) {
