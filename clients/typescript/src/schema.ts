@@ -1027,18 +1027,27 @@ export interface components {
         LoadCreate: {
             /** @description Your identifier for the record, unique within the organization. */
             external_reference_id: string;
-            /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-            equipment_type: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-            /** @description FTL, PTL or LTL. One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling. */
-            transport_mode: ("FTL" | "PTL" | "LTL") | string;
+            /**
+             * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            equipment_type: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+            /**
+             * @description FTL, PTL or LTL. One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            transport_mode: "FTL" | "PTL" | "LTL";
             /** @description A customer of your organization. */
             customer_external_reference_id: string;
             /** @description At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one. */
             stops: {
                 /** @description Position of the stop, from 1; defaults to the position in the array. Unique within the load. */
                 stop_number?: number;
-                /** @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling. */
-                stop_type: ("Pickup" | "Delivery" | "Both") | string;
+                /**
+                 * @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                stop_type: "Pickup" | "Delivery" | "Both";
                 /** @description A location of your organization; create locations before the loads that use them. */
                 location_external_reference_id: string;
                 /**
@@ -1052,26 +1061,38 @@ export interface components {
                  */
                 late_arrival: string;
             }[];
-            /** @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling. */
-            status?: ("ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD") | string;
+            /**
+             * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            status?: "ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD";
             description?: string | null;
             /** @description Assigns a carrier of your organization; null unassigns. */
             carrier_external_reference_id?: string | null;
             weight?: number | null;
-            /** @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling. */
-            weight_uom?: ("lbs" | "kg") | string | null;
+            /**
+             * @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling.
+             * @enum {string|null}
+             */
+            weight_uom?: "lbs" | "kg" | null;
             /** @description Miles. When omitted (or null) it is estimated from the stops. */
             total_distance?: number | null;
             max_buy_rate?: number | null;
             /** @description Sent in an update, the array replaces the old one. */
             financial_rates?: {
-                /** @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling. */
-                rate_entity: ("CUSTOMER" | "CARRIER") | string;
+                /**
+                 * @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_entity: "CUSTOMER" | "CARRIER";
                 amount: number;
                 /** @description ISO 4217; default USD. */
                 currency?: string;
-                /** @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling. */
-                rate_type?: ("LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER") | string;
+                /**
+                 * @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_type?: "LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER";
                 description?: string | null;
             }[];
             /** @description At least one of name, email, external_reference_id. */
@@ -1096,18 +1117,27 @@ export interface components {
         LoadUpdate: {
             /** @description Cannot be changed: when sent it must equal the path parameter. */
             external_reference_id?: string;
-            /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-            equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-            /** @description One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling. */
-            transport_mode?: ("FTL" | "PTL" | "LTL") | string;
+            /**
+             * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+            /**
+             * @description One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            transport_mode?: "FTL" | "PTL" | "LTL";
             /** @description Your identifier for the record, unique within the organization. */
             customer_external_reference_id?: string;
             /** @description At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one. */
             stops?: {
                 /** @description Position of the stop, from 1; defaults to the position in the array. Unique within the load. */
                 stop_number?: number;
-                /** @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling. */
-                stop_type: ("Pickup" | "Delivery" | "Both") | string;
+                /**
+                 * @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                stop_type: "Pickup" | "Delivery" | "Both";
                 /** @description A location of your organization; create locations before the loads that use them. */
                 location_external_reference_id: string;
                 /**
@@ -1121,26 +1151,38 @@ export interface components {
                  */
                 late_arrival: string;
             }[];
-            /** @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling. */
-            status?: ("ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD") | string;
+            /**
+             * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            status?: "ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD";
             description?: string | null;
             /** @description Assigns a carrier of your organization; null unassigns. */
             carrier_external_reference_id?: string | null;
             weight?: number | null;
-            /** @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling. */
-            weight_uom?: ("lbs" | "kg") | string | null;
+            /**
+             * @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling.
+             * @enum {string|null}
+             */
+            weight_uom?: "lbs" | "kg" | null;
             /** @description Miles. When omitted (or null) it is estimated from the stops. */
             total_distance?: number | null;
             max_buy_rate?: number | null;
             /** @description Sent in an update, the array replaces the old one. */
             financial_rates?: {
-                /** @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling. */
-                rate_entity: ("CUSTOMER" | "CARRIER") | string;
+                /**
+                 * @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_entity: "CUSTOMER" | "CARRIER";
                 amount: number;
                 /** @description ISO 4217; default USD. */
                 currency?: string;
-                /** @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling. */
-                rate_type?: ("LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER") | string;
+                /**
+                 * @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_type?: "LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER";
                 description?: string | null;
             }[];
             /** @description At least one of name, email, external_reference_id. */
@@ -1210,7 +1252,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, created_at, updated_at. */
-                sort?: ("name" | "-name" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -2040,14 +2082,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the customer object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         customer: components["schemas"]["CustomerCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the customer object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         customer: components["schemas"]["CustomerUpdate"];
@@ -2228,7 +2276,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, dot_number, created_at, updated_at. */
-                sort?: ("name" | "-name" | "dot_number" | "-dot_number" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "dot_number" | "-dot_number" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -3059,14 +3107,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the carrier object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         carrier: components["schemas"]["CarrierCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the carrier object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         carrier: components["schemas"]["CarrierUpdate"];
@@ -3247,7 +3301,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, city, state, created_at, updated_at. */
-                sort?: ("name" | "-name" | "city" | "-city" | "state" | "-state" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "city" | "-city" | "state" | "-state" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -4082,14 +4136,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the location object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         location: components["schemas"]["LocationCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the location object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         location: components["schemas"]["LocationUpdate"];
@@ -4270,15 +4330,15 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at, status, external_reference_id. */
-                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at" | "status" | "-status" | "external_reference_id" | "-external_reference_id") | string;
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at" | "status" | "-status" | "external_reference_id" | "-external_reference_id";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
                 created_since?: string;
                 /** @description One LoadStatus, or several separated by commas (any case). */
                 status?: string;
-                equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-                transport_mode?: ("FTL" | "PTL" | "LTL") | string;
+                equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+                transport_mode?: "FTL" | "PTL" | "LTL";
                 /** @description Your identifier for the record, unique within the organization. */
                 customer_external_reference_id?: string;
                 customer_id?: string;
@@ -5108,20 +5168,29 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the load object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         load: components["schemas"]["LoadCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the load object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         load: components["schemas"]["LoadUpdate"];
                     } | {
-                        /** @description One of delete, accepted in any letter case and returned in this spelling. */
-                        operation: "delete" | string;
+                        /**
+                         * @description One of delete, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "delete";
                         /** @description The load to delete. */
                         external_reference_id: string;
                     })[];
@@ -5434,12 +5503,12 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: as_of, created_at. */
-                sort?: ("as_of" | "-as_of" | "created_at" | "-created_at") | string;
+                sort?: "as_of" | "-as_of" | "created_at" | "-created_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
                 created_since?: string;
-                equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
+                equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
             };
             header?: {
                 /**
@@ -5594,8 +5663,11 @@ export interface operations {
                         latitude?: number;
                         longitude?: number;
                     };
-                    /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-                    equipment_type: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
+                    /**
+                     * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    equipment_type: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
                     rate_per_mile: number;
                     rate_per_mile_low?: number | null;
                     rate_per_mile_high?: number | null;
@@ -5921,7 +5993,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at. */
-                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -6063,7 +6135,7 @@ export interface operations {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                 };
@@ -6395,11 +6467,14 @@ export interface operations {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url?: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
-                    /** @description `disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on. One of enabled, disabled, accepted in any letter case and returned in this spelling. */
-                    status?: ("enabled" | "disabled") | string;
+                    /**
+                     * @description `disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on. One of enabled, disabled, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
                 };
             };
         };
@@ -6951,7 +7026,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Only deliveries in this status. */
-                status?: ("pending" | "delivered" | "failed") | string;
+                status?: "pending" | "delivered" | "failed";
                 /** @description Only deliveries created at or after this time (ISO 8601). */
                 created_since?: string;
                 /** @description Only deliveries changed at or after this time (ISO 8601). */
