@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { loggerOptions } from './lib/http/logging.js';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
@@ -8,7 +9,8 @@ import { installIdempotency } from './lib/http/idempotency.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
-import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId } from './lib/http/plumbing.js';
+import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId, refuseBatchItems } from './lib/http/plumbing.js';
+import { installIgnoredFields } from './lib/http/ignored-fields.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/shared/batch.js';
@@ -22,7 +24,7 @@ import { locationRoutes } from './modules/locations/locations.routes.js';
 import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
-import { installUsage, usageRecorder } from './modules/ops/usage.js';
+import { installUsage, usageRecorder, type UsageRecorder } from './modules/ops/usage.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation, Evidence } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
@@ -123,6 +125,8 @@ export interface Lanebridge {
   webhooks: Webhooks;
   /** Imports (D15): the API's service and the job runner. */
   imports: Imports;
+  /** Integration health's counters (usage per key, failed writes, D16's ignored fields). */
+  usage: UsageRecorder;
 }
 
 /** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (as Fastify reads a number). */
@@ -141,22 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     logger:
       deps.logger === false
         ? false
-        : {
-            level: config.logLevel,
-            // Keys and cookies never reach the logs.
-            redact: ['req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers.authorization'],
-            // Nor does a key sent where it does not belong (`?api_key=…`, a path): the logged URL masks it.
-            serializers: {
-              req: (req: FastifyRequest) => ({
-                method: req.method,
-                url: req.url.replace(/lbk_[0-9A-Za-z]{8,}/g, 'lbk_[redacted]'),
-                host: req.host,
-                remoteAddress: req.ip,
-                remotePort: req.socket?.remotePort,
-              }),
-            },
-            ...(typeof deps.logger === 'object' ? deps.logger : {}),
-          },
+        : loggerOptions(config.logLevel, typeof deps.logger === 'object' ? deps.logger : {}),
     genReqId: newRequestId,
     // With tracing on, each request's log lines carry its trace id beside its request id.
     ...(requestSpans ? { childLoggerFactory: requestSpans.childLoggerFactory } : {}),
@@ -260,6 +249,14 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
   if (config.usageRecording !== false) installUsage(app, usage, (presented) => accounts.authenticate(presented));
+  // D16: unknown body fields and query parameters named in Lanebridge-Ignored-Fields, or 422 when strict.
+  installIgnoredFields(app, {
+    strictKey: (req) => req.principal?.strict === true,
+    refuseBatchItems,
+    ...(config.usageRecording !== false
+      ? { record: (req, fields) => req.principal && usage.countIgnored(req.principal, `${req.method} ${req.routeOptions.url ?? ''}`, fields) }
+      : {}),
+  });
   const batchBodyLimit = config.batchBodyLimitBytes;
   // GET answers kept while what they depend on is unchanged (SQLite; READ_CACHE=off disables).
   const cache = readCache({ enabled: config.readCache, counters: metrics.cacheCounters('read') });
@@ -308,5 +305,5 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();
   if (config.importWorker && (deps.importRunner ?? webhookDelivery) === 'background') imports.runner.start();
-  return { app, routeTable, dashboardWriteRoutes, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports };
+  return { app, routeTable, dashboardWriteRoutes, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports, usage };
 }

@@ -22,11 +22,14 @@ const USAGE = `Usage: lanebridge <command>
                                                   (role: admin for an organization's first user, else member)
   user set-password --email EMAIL (--password P | --password-stdin)
   key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
-             [--expires-at ISO]                   (a UTC date or time in the future; default: never)
+             [--expires-at ISO] [--strict]        (a UTC date or time in the future; default: never)
+                                                  --strict: the key's requests refuse unknown fields (422)
+                                                  as Prefer: handling=strict does
   key revoke --org ORG_ID --id KEY_ID
   key rotate --org ORG_ID --id KEY_ID [--grace-hours N]
                                                   (the old key keeps working N hours, default 0, at most 720)
   key list --org ORG_ID
+  help [COMMAND]                                  this text, or one command's (also: COMMAND --help)
 
 Each command prints one JSON object on stdout; messages go to stderr. Passwords (for the dashboard's
 sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --password-stdin reads one from the first line of stdin
@@ -35,6 +38,20 @@ sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --pas
 class UsageError extends Error {}
 
 const tracingSettings = (config: Config) => ({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
+/** The usage lines of one command (`key`, `key create`), with their continuation lines; null when none. */
+export function commandHelp(words: readonly string[]): string | null {
+  if (words.length === 0) return USAGE;
+  const name = words.join(' ');
+  const lines = USAGE.split('\n');
+  const out: string[] = [];
+  let taking = false;
+  for (const line of lines) {
+    if (/^ {2}\S/.test(line)) taking = line.slice(2) === name || line.slice(2).startsWith(`${name} `);
+    else if (!/^ {3,}\S/.test(line)) taking = false;
+    if (taking) out.push(line);
+  }
+  return out.length > 0 ? `Usage: lanebridge <command>\n\n${out.join('\n')}` : null;
+}
 
 async function readStdinLine(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -81,6 +98,9 @@ async function withStore<T>(config: Config, work: (store: DataStore) => Promise<
     await store.close();
   }
 }
+
+const INSECURE_WEBHOOKS_WARNING =
+  'WEBHOOK_ALLOW_INSECURE is on: webhook URLs may use plain http and loopback or private addresses. For development only; unset it in production';
 
 async function serve(config: Config) {
   // The heap grows at most 2× its live size between collections (V8 lets it grow far more when memory
@@ -141,6 +161,7 @@ async function serve(config: Config) {
     app.log.info({ setup_code: setupCode }, 'First run: open the dashboard and enter this setup code (bin/lanebridge setup-code prints it again)');
     process.stderr.write(`\nLanebridge first run: open http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}/ and enter the setup code ${setupCode}\n(bin/lanebridge setup-code prints it again)\n\n`);
   }
+  if (config.webhookAllowInsecure) app.log.warn(INSECURE_WEBHOOKS_WARNING);
 }
 
 /**
@@ -152,9 +173,12 @@ async function worker(config: Config) {
   const store = openDataStore(config.databaseUrl, { ...storeOptions, poolSize: Math.min(config.dbPoolSize, 4), traced: tracing !== null });
   await store.migrate();
   const { webhooksModule } = await import('./modules/webhooks/webhooks.js');
-  const log = {
-    warn: (obj: unknown, msg: string) => process.stderr.write(`${JSON.stringify({ level: 'warn', time: new Date().toISOString(), msg, ...(obj as object), err: (obj as { err?: Error }).err?.message })}\n`),
-  };
+  const { default: Fastify } = await import('fastify');
+  const { clientErrorHandler } = await import('./lib/http/plumbing.js');
+  const { loggerOptions } = await import('./lib/http/logging.js');
+  // The probes' server logs as `serve` does: one format for every process.
+  const probes = Fastify({ logger: loggerOptions(config.logLevel), clientErrorHandler });
+  const log = probes.log;
   // Its attempts and the queue on /metrics, as `serve` has them, and probes for an orchestrator.
   const { createMetrics } = await import('./lib/http/metrics.js');
   const { opsRoutes } = await import('./modules/ops/ops.routes.js');
@@ -172,9 +196,6 @@ async function worker(config: Config) {
     maxInFlightPerOrg: config.webhookMaxInFlightPerOrg,
   });
   metrics.registerWebhookQueue(() => service.queue());
-  const { default: Fastify } = await import('fastify');
-  const { clientErrorHandler } = await import('./lib/http/plumbing.js');
-  const probes = Fastify({ logger: false, clientErrorHandler });
   opsRoutes(probes, { store, metrics, metricsToken: config.metricsToken });
   let address: string;
   try {
@@ -189,12 +210,13 @@ async function worker(config: Config) {
   const built = config.importWorker
     ? await buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' })
     : null;
-  process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'Lanebridge webhook worker started', database: store.dialect, address, imports: config.importWorker })}\n`);
+  log.info({ address, database: store.dialect, imports: config.importWorker }, 'Lanebridge webhook worker started');
+  if (config.webhookAllowInsecure) log.warn(INSECURE_WEBHOOKS_WARNING);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    process.stderr.write(`${JSON.stringify({ level: 'info', time: new Date().toISOString(), msg: 'webhook worker stopping', signal })}\n`);
+    log.info({ signal }, 'webhook worker stopping');
     // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
     await loop.stop();
     // An import in flight stops after its chunk and is given back for any instance to resume.
@@ -230,15 +252,24 @@ const OPTIONS = {
   role: { type: 'string' },
   'expires-at': { type: 'string' },
   'grace-hours': { type: 'string' },
+  strict: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [group, action] = positionals;
-  if (values.help || !group) {
+  // Help asked for is an answer (stdout, exit 0); no command at all is a usage error (stderr, exit 2).
+  if (group === 'help' || values.help) {
+    const words = group === 'help' ? positionals.slice(1) : positionals;
+    const text = commandHelp(words);
+    if (text === null) throw new UsageError(`Unknown command '${words.join(' ')}'`);
+    process.stdout.write(`${text}\n`);
+    return 0;
+  }
+  if (!group) {
     process.stderr.write(`${USAGE}\n`);
-    return group ? 0 : 2;
+    return 2;
   }
   const config = loadConfig();
   if (group === 'serve') {
@@ -307,6 +338,7 @@ export async function main(argv: string[]): Promise<number> {
             ...(perMinute !== undefined ? { perMinute } : {}),
             ...(perDay !== undefined ? { perDay } : {}),
             ...(expiresAt !== undefined ? { expiresAt } : {}),
+            ...(values.strict ? { strict: true } : {}),
           }),
         );
         return 0;

@@ -53,7 +53,7 @@ describe('the error table', () => {
     expect(rendered).toEqual({
       malformed_json: { status: 400, headers: {}, body: { detail: 'Malformed JSON body: Unexpected end of JSON input' } },
       bad_request: { status: 400, headers: {}, body: { detail: 'Malformed URL: the path is not valid percent-encoding' } },
-      unauthorized: { status: 401, headers: {}, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } } },
+      unauthorized: { status: 401, headers: {}, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } } },
       forbidden: { status: 403, headers: {}, body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:loads' } } },
       not_found: { status: 404, headers: {}, body: { detail: "Load with external_reference_id 'LOAD-001' not found" } },
       route_not_found: { status: 404, headers: {}, body: { detail: 'Not Found' } },

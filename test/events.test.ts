@@ -57,7 +57,7 @@ describe('events of every type carry the record as GET returns it', () => {
     const a = await newTenant(t);
     for (const [path, body, change] of [
       ['customers', { external_reference_id: 'C-1', name: 'Acme Foods' }, { name: 'Acme Foods Inc' }],
-      ['carriers', { external_reference_id: 'K-1', name: 'Swift', contacts: [{ name: 'Dana', email: 'dana@swift.example', is_primary: true }] }, { name: 'Swift Transport' }],
+      ['carriers', { external_reference_id: 'K-1', name: 'Swift', contacts: [{ first_name: 'Dana', primary_email: 'dana@swift.example', is_primary_contact: true }] }, { name: 'Swift Transport' }],
       ['locations', { external_reference_id: 'L-1', name: 'Dallas DC', postal_code: '75201', state: 'TX' }, { name: 'Dallas Main DC' }],
     ] as const) {
       const singular = path.slice(0, -1);
@@ -280,7 +280,9 @@ describe('the feed', () => {
     const op = doc.paths['/v2/tms-api/events'].get;
     expect(op.operationId).toBe('listEvents');
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '403', '410', '422']));
-    expect(op.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['after', 'limit', 'types']);
+    expect(op.parameters.filter((p: { name?: string }) => p.name).map((p: { name: string }) => p.name).sort()).toEqual(['after', 'limit', 'types']);
+    // D16: every operation takes Prefer (handling=strict), declared once.
+    expect(op.parameters).toContainEqual({ $ref: '#/components/parameters/Prefer' });
   });
 });
 

@@ -98,7 +98,8 @@ describe('METRICS_TOKEN', () => {
     const databaseUrl = inject('databaseUrl') ?? join(tempDir('metrics-worker'), 'w.db');
     await createTenantInDb(databaseUrl, 'Metrics worker');
     const worker = spawn(join(process.cwd(), 'bin/lanebridge'), ['worker'], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKER_PORT: '0', HOST: '127.0.0.1', METRICS_TOKEN: token },
+      // LOG_LEVEL info: the start line (with the address) is an info line, as serve's is.
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', WORKER_PORT: '0', HOST: '127.0.0.1', METRICS_TOKEN: token },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

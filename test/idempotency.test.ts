@@ -186,11 +186,11 @@ describe('Idempotency-Key: replays', () => {
       external_reference_id: 'CAR-1',
       name: 'Swift',
       address: { city: 'Dallas', state: 'US-TX', country: 'US' },
-      contacts: [{ name: 'Ann', email: 'ann@example.com' }],
+      contacts: [{ first_name: 'Ann', primary_email: 'ann@example.com' }],
     });
     expect(first.statusCode, first.body).toBe(201);
     // The same body sent as other text: keys in another order, at every level, other spacing.
-    const reordered = '{ "contacts": [ { "email": "ann@example.com", "name": "Ann" } ], "address": {"country":"US","state":"US-TX","city":"Dallas"}, "name": "Swift", "external_reference_id": "CAR-1" }';
+    const reordered = '{ "contacts": [ { "primary_email": "ann@example.com", "first_name": "Ann" } ], "address": {"country":"US","state":"US-TX","city":"Dallas"}, "name": "Swift", "external_reference_id": "CAR-1" }';
     const again = await a.request({ method: 'POST', url: '/v2/tms-api/carriers', headers: { 'idempotency-key': key, 'content-type': 'application/json' }, payload: reordered });
     expectReplay(first, again);
     expect(canonicalJson({ b: [1, { d: 2, c: null }], a: 'x' })).toBe('{"a":"x","b":[1,{"c":null,"d":2}]}');
@@ -200,7 +200,7 @@ describe('Idempotency-Key: replays', () => {
       external_reference_id: 'CAR-1',
       name: 'Swift',
       address: { city: 'Dallas', state: 'US-TX', country: 'US' },
-      contacts: [{ name: 'Ann', email: 'ann@example.com' }, { name: 'Bob' }],
+      contacts: [{ first_name: 'Ann', primary_email: 'ann@example.com' }, { first_name: 'Bob' }],
     });
     expect(swapped.statusCode).toBe(422);
   });

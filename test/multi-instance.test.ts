@@ -205,7 +205,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     for (const instance of [a, b]) {
       const res = await get(instance, CUSTOMERS, k.key);
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+      expect(await res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } });
     }
   });
 
@@ -225,7 +225,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
       for (const route of routes) {
         const res = await get(instance, route, k.key);
         expect([route, res.status]).toEqual([route, 401]);
-        expect(await res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+        expect(await res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } });
       }
     }
   });

@@ -270,6 +270,6 @@ describe.skipIf(isPostgres())('key check kept in memory (SQLite)', () => {
     }
     const res = await a.get('/v2/tms-api/customers/CUST-1');
     expect(res.statusCode).toBe(401);
-    expect(json(res)).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+    expect(json(res)).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } });
   });
 });

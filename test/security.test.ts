@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-const UNAUTHORIZED = { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } };
+const UNAUTHORIZED = { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } };
 
 function concreteUrl(url: string): string {
   return url.replace(/:[a-z_]+/g, 'ANY-REF');

@@ -50,7 +50,7 @@ describe('a delivering process killed mid-delivery', () => {
     const eventId = rx.received[0]!.headers['webhook-id']!;
 
     // A process that only delivers takes it over once the dead process's lease has ended.
-    const worker = spawn(BIN, ['worker'], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKER_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = spawn(BIN, ['worker'], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', WORKER_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     worker.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     worker.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -82,7 +82,10 @@ describe('a delivering process killed mid-delivery', () => {
       await store.close();
     }
     // The worker's probes and metrics (WORKER_PORT=0: the port it took is in its start line).
-    const address = /"msg":"Lanebridge webhook worker started".*"address":"(http:\/\/[^"]+)"/.exec(out)?.[1];
+    // The worker logs in serve's format (Pino JSON lines: numeric level, epoch ms time, pid, hostname, msg).
+    const started = out.split('\n').filter((l) => l.includes('"Lanebridge webhook worker started"')).map((l) => JSON.parse(l) as Record<string, unknown>)[0];
+    expect(started, out).toMatchObject({ level: 30, pid: expect.any(Number), hostname: expect.any(String), time: expect.any(Number), database: expect.any(String) });
+    const address = started?.address as string | undefined;
     expect(address, out).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(await (await fetch(`${address}/readyz`)).json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
     const metrics = await (await fetch(`${address}/metrics`)).text();

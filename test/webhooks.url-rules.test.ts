@@ -122,7 +122,7 @@ const REFUSED: [url: string, what: string][] = [
 
 /** Refused for other reasons than the address, each with its own message. */
 const REFUSED_OTHERWISE: [url: string, msg: string][] = [
-  ['http://93.184.216.34/hooks', 'URL scheme should be https'],
+  ['http://93.184.216.34/hooks', 'URL scheme should be https (for development only, the server setting WEBHOOK_ALLOW_INSECURE=on allows http)'],
   ['ftp://files.example.com/x', 'URL scheme should be https'],
   ['https://user:secret@93.184.216.34/hooks', 'URL must not contain credentials'],
   ['https://[fe80::1%25eth0]/hooks', 'Input should be a valid URL'],

@@ -146,7 +146,7 @@ describe('security headers', () => {
   it('leaves the API as it was: JSON errors, no dashboard headers, no form bodies', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/v2/tms-api/customers' });
     expect(res.statusCode).toBe(401);
-    expect(res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+    expect(res.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } });
     expect(res.headers['content-security-policy']).toBeUndefined();
     const o = await orgWithUser(t);
     const form = await t.app.inject({

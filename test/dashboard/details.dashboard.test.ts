@@ -183,7 +183,9 @@ describe('detail pages', () => {
 describe('lists', () => {
   it('Lanes: a map with a visible path per lane, each row linking to its D7 lane, the relation to D7 explained', async () => {
     const body = await bodyOf(visitor, '/lanes');
-    expect(body).toContain('Recommendations use D7');
+    expect(body).toContain('Recommendations use another definition');
+    // No internal decision numbers on a page users read (issue 30).
+    expect(body).not.toMatch(/\bD\d{1,2}a?\b/);
     const rows = (body.match(/<tr><th scope="row">/g) ?? []).length;
     expect(rows).toBe(3); // DAL→HOU and FTW→HOU are separate grid groups; CHI→DAL reefer
     expect((body.match(/data-line/g) ?? []).length).toBe(rows);

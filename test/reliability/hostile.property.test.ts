@@ -240,7 +240,7 @@ function assertAnswer(req: Req, res: { statusCode: number; body: string; headers
   const body = JSON.parse(res.body);
   expect(LEAKS.test(res.statusCode >= 400 ? res.body : ''), label).toBe(false);
   if (res.statusCode === 401) {
-    expect(body, label).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } });
+    expect(body, label).toEqual({ error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } });
   } else if (res.statusCode === 422) {
     expect(Object.keys(body), label).toEqual(['detail']);
     expect(Array.isArray(body.detail) && body.detail.length > 0, label).toBe(true);

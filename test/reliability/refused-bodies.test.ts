@@ -211,7 +211,7 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
   it('401, 403 and 415 decided before the body is read reach a client sending 12 MiB', async () => {
     const load = backgroundLoad(server.port, key, 1);
     const cases = [
-      { name: '401', headers: { ...json, 'x-api-key': 'lbk_wrong' }, status: 401, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key' } } },
+      { name: '401', headers: { ...json, 'x-api-key': 'lbk_wrong' }, status: 401, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } } },
       { name: '403', headers: { ...json, 'x-api-key': readOnlyKey }, status: 403, body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:customers' } } },
       {
         name: '415',

@@ -36,11 +36,11 @@ const EXPORT = {
     {
       external_reference_id: 'LOAD-1001',
       customer_external_reference_id: 'CUST-ACME',
-      equipment_type: 'dry_van', // any letter case is accepted
+      equipment_type: 'DRY_VAN', // the server also accepts any letter case; the types ask for the canonical spelling
       transport_mode: 'FTL',
       status: 'ACTIVE',
       stops: [
-        { location_external_reference_id: 'LOC-DAL', stop_type: 'PICKUP', early_arrival: '2026-12-01T08:00:00Z', late_arrival: '2026-12-01T12:00:00Z' },
+        { location_external_reference_id: 'LOC-DAL', stop_type: 'Pickup', early_arrival: '2026-12-01T08:00:00Z', late_arrival: '2026-12-01T12:00:00Z' },
         { location_external_reference_id: 'LOC-HOU', stop_type: 'Delivery', early_arrival: '2026-12-02T08:00:00', late_arrival: '2026-12-02T16:00:00' },
       ],
       financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1850 }],
@@ -73,17 +73,17 @@ function unwrap<T>(kind: string, answer: { data?: T; error?: unknown; response: 
 /** Pushes the export: every record upserted (created when new, updated when it exists). */
 async function push(client: LanebridgeClient) {
   const customers = unwrap('customers', await client.POST('/v2/tms-api/batch/customers', {
-    body: { items: EXPORT.customers.map((customer) => ({ operation: 'upsert', customer })) },
+    body: { items: EXPORT.customers.map((customer) => ({ operation: 'upsert' as const, customer })) },
   }));
   const carriers = unwrap('carriers', await client.POST('/v2/tms-api/batch/carriers', {
-    body: { items: EXPORT.carriers.map((carrier) => ({ operation: 'upsert', carrier })) },
+    body: { items: EXPORT.carriers.map((carrier) => ({ operation: 'upsert' as const, carrier })) },
   }));
   // Locations before the loads whose stops name them.
   const locations = unwrap('locations', await client.POST('/v2/tms-api/batch/locations', {
-    body: { items: EXPORT.locations.map((location) => ({ operation: 'upsert', location })) },
+    body: { items: EXPORT.locations.map((location) => ({ operation: 'upsert' as const, location })) },
   }));
   const loads = unwrap('loads', await client.POST('/v2/tms-api/batch/loads', {
-    body: { items: EXPORT.loads.map((load) => ({ operation: 'upsert', load })) },
+    body: { items: EXPORT.loads.map((load) => ({ operation: 'upsert' as const, load })) },
   }));
   const failed = [...failures('customer', customers), ...failures('carrier', carriers), ...failures('location', locations), ...failures('load', loads)];
   return {

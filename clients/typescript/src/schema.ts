@@ -411,26 +411,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/tms-api/audit-log": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The audit log: every change to users, keys, webhook endpoints, imports and settings, newest first
-         * @description One entry per change, written in the same transaction as the change (an entry exists exactly when its change committed). Kept 400 days. `action` filters one action (`key.rotated`) or, ending in a dot, a kind (`key.`).
-         */
-        get: operations["listAuditLog"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -441,7 +421,7 @@ export interface components {
                 /** @enum {string} */
                 code: "UNAUTHORIZED" | "FORBIDDEN";
                 /**
-                 * @example Invalid or missing API key
+                 * @example Invalid or missing API key: send it in the X-API-Key header
                  * @example API key does not have the required scope: write:loads
                  */
                 message: string;
@@ -885,39 +865,7 @@ export interface components {
             /** @description Deliveries queued. */
             queued: number;
         };
-        AuditEntry: {
-            /** @description aud_… */
-            id: string;
-            /**
-             * Format: date-time
-             * @description When the change committed (UTC).
-             */
-            at: string;
-            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed. */
-            action: string;
-            /** @description Who did it. */
-            actor: {
-                /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
-                type: "user" | "key" | "cli";
-                /** @description The user or key id; null for the command line. */
-                id: string | null;
-                /** @description The user’s name, the key’s name, or the operating-system user that ran the command line. */
-                name: string;
-            };
-            /** @description What it was done to. */
-            target: {
-                /** @description user, key, webhook_endpoint, import or settings. */
-                type: string;
-                id: string;
-            };
-            /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
-            ip: string | null;
-        };
-        AuditEntryPage: {
-            items: components["schemas"]["AuditEntry"][];
-            pagination: components["schemas"]["Pagination"];
-        };
-        /** @description Unknown fields are ignored. */
+        /** @description Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict). */
         CustomerCreate: {
             /** @description Your identifier for the record, unique within the organization. */
             external_reference_id: string;
@@ -949,7 +897,7 @@ export interface components {
             /** @description Free category. At most 50 characters. */
             customer_type?: string | null;
         };
-        /** @description Unknown fields are ignored. */
+        /** @description Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict). */
         CarrierCreate: {
             /** @description Your unique identifier for the carrier. */
             external_reference_id: string;
@@ -1015,7 +963,7 @@ export interface components {
                 is_primary_contact?: boolean;
             }[];
         };
-        /** @description Must be geocodable: latitude + longitude (+ country), or postal_code + state (+ country). Unknown fields are ignored. */
+        /** @description Must be geocodable: latitude + longitude (+ country), or postal_code + state (+ country). Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict). */
         LocationCreate: {
             /** @description Your identifier for the record, unique within the organization. */
             external_reference_id: string;
@@ -1075,22 +1023,31 @@ export interface components {
             /** @description At most 2,000 characters. */
             internal_notes?: string | null;
         };
-        /** @description Unknown fields are ignored. */
+        /** @description Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict). */
         LoadCreate: {
             /** @description Your identifier for the record, unique within the organization. */
             external_reference_id: string;
-            /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-            equipment_type: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-            /** @description FTL, PTL or LTL. One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling. */
-            transport_mode: ("FTL" | "PTL" | "LTL") | string;
+            /**
+             * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            equipment_type: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+            /**
+             * @description FTL, PTL or LTL. One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            transport_mode: "FTL" | "PTL" | "LTL";
             /** @description A customer of your organization. */
             customer_external_reference_id: string;
             /** @description At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one. */
             stops: {
                 /** @description Position of the stop, from 1; defaults to the position in the array. Unique within the load. */
                 stop_number?: number;
-                /** @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling. */
-                stop_type: ("Pickup" | "Delivery" | "Both") | string;
+                /**
+                 * @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                stop_type: "Pickup" | "Delivery" | "Both";
                 /** @description A location of your organization; create locations before the loads that use them. */
                 location_external_reference_id: string;
                 /**
@@ -1104,26 +1061,38 @@ export interface components {
                  */
                 late_arrival: string;
             }[];
-            /** @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling. */
-            status?: ("ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD") | string;
+            /**
+             * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            status?: "ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD";
             description?: string | null;
             /** @description Assigns a carrier of your organization; null unassigns. */
             carrier_external_reference_id?: string | null;
             weight?: number | null;
-            /** @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling. */
-            weight_uom?: ("lbs" | "kg") | string | null;
+            /**
+             * @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling.
+             * @enum {string|null}
+             */
+            weight_uom?: "lbs" | "kg" | null;
             /** @description Miles. When omitted (or null) it is estimated from the stops. */
             total_distance?: number | null;
             max_buy_rate?: number | null;
             /** @description Sent in an update, the array replaces the old one. */
             financial_rates?: {
-                /** @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling. */
-                rate_entity: ("CUSTOMER" | "CARRIER") | string;
+                /**
+                 * @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_entity: "CUSTOMER" | "CARRIER";
                 amount: number;
                 /** @description ISO 4217; default USD. */
                 currency?: string;
-                /** @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling. */
-                rate_type?: ("LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER") | string;
+                /**
+                 * @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_type?: "LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER";
                 description?: string | null;
             }[];
             /** @description At least one of name, email, external_reference_id. */
@@ -1148,18 +1117,27 @@ export interface components {
         LoadUpdate: {
             /** @description Cannot be changed: when sent it must equal the path parameter. */
             external_reference_id?: string;
-            /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-            equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-            /** @description One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling. */
-            transport_mode?: ("FTL" | "PTL" | "LTL") | string;
+            /**
+             * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+            /**
+             * @description One of FTL, PTL, LTL, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            transport_mode?: "FTL" | "PTL" | "LTL";
             /** @description Your identifier for the record, unique within the organization. */
             customer_external_reference_id?: string;
             /** @description At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one. */
             stops?: {
                 /** @description Position of the stop, from 1; defaults to the position in the array. Unique within the load. */
                 stop_number?: number;
-                /** @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling. */
-                stop_type: ("Pickup" | "Delivery" | "Both") | string;
+                /**
+                 * @description Pickup, Delivery or Both. One of Pickup, Delivery, Both, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                stop_type: "Pickup" | "Delivery" | "Both";
                 /** @description A location of your organization; create locations before the loads that use them. */
                 location_external_reference_id: string;
                 /**
@@ -1173,26 +1151,38 @@ export interface components {
                  */
                 late_arrival: string;
             }[];
-            /** @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling. */
-            status?: ("ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD") | string;
+            /**
+             * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
+             * @enum {string}
+             */
+            status?: "ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD";
             description?: string | null;
             /** @description Assigns a carrier of your organization; null unassigns. */
             carrier_external_reference_id?: string | null;
             weight?: number | null;
-            /** @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling. */
-            weight_uom?: ("lbs" | "kg") | string | null;
+            /**
+             * @description lbs or kg. One of lbs, kg, accepted in any letter case and returned in this spelling.
+             * @enum {string|null}
+             */
+            weight_uom?: "lbs" | "kg" | null;
             /** @description Miles. When omitted (or null) it is estimated from the stops. */
             total_distance?: number | null;
             max_buy_rate?: number | null;
             /** @description Sent in an update, the array replaces the old one. */
             financial_rates?: {
-                /** @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling. */
-                rate_entity: ("CUSTOMER" | "CARRIER") | string;
+                /**
+                 * @description Who the rate is with: CUSTOMER (revenue) or CARRIER (cost). One of CUSTOMER, CARRIER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_entity: "CUSTOMER" | "CARRIER";
                 amount: number;
                 /** @description ISO 4217; default USD. */
                 currency?: string;
-                /** @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling. */
-                rate_type?: ("LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER") | string;
+                /**
+                 * @description Default LINEHAUL. One of LINEHAUL, FUEL_SURCHARGE, ACCESSORIAL, OTHER, accepted in any letter case and returned in this spelling.
+                 * @enum {string}
+                 */
+                rate_type?: "LINEHAUL" | "FUEL_SURCHARGE" | "ACCESSORIAL" | "OTHER";
                 description?: string | null;
             }[];
             /** @description At least one of name, email, external_reference_id. */
@@ -1221,6 +1211,11 @@ export interface components {
          * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
          */
         IdempotencyKey: string;
+        /**
+         * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+         * @example handling=strict
+         */
+        Prefer: string;
     };
     requestBodies: never;
     headers: {
@@ -1238,6 +1233,10 @@ export interface components {
         RateLimitReset: number;
         /** @description Seconds to wait before sending the request again. */
         RetryAfter: number;
+        /** @description The request fields this answer ignored (unknown body fields at any depth, unknown query parameters), comma-separated, e.g. `body.nmae, body.contacts[0].phone_number, query.custmer_id` (at most 100; a name that is not printable ASCII or has a comma is percent-encoded). Absent when nothing was ignored. Send `Prefer: handling=strict` to have them refused instead. */
+        IgnoredFields: string;
+        /** @description RFC 7240: `handling=strict` when the request's `Prefer: handling=strict` was honoured. */
+        PreferenceApplied: "handling=strict";
         /** @description The oldest sequence still kept: after resynchronising from the list endpoints, continue the feed with after set to this value. */
         EventsKeptAfter: number;
     };
@@ -1253,7 +1252,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, created_at, updated_at. */
-                sort?: ("name" | "-name" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -1264,7 +1263,13 @@ export interface operations {
                 /** @description Exact match. */
                 customer_type?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1277,6 +1282,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1313,6 +1320,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1340,6 +1349,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1354,6 +1365,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1371,6 +1384,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1388,6 +1406,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1402,6 +1422,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1438,6 +1460,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -1453,6 +1477,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1466,6 +1492,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1479,6 +1507,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1507,6 +1537,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1521,6 +1553,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1532,9 +1566,15 @@ export interface operations {
     getCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -1548,6 +1588,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1584,6 +1626,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1597,6 +1641,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1624,6 +1670,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1638,6 +1686,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1655,9 +1705,14 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -1675,6 +1730,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1689,6 +1746,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1725,6 +1784,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1739,6 +1800,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -1754,6 +1817,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1767,6 +1832,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1780,6 +1847,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1808,6 +1877,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1822,6 +1893,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1839,6 +1912,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description The external_reference_id, or the service id of the record. */
@@ -1855,6 +1933,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1890,6 +1970,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1904,6 +1986,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -1919,6 +2003,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -1947,6 +2033,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1961,6 +2049,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1978,6 +2068,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1987,14 +2082,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the customer object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         customer: components["schemas"]["CustomerCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the customer object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         customer: components["schemas"]["CustomerUpdate"];
@@ -2010,6 +2111,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2024,6 +2127,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2060,6 +2165,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -2075,6 +2182,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2088,6 +2197,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2101,6 +2212,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2129,6 +2242,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2143,6 +2258,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2159,7 +2276,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, dot_number, created_at, updated_at. */
-                sort?: ("name" | "-name" | "dot_number" | "-dot_number" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "dot_number" | "-dot_number" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -2171,7 +2288,13 @@ export interface operations {
                 /** @description Exact match. */
                 dot_number?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2184,6 +2307,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2220,6 +2345,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,6 +2374,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2261,6 +2390,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2278,6 +2409,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -2295,6 +2431,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2309,6 +2447,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2345,6 +2485,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -2360,6 +2502,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2373,6 +2517,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2386,6 +2532,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2414,6 +2562,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2428,6 +2578,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2439,9 +2591,15 @@ export interface operations {
     getCarrier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -2455,6 +2613,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2491,6 +2651,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2504,6 +2666,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2531,6 +2695,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2545,6 +2711,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2562,9 +2730,14 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -2582,6 +2755,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2596,6 +2771,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2632,6 +2809,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2646,6 +2825,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -2661,6 +2842,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2674,6 +2857,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2687,6 +2872,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2715,6 +2902,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2729,6 +2918,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2746,6 +2937,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description The external_reference_id, or the service id of the record. */
@@ -2762,6 +2958,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2797,6 +2995,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2811,6 +3011,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -2826,6 +3028,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2854,6 +3058,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,6 +3074,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2885,6 +3093,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -2894,14 +3107,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the carrier object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         carrier: components["schemas"]["CarrierCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the carrier object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         carrier: components["schemas"]["CarrierUpdate"];
@@ -2917,6 +3136,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -2931,6 +3152,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2967,6 +3190,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -2982,6 +3207,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2995,6 +3222,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3008,6 +3237,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3036,6 +3267,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3050,6 +3283,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3066,7 +3301,7 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: name, city, state, created_at, updated_at. */
-                sort?: ("name" | "-name" | "city" | "-city" | "state" | "-state" | "created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "name" | "-name" | "city" | "-city" | "state" | "-state" | "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
@@ -3082,7 +3317,13 @@ export interface operations {
                 /** @description ISO 3166-1 alpha-2, any case. */
                 country?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3095,6 +3336,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3131,6 +3374,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3158,6 +3403,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3172,6 +3419,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3189,6 +3438,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -3206,6 +3460,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3220,6 +3476,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3256,6 +3514,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -3271,6 +3531,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3284,6 +3546,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3297,6 +3561,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3325,6 +3591,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3339,6 +3607,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3350,9 +3620,15 @@ export interface operations {
     getLocation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -3366,6 +3642,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3402,6 +3680,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3415,6 +3695,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3442,6 +3724,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3456,6 +3740,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3473,9 +3759,14 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -3493,6 +3784,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3507,6 +3800,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3543,6 +3838,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3557,6 +3854,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -3572,6 +3871,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3585,6 +3886,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3598,6 +3901,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3626,6 +3931,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3640,6 +3947,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3657,6 +3966,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description The external_reference_id, or the service id of the record. */
@@ -3673,6 +3987,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3708,6 +4024,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3722,6 +4040,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -3737,6 +4057,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3765,6 +4087,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3779,6 +4103,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3796,6 +4122,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -3805,14 +4136,20 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the location object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         location: components["schemas"]["LocationCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the location object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         location: components["schemas"]["LocationUpdate"];
@@ -3828,6 +4165,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3842,6 +4181,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3878,6 +4219,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -3893,6 +4236,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3906,6 +4251,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3919,6 +4266,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -3947,6 +4296,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3961,6 +4312,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3977,15 +4330,15 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at, status, external_reference_id. */
-                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at" | "status" | "-status" | "external_reference_id" | "-external_reference_id") | string;
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at" | "status" | "-status" | "external_reference_id" | "-external_reference_id";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
                 created_since?: string;
                 /** @description One LoadStatus, or several separated by commas (any case). */
                 status?: string;
-                equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
-                transport_mode?: ("FTL" | "PTL" | "LTL") | string;
+                equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
+                transport_mode?: "FTL" | "PTL" | "LTL";
                 /** @description Your identifier for the record, unique within the organization. */
                 customer_external_reference_id?: string;
                 customer_id?: string;
@@ -3993,10 +4346,16 @@ export interface operations {
                 carrier_external_reference_id?: string;
                 /** @description First pickup's early_arrival at or after this time. */
                 pickup_date_from?: string;
-                /** @description First pickup's early_arrival at or before this time. */
+                /** @description First pickup's early_arrival at or before this time. A bare date (YYYY-MM-DD) includes that whole UTC day. */
                 pickup_date_to?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4009,6 +4368,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4045,6 +4406,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,6 +4435,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4086,6 +4451,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4103,6 +4470,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -4120,6 +4492,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4134,6 +4508,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4170,6 +4546,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -4185,6 +4563,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4198,6 +4578,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4211,6 +4593,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4239,6 +4623,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4253,6 +4639,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4264,9 +4652,15 @@ export interface operations {
     getLoad: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -4280,6 +4674,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4316,6 +4712,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4329,6 +4727,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4356,6 +4756,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4370,6 +4772,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4387,9 +4791,14 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -4407,6 +4816,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4421,6 +4832,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4457,6 +4870,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4471,6 +4886,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -4486,6 +4903,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4499,6 +4918,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4512,6 +4933,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4540,6 +4963,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4554,6 +4979,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4571,6 +4998,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description The external_reference_id, or the service id of the record. */
@@ -4587,6 +5019,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4622,6 +5056,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4636,6 +5072,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -4651,6 +5089,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4679,6 +5119,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4693,6 +5135,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4710,6 +5154,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -4719,20 +5168,29 @@ export interface operations {
                 "application/json": {
                     /** @description At most 100 items, applied in order, each on its own. */
                     items: ({
-                        /** @description One of create, accepted in any letter case and returned in this spelling. */
-                        operation: "create" | string;
+                        /**
+                         * @description One of create, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "create";
                         /** @description Used when the load object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         load: components["schemas"]["LoadCreate"];
                     } | {
-                        /** @description One of update, upsert, accepted in any letter case and returned in this spelling. */
-                        operation: ("update" | "upsert") | string;
+                        /**
+                         * @description One of update, upsert, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "update" | "upsert";
                         /** @description Used when the load object omits its own; when both are given they must be equal. */
                         external_reference_id?: string;
                         load: components["schemas"]["LoadUpdate"];
                     } | {
-                        /** @description One of delete, accepted in any letter case and returned in this spelling. */
-                        operation: "delete" | string;
+                        /**
+                         * @description One of delete, accepted in any letter case and returned in this spelling.
+                         * @enum {string}
+                         */
+                        operation: "delete";
                         /** @description The load to delete. */
                         external_reference_id: string;
                     })[];
@@ -4747,6 +5205,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4761,6 +5221,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4797,6 +5259,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -4812,6 +5276,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4825,6 +5291,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4838,6 +5306,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4866,6 +5336,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4880,6 +5352,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4891,9 +5365,15 @@ export interface operations {
     getLoadCarrierRecommendations: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
-                /** @description Your identifier for the record, unique within the organization. */
+                /** @description The external_reference_id, or the service id of the record. */
                 external_reference_id: string;
             };
             cookie?: never;
@@ -4907,6 +5387,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4943,6 +5425,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4956,6 +5440,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4983,6 +5469,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4997,6 +5485,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5013,14 +5503,20 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: as_of, created_at. */
-                sort?: ("as_of" | "-as_of" | "created_at" | "-created_at") | string;
+                sort?: "as_of" | "-as_of" | "created_at" | "-created_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
                 created_since?: string;
-                equipment_type?: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
+                equipment_type?: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5033,6 +5529,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,6 +5567,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5096,6 +5596,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5110,6 +5612,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5127,6 +5631,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -5154,8 +5663,11 @@ export interface operations {
                         latitude?: number;
                         longitude?: number;
                     };
-                    /** @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling. */
-                    equipment_type: ("DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP") | string;
+                    /**
+                     * @description One of DRY_VAN, REEFER, FLATBED, FLATBED_CONESTOGA, STEPDECK, STEPDECK_CONESTOGA, LOWBOY, REMOVABLE_GOOSENECK, TANKER, INTERMODAL, STRAIGHT, SPRINTER, HOTSHOT, POWER_ONLY, BULK_DRY_HOPPER, BULK_DRY_PNEUMATIC, BULK_DRY_DUMP, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    equipment_type: "DRY_VAN" | "REEFER" | "FLATBED" | "FLATBED_CONESTOGA" | "STEPDECK" | "STEPDECK_CONESTOGA" | "LOWBOY" | "REMOVABLE_GOOSENECK" | "TANKER" | "INTERMODAL" | "STRAIGHT" | "SPRINTER" | "HOTSHOT" | "POWER_ONLY" | "BULK_DRY_HOPPER" | "BULK_DRY_PNEUMATIC" | "BULK_DRY_DUMP";
                     rate_per_mile: number;
                     rate_per_mile_low?: number | null;
                     rate_per_mile_high?: number | null;
@@ -5178,6 +5690,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5192,6 +5706,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5228,6 +5744,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -5243,6 +5761,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5256,6 +5776,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5269,6 +5791,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5297,6 +5821,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5311,6 +5837,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5329,7 +5857,13 @@ export interface operations {
                 /** @description Events per page, 1 to 500. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5342,6 +5876,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5378,6 +5914,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "X-Events-Kept-After": components["headers"]["EventsKeptAfter"];
                     [name: string]: unknown;
                 };
@@ -5392,6 +5930,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5419,6 +5959,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5433,6 +5975,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5449,13 +5993,19 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at. */
-                sort?: ("created_at" | "-created_at" | "updated_at" | "-updated_at") | string;
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at";
                 /** @description Only records updated at or after this time (ISO 8601). */
                 updated_since?: string;
                 /** @description Only records created at or after this time (ISO 8601). */
                 created_since?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5468,6 +6018,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5504,6 +6056,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5531,6 +6085,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5545,6 +6101,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5562,6 +6120,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -5572,7 +6135,7 @@ export interface operations {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                 };
@@ -5586,6 +6149,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5600,6 +6165,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5636,6 +6203,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -5651,6 +6220,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5664,6 +6235,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5677,6 +6250,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5705,6 +6280,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5719,6 +6296,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5730,7 +6309,13 @@ export interface operations {
     getWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 /** @description whe_… */
                 id: string;
@@ -5746,6 +6331,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5782,6 +6369,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5795,6 +6384,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5822,6 +6413,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5836,6 +6429,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5853,6 +6448,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description whe_… */
@@ -5867,11 +6467,14 @@ export interface operations {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url?: string;
                     /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: (("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created") | string)[];
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
-                    /** @description `disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on. One of enabled, disabled, accepted in any letter case and returned in this spelling. */
-                    status?: ("enabled" | "disabled") | string;
+                    /**
+                     * @description `disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on. One of enabled, disabled, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
                 };
             };
         };
@@ -5883,6 +6486,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5897,6 +6502,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5933,6 +6540,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -5947,6 +6556,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -5962,6 +6573,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5975,6 +6588,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5988,6 +6603,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6016,6 +6633,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6030,6 +6649,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6047,6 +6668,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description whe_… */
@@ -6063,6 +6689,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6098,6 +6726,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6112,6 +6742,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -6127,6 +6759,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6155,6 +6789,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6169,6 +6805,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6186,6 +6824,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description whe_… */
@@ -6202,6 +6845,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6216,6 +6861,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6252,6 +6899,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6266,6 +6915,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -6281,6 +6932,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6294,6 +6947,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6307,6 +6962,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6335,6 +6992,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6349,6 +7008,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6365,13 +7026,19 @@ export interface operations {
                 /** @description Items per page, at most 100. */
                 page_size?: number;
                 /** @description Only deliveries in this status. */
-                status?: ("pending" | "delivered" | "failed") | string;
+                status?: "pending" | "delivered" | "failed";
                 /** @description Only deliveries created at or after this time (ISO 8601). */
                 created_since?: string;
                 /** @description Only deliveries changed at or after this time (ISO 8601). */
                 updated_since?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 /** @description whe_… */
                 id: string;
@@ -6387,6 +7054,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6423,6 +7092,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6436,6 +7107,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6463,6 +7136,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6477,6 +7152,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6499,7 +7176,13 @@ export interface operations {
                 /** @description Only attempts started at or after this time (ISO 8601). */
                 created_since?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 /** @description whe_… */
                 id: string;
@@ -6515,6 +7198,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6551,6 +7236,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6564,6 +7251,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6591,6 +7280,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6605,6 +7296,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6622,6 +7315,11 @@ export interface operations {
                  * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 /** @description whe_… */
@@ -6648,6 +7346,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6662,6 +7362,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6698,6 +7400,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6712,6 +7416,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Retry-After": components["headers"]["IdempotencyRetryAfter"];
                     [name: string]: unknown;
@@ -6727,6 +7433,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6740,6 +7448,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6753,6 +7463,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -6781,6 +7493,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6795,126 +7509,8 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Detail"];
-                };
-            };
-        };
-    };
-    listAuditLog: {
-        parameters: {
-            query?: {
-                /** @description Page number, 1-indexed. */
-                page?: number;
-                /** @description Items per page, at most 100. */
-                page_size?: number;
-                /** @description One action (`key.rotated`), or every action on a kind of target with its prefix (`key.`). */
-                action?: string;
-                /** @description user, key or cli. */
-                actor_type?: ("user" | "key" | "cli") | string;
-                /** @description A user or key id. */
-                actor_id?: string;
-                /** @description user, key, webhook_endpoint, import or settings. */
-                target_type?: string;
-                /** @description The id of what was changed. */
-                target_id?: string;
-                /** @description Only entries at or after this time (ISO 8601). */
-                created_since?: string;
-                /** @description Only entries before this time (ISO 8601). */
-                created_before?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of entries, newest first. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["AuditEntryPage"];
-                };
-            };
-            /** @description Missing, malformed, unknown or revoked API key. */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description The key lacks the scope this operation needs; the message names it. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiKeyError"];
-                };
-            };
-            /** @description Validation error in the body, query or path. */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ValidationErrorBody"];
-                };
-            };
-            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RateLimitError"];
-                };
-            };
-            /** @description Unexpected failure; quote request_id when reporting it. */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InternalError"];
-                };
-            };
-            /** @description The database is unreachable; retry after the Retry-After seconds. */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -37,6 +37,7 @@ interface KeyForm {
   per_minute: string;
   per_day: string;
   expires_at: string;
+  strict?: boolean;
 }
 
 function parseLimit(text: string, field: string, label: string, errors: FieldErrors): number {
@@ -49,6 +50,9 @@ function parseLimit(text: string, field: string, label: string, errors: FieldErr
 function scopeList(scopes: readonly string[]): SafeHtml {
   return html`<ul class="chips">${scopes.map((sc) => html`<li><code>${sc}</code></li>`)}</ul>`;
 }
+
+const strictCheckbox = (checked: boolean) => html`<div class="checks"><label><input type="checkbox" name="strict" value="on"${checked ? html` checked` : ''}>
+    <span>Strict handling <span class="hint">Refuse requests that send a field the API does not know (422 naming it) instead of ignoring it, as <code>Prefer: handling=strict</code> does.</span></span></label></div>`;
 
 function keyFormFields(values: KeyForm, errors: FieldErrors): SafeHtml {
   const scopeError = errors.scopes;
@@ -68,6 +72,7 @@ function keyFormFields(values: KeyForm, errors: FieldErrors): SafeHtml {
     ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
     ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
   </div>
+  ${strictCheckbox(values.strict === true)}
   ${field({ name: 'expires_at', label: 'Expires (optional)', value: values.expires_at, errors, maxlength: 40, hint: 'A UTC date (2027-01-31) or time (2027-01-31T17:00:00Z) after which the key is refused (401, saying it expired). Empty: it never expires.' })}`;
 }
 
@@ -86,7 +91,7 @@ function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
   <td>${k.external_system}</td>
   <td><code>${k.key_prefix}…</code></td>
   <td>${scopeList(k.scopes)}</td>
-  <td class="num nowrap">${count(k.per_minute)} / min<br>${count(k.per_day)} / day</td>
+  <td class="num nowrap">${count(k.per_minute)} / min<br>${count(k.per_day)} / day${k.strict ? html`<br><span class="badge">strict</span>` : ''}</td>
   <td>${when(k.created_at)}</td>
   <td>${k.last_used_at ? when(k.last_used_at) : 'never'}</td>
   <td>${keyStatus(k)}</td>
@@ -199,7 +204,7 @@ ${o.error ? notice('error', html`<p>${o.error}</p>`, 'alert') : ''}
   });
 }
 
-function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: string; per_day: string }, errors: FieldErrors = {}): SafeHtml {
+function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: string; per_day: string; strict: boolean }, errors: FieldErrors = {}): SafeHtml {
   return page({
     title: 'Edit limits',
     session: s,
@@ -211,6 +216,7 @@ ${errorSummary(errors)}
   ${csrfField(s.csrfToken)}
   ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
+  ${strictCheckbox(values.strict)}
   <div class="actions"><button type="submit">Save limits</button><a class="button secondary" href="/settings/api-keys">Cancel</a></div>
 </form>`,
   });
@@ -238,6 +244,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
       per_minute: formText(req.body, 'per_minute'),
       per_day: formText(req.body, 'per_day'),
       expires_at: formText(req.body, 'expires_at').trim(),
+      strict: formText(req.body, 'strict') === 'on',
     };
     const errors: FieldErrors = {};
     if (!values.name) errors.name = 'Enter a name for the key.';
@@ -261,7 +268,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     try {
       const created = await accounts.createKey(
         s.orgId,
-        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay, ...(expiresAt ? { expiresAt } : {}) },
+        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay, strict: values.strict === true, ...(expiresAt ? { expiresAt } : {}) },
         { connectIntegration: false },
         actorOf(req, s),
       );
@@ -325,7 +332,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     const k = await accounts.getKey(s.orgId, keyIdOf(req.params));
     if (k.status !== 'active') return reply.redirect('/settings/api-keys', 303);
-    return sendPage(reply, limitsPage(s, k, { per_minute: String(k.per_minute), per_day: String(k.per_day) }));
+    return sendPage(reply, limitsPage(s, k, { per_minute: String(k.per_minute), per_day: String(k.per_day), strict: k.strict }));
   });
 
   app.post('/settings/api-keys/:id/limits', async (req, reply) => {
@@ -333,12 +340,13 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     checkSessionCsrf(req);
     const k = await accounts.getKey(s.orgId, keyIdOf(req.params));
-    const values = { per_minute: formText(req.body, 'per_minute'), per_day: formText(req.body, 'per_day') };
+    const values = { per_minute: formText(req.body, 'per_minute'), per_day: formText(req.body, 'per_day'), strict: formText(req.body, 'strict') === 'on' };
     const errors: FieldErrors = {};
     const perMinute = parseLimit(values.per_minute, 'per_minute', 'Requests per minute', errors);
     const perDay = parseLimit(values.per_day, 'per_day', 'Requests per day', errors);
     if (Object.keys(errors).length) return sendPage(reply, limitsPage(s, k, values, errors), 422);
     await accounts.updateKeyLimits(s.orgId, k.id, { perMinute, perDay }, actorOf(req, s));
+    if (values.strict !== k.strict) await accounts.setKeyStrict(s.orgId, k.id, values.strict);
     return reply.redirect('/settings/api-keys?done=limits', 303);
   });
 }

@@ -368,10 +368,10 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     const equipmentOnPage = [...new Set(rows.map((r) => r.equipment_type))];
     const body = html`<h1>Lanes</h1>
 <p>Lanes with the most delivered history first. For this list, history is grouped by equipment and by the 1-degree grid cells
-(about 69 by 55 miles) of its origin and destination. Recommendations use D7's definition instead: loads whose origins are within
-${radius} miles of each other and whose destinations are within ${radius} miles. Each row links to that D7 lane, centred on the
+(about 69 by 55 miles) of its origin and destination. Recommendations use another definition: loads whose origins are within
+${radius} miles of each other and whose destinations are within ${radius} miles. Each row links to that recommendation lane, centred on the
 locations of the group's latest delivered load; two neighbouring groups (Dallas → Houston and Fort Worth → Houston) lead to overlapping
-D7 lanes that count each other's loads.</p>
+recommendation lanes that count each other's loads.</p>
 ${rows.length === 0
   ? emptyState('No lane history yet: it grows as loads with a carrier are delivered.')
   : html`${mapSvg({
@@ -398,7 +398,7 @@ ${rows.length === 0
 <div class="table-wrap"><table>
   <caption>Lanes by delivered loads (times in UTC)</caption>
   <thead><tr><th scope="col">Equipment</th><th scope="col">Origin area</th><th scope="col">Destination area</th>
-  <th scope="col" class="num">Delivered loads</th><th scope="col" class="num">Carriers</th><th scope="col">Last delivered</th><th scope="col">D7 lane</th></tr></thead>
+  <th scope="col" class="num">Delivered loads</th><th scope="col" class="num">Carriers</th><th scope="col">Last delivered</th><th scope="col">Recommendation lane</th></tr></thead>
   <tbody>${rows.map((r, i) => {
     const link = d7(i);
     return html`<tr><th scope="row">${label(r.equipment_type)}</th><td>${area(r.origin_cell, ends[i]?.origin)}</td>

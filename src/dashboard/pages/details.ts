@@ -245,7 +245,7 @@ async function lanePage(ctx: DashboardContext, orgId: string, originRef: string,
   const title = `${origin.name} → ${destination.name}, ${label(equipment)}`;
   const body = html`<p><a href="/lanes">← All lanes</a></p>
 <h1>${title}</h1>
-<p>A lane as recommendations define it (D7): delivered ${label(equipment).toLowerCase()} loads whose origin is within ${radius} miles of
+<p>A lane as recommendations define it: delivered ${label(equipment).toLowerCase()} loads whose origin is within ${radius} miles of
 <a href="${locationPath(origin.external_reference_id)}">${origin.name}</a> (${placeLabel(origin)}) and whose destination is within ${radius} miles of
 <a href="${locationPath(destination.external_reference_id)}">${destination.name}</a> (${placeLabel(destination)}).</p>
 ${mapSvg({

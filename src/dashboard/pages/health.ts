@@ -14,6 +14,7 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const DAYS = 7;
 const FAILED_SHOWN = 50;
+const IGNORED_SHOWN = 100;
 
 function detailSummary(detail: string): string {
   try {
@@ -34,7 +35,13 @@ export async function integrationHealth(ctx: DashboardContext, orgId: string): P
   const now = ctx.clock.now().getTime();
   const firstHour = Math.floor(now / HOUR) * HOUR - (DAYS * 24 - 1) * HOUR;
   const since = new Date(firstHour).toISOString();
-  const [hourly, failed, keys] = await Promise.all([usage.hourly(orgId, since), usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN), insights.usageKeys(orgId)]);
+  const [hourly, failed, keys, ignored] = await Promise.all([
+    usage.hourly(orgId, since),
+    usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN),
+    insights.usageKeys(orgId),
+    usage.ignoredFields(orgId, new Date(now - DAYS * DAY).toISOString(), IGNORED_SHOWN),
+  ]);
+  const keyName = new Map(keys.map((k) => [k.id, k]));
 
   const firstDay = Math.floor(now / DAY) * DAY - (DAYS - 1) * DAY;
   const days = Array.from({ length: DAYS }, (_, i) => firstDay + i * DAY);
@@ -116,5 +123,15 @@ ${failed.total === 0
   <tbody>${failed.rows.map(
     (f) => html`<tr><td class="nowrap">${utc(f.occurred_at)}</td><th scope="row">${f.resource}: ${f.reference ?? html`<span class="muted">no reference</span>`}${f.batch_index !== null ? html`<br><span class="muted">batch item ${f.batch_index}</span>` : ''}</th>
     <td>${f.method} ${f.operation}</td><td class="num">${f.status}</td><td>${detailSummary(f.detail)}</td><td class="mono">${f.request_id ?? ''}</td></tr>`,
-  )}</tbody></table></div>`}`;
+  )}</tbody></table></div>`}
+<h3 id="ignored-fields-title">Ignored fields</h3>
+${ignored.length === 0
+  ? html`<p>No request of the last ${DAYS} days sent a field the API does not know.</p>`
+  : html`<p class="muted">Fields the API ignored (unknown names, often a misspelling or another service's name): the data in them was not stored. Each answer names them in its <code>Lanebridge-Ignored-Fields</code> header; send <code>Prefer: handling=strict</code>, or make the key strict, to have them refused instead.</p>
+<div class="table-wrap"><table aria-labelledby="ignored-fields-title" id="ignored-fields">
+  <thead><tr><th scope="col">Key</th><th scope="col">Request</th><th scope="col">Field</th><th scope="col" class="num">Requests</th><th scope="col">Last seen</th></tr></thead>
+  <tbody>${ignored.map((f) => {
+    const k = keyName.get(f.key_id);
+    return html`<tr><td>${k ? k.name : f.key_id}</td><td class="mono">${f.route}</td><th scope="row" class="mono">${f.field}</th><td class="num">${count(Number(f.count))}</td><td class="nowrap">${utc(f.last_seen_at)}</td></tr>`;
+  })}</tbody></table></div>`}`;
 }

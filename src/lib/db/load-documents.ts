@@ -39,7 +39,7 @@ export interface DocumentsResult {
 const keyState = (keyId: string | null): RawBuilder<unknown> =>
   keyId === null
     ? sql`null::json`
-    : sql`(select json_build_object('per_minute', k.per_minute, 'per_day', k.per_day, 'expires_at', k.expires_at) from api_keys k where k.id = ${keyId} and k.revoked_at is null)`;
+    : sql`(select json_build_object('per_minute', k.per_minute, 'per_day', k.per_day, 'expires_at', k.expires_at, 'strict', k.strict) from api_keys k where k.id = ${keyId} and k.revoked_at is null)`;
 
 const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${column}::json->>'${field}')`);
 

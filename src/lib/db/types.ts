@@ -44,6 +44,8 @@ export interface ApiKeysTable {
   replaced_by_key_id: string | null;
   /** D17: null when the key never expires. */
   expires_at: string | null;
+  /** D16: 1 when every request of the key is handled strictly. */
+  strict: number;
 }
 
 export interface CustomersTable {

@@ -141,7 +141,7 @@ export class IdempotencyKeyInProgressError extends DetailError {
 export class UnauthorizedError extends ApiError {
   readonly code = 'unauthorized';
   /** `message`: what was missing, when it is not the API key (the metrics token). */
-  constructor(message = 'Invalid or missing API key') {
+  constructor(message = 'Invalid or missing API key: send it in the X-API-Key header') {
     super(message);
   }
   body() {

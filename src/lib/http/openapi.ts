@@ -21,7 +21,7 @@ export const ErrorSchemas = {
     {
       error: Type.Object({
         code: Type.String({ enum: ['UNAUTHORIZED', 'FORBIDDEN'] }),
-        message: Type.String({ examples: ['Invalid or missing API key', 'API key does not have the required scope: write:loads'] }),
+        message: Type.String({ examples: ['Invalid or missing API key: send it in the X-API-Key header', 'API key does not have the required scope: write:loads'] }),
       }),
     },
     { $id: 'ApiKeyError', description: 'Authentication and authorization failures (401, 403).' },
@@ -117,10 +117,13 @@ function publishInputConventions(node: unknown): void {
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
   }
   if (obj[CANONICAL_TIMESTAMP]) {
+    const endOfDay = obj[CANONICAL_TIMESTAMP] === 'end-of-day';
     delete obj[CANONICAL_TIMESTAMP];
     delete obj.format;
     obj.pattern = ACCEPTED_TIMESTAMP_PATTERN;
-    const note = 'ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.';
+    const note = endOfDay
+      ? 'ISO 8601 date-time; without an offset it is read as UTC.'
+      : 'ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.';
     obj.description = obj.description ? `${String(obj.description)} ${note}` : note;
     obj.examples = ['2025-01-31T14:00:00Z'];
   }
@@ -152,6 +155,15 @@ const HEADER_COMPONENTS: Record<string, { description: string; required?: boolea
     required: true,
     schema: { type: 'integer', minimum: 1 },
   },
+  IgnoredFields: {
+    description:
+      'The request fields this answer ignored (unknown body fields at any depth, unknown query parameters), comma-separated, e.g. `body.nmae, body.contacts[0].phone_number, query.custmer_id` (at most 100; a name that is not printable ASCII or has a comma is percent-encoded). Absent when nothing was ignored. Send `Prefer: handling=strict` to have them refused instead.',
+    schema: { type: 'string' },
+  },
+  PreferenceApplied: {
+    description: "RFC 7240: `handling=strict` when the request's `Prefer: handling=strict` was honoured.",
+    schema: { type: 'string', enum: ['handling=strict'] },
+  },
   EventsKeptAfter: {
     description: 'The oldest sequence still kept: after resynchronising from the list endpoints, continue the feed with after set to this value.',
     required: true,
@@ -169,10 +181,23 @@ const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/componen
 function declareResponseHeaders(doc: Record<string, unknown>): void {
   const components = (doc.components ??= {}) as Record<string, Record<string, unknown>>;
   Object.assign((components.headers ??= {}), HEADER_COMPONENTS);
+  (components.parameters ??= {}).Prefer = {
+    name: 'Prefer',
+    in: 'header',
+    required: false,
+    description:
+      'RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.',
+    schema: { type: 'string' },
+    example: 'handling=strict',
+  };
   const paths = (doc.paths ?? {}) as Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
   for (const [path, operations] of Object.entries(paths)) {
     if (!path.startsWith(API_PREFIX)) continue;
     for (const op of Object.values(operations)) {
+      if (op && typeof op === 'object') {
+        const withParams = op as { parameters?: unknown[] };
+        withParams.parameters = [...(withParams.parameters ?? []), { $ref: '#/components/parameters/Prefer' }];
+      }
       for (const [status, response] of Object.entries(op?.responses ?? {})) {
         const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('RequestId') };
         if (status !== '401') {
@@ -181,6 +206,11 @@ function declareResponseHeaders(doc: Record<string, unknown>): void {
           headers['X-RateLimit-Reset'] = headerRef('RateLimitReset');
         }
         if (status === '429' || status === '503') headers['Retry-After'] = headerRef('RetryAfter');
+        // Fields are looked at once the key is let in (not on 401, 403 or 429).
+        if (!['401', '403', '429'].includes(status)) {
+          headers['Lanebridge-Ignored-Fields'] = headerRef('IgnoredFields');
+          headers['Preference-Applied'] = headerRef('PreferenceApplied');
+        }
         if (status === '410') headers['X-Events-Kept-After'] = headerRef('EventsKeptAfter');
         response.headers = { ...headers, ...(response.headers ?? {}) };
       }
@@ -211,7 +241,9 @@ const API_DESCRIPTION = [
   '',
   '**Errors.** Authentication, authorization and rate limiting answer `{"error":{"code","message"}}`; every other error `{"detail": …}`, where a 422 lists every problem as `{type, loc, msg}` with `loc` starting at `body`, `query`, `path` or `header`.',
   '',
-  '**Input conventions.** Enumerations are accepted in any letter case and returned in one spelling (the `enum` of each field; `stop_type` is returned as Pickup, Delivery, Both). Timestamps are ISO 8601; one without an offset is read as UTC; every timestamp is returned in UTC with milliseconds and `Z`. Unknown body fields are ignored.',
+  '**Input conventions.** Enumerations are accepted in any letter case and returned in one spelling (the `enum` of each field; `stop_type` is returned as Pickup, Delivery, Both). Timestamps are ISO 8601; one without an offset is read as UTC; every timestamp is returned in UTC with milliseconds and `Z`.',
+  '',
+  '**Unknown fields.** Unknown body fields and query parameters are ignored, as the original service does, and every answer that ignored something names them in `Lanebridge-Ignored-Fields` (`body.nmae, body.contacts[0].phone_number, query.custmer_id`). Send `Prefer: handling=strict` (or use a key made strict) to have them refused: 422 with one `unknown_field` entry each and a "did you mean" when a known name is close. A carrier contact with no name, email or phone is refused in every mode.',
   '',
   '**Lists** answer `{items, pagination}` and take `page` (from 1), `page_size` (1 to 100, default 50), `sort` (a field, `-field` for descending) and `updated_since` / `created_since` for delta sync; walk pages until `pagination.has_next` is false.',
   '',

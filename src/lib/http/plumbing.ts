@@ -22,6 +22,7 @@ import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
 import { refusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
+import { strictIssuesOf } from './ignored-fields.js';
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
@@ -33,9 +34,14 @@ function send(reply: FastifyReply, err: ApiError) {
 
 /** What any failure of a request is answered as (the table's entry), logged when it is the service's fault. */
 export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: number): ApiError {
-  if (error instanceof ApiError) return error;
   const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
-  if (fe.validation) return new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body'));
+  const invalid = error instanceof ValidationError ? error : fe.validation ? new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')) : null;
+  if (invalid) {
+    // D16 strict: a request that also failed its schema names its unknown fields in the same 422.
+    const strict = strictIssuesOf(req);
+    return strict && !invalid.issues.includes(strict[0]!) ? new ValidationError([...strict, ...invalid.issues]) : invalid;
+  }
+  if (error instanceof ApiError) return error;
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new UnsupportedMediaTypeError(req.headers['content-type']);
@@ -123,6 +129,13 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** Batch items refused for their text before the batch runs, by index (see refusedBatchItems). */
 const refusedItems = new WeakMap<FastifyRequest, Map<number, ValidationIssue[]>>();
+
+/** Adds items refused before the batch runs (D16 strict: unknown fields); their entries join any refused text's. */
+export function refuseBatchItems(req: FastifyRequest, byItem: ReadonlyMap<number, ValidationIssue[]>): void {
+  const map = refusedItems.get(req) ?? new Map<number, ValidationIssue[]>();
+  for (const [index, issues] of byItem) map.set(index, [...(map.get(index) ?? []), ...issues]);
+  refusedItems.set(req, map);
+}
 
 /** The items of this batch request that carry refused text (NUL, a lone surrogate): each fails 422 on its own. */
 export function refusedBatchItems(req: FastifyRequest): ReadonlyMap<number, ValidationIssue[]> | null {

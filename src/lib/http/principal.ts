@@ -11,6 +11,8 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   perMinute: number;
   perDay: number;
+  /** D16: the key answers unknown fields 422 on every request. */
+  strict?: boolean;
 }
 
 /** What a data statement found of the caller's key (its current limits); null when it is revoked. */
@@ -18,6 +20,7 @@ export interface KeyState {
   per_minute: number;
   per_day: number;
   expires_at?: string | null;
+  strict?: number;
 }
 
 /**

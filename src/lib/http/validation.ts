@@ -15,6 +15,8 @@ export const CANONICAL_TIMESTAMP = 'x-canonical-timestamp';
 
 type AjvInstance = Ajv;
 
+const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
 function addLanebridgeVocabulary(ajv: AjvInstance): AjvInstance {
   ajv.addFormat('date-time', { type: 'string', validate: isIsoTimestamp });
   ajv.addKeyword({
@@ -43,10 +45,12 @@ function addLanebridgeVocabulary(ajv: AjvInstance): AjvInstance {
     keyword: CANONICAL_TIMESTAMP,
     type: 'string',
     modifying: true,
-    compile() {
+    compile(mode: unknown) {
+      // `end-of-day`: a bare date is its last millisecond (an inclusive upper bound such as pickup_date_to).
+      const endOfDay = mode === 'end-of-day';
       // Validity is the `date-time` format's job; this only canonicalises what passes it.
       return ((data: string, ctx?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number }) => {
-        const canonical = parseIsoTimestamp(data);
+        const canonical = endOfDay && BARE_DATE.test(data) && parseIsoTimestamp(data) !== null ? `${data}T23:59:59.999Z` : parseIsoTimestamp(data);
         if (canonical !== null && ctx) ctx.parentData[ctx.parentDataProperty] = canonical;
         return true;
       }) as unknown as (data: unknown) => boolean;

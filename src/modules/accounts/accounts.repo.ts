@@ -80,6 +80,8 @@ export function accountsRepo(db: Executor) {
         .executeTakeFirst(),
     touchKey: (id: string, at: string, tx: Executor = db) =>
       tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+    setKeyStrict: (orgId: string, id: string, strict: boolean, tx: Executor = db) =>
+      tx.updateTable('api_keys').set({ strict: strict ? 1 : 0 }).where('org_id', '=', orgId).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
     updateKeyLimits: (orgId: string, id: string, perMinute: number, perDay: number, tx: Executor = db) =>
       tx
         .updateTable('api_keys')

@@ -34,6 +34,8 @@ export interface KeySummary {
   replaced_by_key_id: string | null;
   /** `expired`: past expires_at (or a rotated key's grace period). */
   status: 'active' | 'expired' | 'revoked';
+  /** D16: unknown fields are answered 422 on every request of this key. */
+  strict: boolean;
 }
 
 export interface CreateKeyInput {
@@ -44,6 +46,7 @@ export interface CreateKeyInput {
   perDay?: number;
   /** ISO 8601; must be in the future. */
   expiresAt?: string;
+  strict?: boolean;
 }
 
 /** Most hours a rotated key may keep working beside its replacement (30 days). */
@@ -89,6 +92,7 @@ function summarize(row: ApiKeysTable, now: Date): KeySummary {
     expires_at: row.expires_at,
     replaced_by_key_id: row.replaced_by_key_id,
     status: row.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
+    strict: Number(row.strict) === 1,
   };
 }
 
@@ -122,6 +126,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       revoked_at: null,
       replaced_by_key_id: null,
       expires_at: input.expiresAt ?? null,
+      strict: input.strict ? 1 : 0,
     };
     return { row, key };
   }
@@ -145,7 +150,8 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await bumpVersions(tx, orgId, API_KEYS);
         await recordAudit(tx, clock, orgId, actor, 'key.created', { type: 'key', id: row.id });
       });
-      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, expires_at: row.expires_at };
+      // D10's shape, with expires_at (D17); `strict` only on a strict key (D16).
+      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, expires_at: row.expires_at, ...(row.strict === 1 ? { strict: true as const } : {}) };
     },
 
     async revokeKey(orgId: string, keyId: string, actor: AuditActor = cliActor()) {
@@ -184,6 +190,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         perMinute: old.per_minute,
         perDay: old.per_day,
         ...(old.expires_at ? { expiresAt: old.expires_at } : {}),
+        strict: Number(old.strict) === 1,
       });
       const graceEnd = new Date(now.getTime() + graceHours * 3_600_000);
       await inTransaction(store, async (tx) => {
@@ -222,6 +229,17 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await recordAudit(tx, clock, orgId, actor, 'key.limits_changed', { type: 'key', id: keyId });
       });
       return summarize((await repo.findKey(orgId, keyId))!, clock.now());
+    },
+
+    /** D16: strict handling for every request of the key (from its next request on, on every instance). */
+    async setKeyStrict(orgId: string, keyId: string, strict: boolean): Promise<KeySummary> {
+      const existing = await existingKey(orgId, keyId);
+      if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its handling cannot change`);
+      await inTransaction(store, async (tx) => {
+        await repo.setKeyStrict(orgId, keyId, strict, tx);
+        await bumpVersions(tx, orgId, API_KEYS);
+      });
+      return summarize((await repo.findKey(orgId, keyId))!);
     },
   };
 }

@@ -64,6 +64,7 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
       scopes: new Set(row.scopes.split(',').filter(isScope)),
       perMinute: row.per_minute,
       perDay: row.per_day,
+      strict: Number(row.strict) === 1,
     };
     if (snapshot) {
       if (kept.size >= MAX_KEPT) kept.clear();
@@ -118,8 +119,8 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
           throw expiredKeyError(expiresAt);
         }
         // New limits (changed on any instance) apply from the next request on.
-        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay || expiresAt !== principal.expiresAt) {
-          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt });
+        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay || expiresAt !== principal.expiresAt || (Number(found.strict) === 1) !== (principal.strict === true)) {
+          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt, strict: Number(found.strict) === 1 });
         }
       },
     };

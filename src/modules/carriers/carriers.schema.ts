@@ -9,7 +9,7 @@ export const ContactInput = Type.Object({
   primary_email: Type.Optional(Nullable(Text(255))),
   primary_phone: Type.Optional(Nullable(Text(50))),
   is_primary_contact: Type.Optional(Type.Boolean({ description: 'Default false.' })),
-});
+}, { description: 'A contact needs at least one of first_name, last_name, primary_email or primary_phone (else 422, in every mode).' });
 export type ContactInput = Static<typeof ContactInput>;
 
 export const AddressInput = Type.Object({
@@ -37,7 +37,7 @@ export const CarrierCreate = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 255 }),
     ...Type.Partial(Type.Object(carrierFields)).properties,
   },
-  { description: 'Unknown fields are ignored.' },
+  { description: 'Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict).' },
 );
 export type CarrierCreate = Static<typeof CarrierCreate>;
 

@@ -97,6 +97,14 @@ function contactRows(orgId: string, carrierId: string, input: ContactInput[], ex
       });
     }
     if (c.id) seen.add(c.id);
+    // D16: a contact with no name, email or phone (fields sent under other names) is refused in every mode.
+    if (![c.first_name, c.last_name, c.primary_email, c.primary_phone].some((v) => typeof v === 'string' && v.trim() !== '')) {
+      issues.push({
+        type: 'value_error',
+        loc: ['body', 'contacts', position],
+        msg: 'Value error, a contact needs at least one of first_name, last_name, primary_email or primary_phone',
+      });
+    }
     return {
       id: c.id ?? newId('contact'),
       org_id: orgId,

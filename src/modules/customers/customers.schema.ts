@@ -16,7 +16,7 @@ export const CustomerCreate = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 255 }),
     ...Type.Partial(Type.Object(customerFields)).properties,
   },
-  { description: 'Unknown fields are ignored.' },
+  { description: 'Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict).' },
 );
 export type CustomerCreate = Static<typeof CustomerCreate>;
 

@@ -19,6 +19,8 @@ export interface StoredEvent {
 export interface EventsPage {
   /** The last sequence pruned by retention (an `after` below it is 410). */
   pruned: number;
+  /** The last sequence given in the organization (an `after` above it is 422). */
+  newest: number;
   events: StoredEvent[];
 }
 
@@ -31,8 +33,8 @@ export async function eventsAfter(
   q: { orgId: string; after: number; kinds: readonly string[]; types: readonly string[] | null; limit: number },
 ): Promise<EventsPage> {
   const types = q.types ? sql`and e.type in (${sql.join(q.types)})` : sql``;
-  const { rows } = await sql<{ pruned: number | string | null; sequence: number | string | null; id: string; type: string; created_at: string; data: string }>`
-    select v.events_pruned as pruned, e.sequence, e.id, e.type, e.created_at, e.data
+  const { rows } = await sql<{ pruned: number | string | null; newest: number | string | null; sequence: number | string | null; id: string; type: string; created_at: string; data: string }>`
+    select v.events_pruned as pruned, v.events as newest, e.sequence, e.id, e.type, e.created_at, e.data
     from (select 1 as one) as o
     left join org_versions v on v.org_id = ${q.orgId}
     left join (
@@ -43,8 +45,9 @@ export async function eventsAfter(
     ) as e on 1 = 1
     order by e.sequence`.execute(tx);
   const pruned = Number(rows[0]?.pruned ?? 0);
+  const newest = Number(rows[0]?.newest ?? 0);
   const events = rows.filter((r) => r.sequence !== null).map((r) => ({ sequence: Number(r.sequence), id: r.id, type: r.type, created_at: r.created_at, data: r.data }));
-  return { pruned, events };
+  return { pruned, newest, events };
 }
 
 /** Per organization, the last sequence created before `cutoff` (what retention may prune, a prefix). */

@@ -116,8 +116,10 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
       const kinds = KIND_SCOPES.filter(([, s]) => scopes.has(s)).map(([k]) => k);
       if (kinds.length === 0) throw new ForbiddenError('read:loads');
       const types = typesFilter(query.types);
-      const { pruned, events } = await eventsAfter(db, { orgId, after: query.after, kinds, types, limit: query.limit + 1 });
+      const { pruned, newest, events } = await eventsAfter(db, { orgId, after: query.after, kinds, types, limit: query.limit + 1 });
       if (query.after < pruned) throw new EventsGoneError(query.after, pruned);
+      // A sequence this organization never reached: usually a database restored from a backup older than the reader's position.
+      if (query.after > newest) throw ValidationError.single(['query', 'after'], `after (${query.after}) is past the newest event of this organization (sequence ${newest}): the feed was probably restored from an older backup; resynchronise with the list endpoints and updated_since, then continue from after=${newest}`, 'less_than_equal');
       const page = events.slice(0, query.limit);
       const items = page.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"sequence":${e.sequence},"timestamp":${JSON.stringify(e.created_at)},"data":${e.data}}`);
       const nextAfter = page.length > 0 ? page[page.length - 1]!.sequence : query.after;

@@ -3,7 +3,7 @@ import type { ReadCache } from '../../lib/http/read-cache.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
-import { RefParams } from '../shared/route-schemas.js';
+import { RefOrIdParams } from '../shared/route-schemas.js';
 import { resourceRoutes } from '../shared/resource-routes.js';
 import { Load, LoadCreate, LoadListQuery, LoadPage, LoadRecommendations, LoadUpdate, RecommendationsQuery } from './loads.schema.js';
 import { OPEN_STATUSES } from '../../domain/enums.js';
@@ -56,10 +56,14 @@ export function loadRoutes(
         '',
         'rank_by=balanced orders by balanced_score = score × (0.5 + 0.5 × p) × clamp(1/rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 3 × 0.85) ÷ (Σw scored + 3) over deliveries. widen=true widens a lane of fewer than 3 carriers to 150 then 250 miles (weights 0.25 and 0.1).',
       ].join('\n'),
-      params: RefParams,
+      params: RefOrIdParams,
       querystring: RecommendationsQuery,
       response: { 200: Type.Ref(LoadRecommendations, { description: 'The load’s carrier recommendations, best first (at most 10).' }) },
     },
-    handler: (req) => guardedRead(req, (g) => loads.recommendationsFor(principalOf(req).orgId, req.params.external_reference_id, g, { rankBy: req.query.rank_by as 'history' | 'balanced' | undefined, widen: req.query.widen })),
+    handler: async (req) => {
+      const orgId = principalOf(req).orgId;
+      const ref = await loads.refOf(orgId, req.params.external_reference_id);
+      return guardedRead(req, (g) => loads.recommendationsFor(orgId, ref, g, { rankBy: req.query.rank_by as 'history' | 'balanced' | undefined, widen: req.query.widen }));
+    },
   });
 }

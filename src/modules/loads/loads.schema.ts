@@ -1,6 +1,6 @@
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
-import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers.js';
+import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp, TimestampUpTo } from '../../lib/http/schema-helpers.js';
 import { CarrierRecommendation } from '../lanes/lanes.schema.js';
 import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from '../../domain/enums.js';
 
@@ -64,7 +64,7 @@ export const LoadCreate = Type.Object(
     stops,
     ...Type.Partial(Type.Object(loadFields)).properties,
   },
-  { description: 'Unknown fields are ignored.' },
+  { description: 'Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict).' },
 );
 export type LoadCreate = Static<typeof LoadCreate>;
 
@@ -174,7 +174,7 @@ export const LoadListQuery = listQuerySchema(LOAD_SORTS, {
   customer_id: Type.Optional(Type.String({ maxLength: 64 })),
   carrier_external_reference_id: Type.Optional(ExternalReferenceId()),
   pickup_date_from: Type.Optional(Timestamp("First pickup's early_arrival at or after this time.")),
-  pickup_date_to: Type.Optional(Timestamp("First pickup's early_arrival at or before this time.")),
+  pickup_date_to: Type.Optional(TimestampUpTo("First pickup's early_arrival at or before this time.")),
 });
 export type LoadListQuery = Static<typeof LoadListQuery>;
 

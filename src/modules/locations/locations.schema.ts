@@ -41,7 +41,7 @@ export const LocationCreate = Type.Object(
   },
   {
     description:
-      'Must be geocodable: latitude + longitude (+ country), or postal_code + state (+ country). Unknown fields are ignored.',
+      'Must be geocodable: latitude + longitude (+ country), or postal_code + state (+ country). Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict).',
   },
 );
 export type LocationCreate = Static<typeof LocationCreate>;

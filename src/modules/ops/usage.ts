@@ -39,9 +39,21 @@ export interface FailedWritesTable {
   request_id: string | null;
 }
 
+/** D16: fields ignored per key, route and field (positions left out: `body.contacts[].phone_number`). */
+export interface IgnoredFieldsTable {
+  org_id: string;
+  key_id: string;
+  route: string;
+  field: string;
+  count: number;
+  first_seen_at: string;
+  last_seen_at: string;
+}
+
 interface UsageTables {
   api_usage_hourly: ApiUsageHourlyTable;
   failed_writes: FailedWritesTable;
+  ignored_fields: IgnoredFieldsTable;
 }
 
 export interface UsageOptions {
@@ -112,6 +124,8 @@ export function usageRecorder(o: UsageOptions) {
   const counters = new Map<string, Counter>();
   let closed: Counter[] = [];
   let pending: FailedWritesTable[] = [];
+  // D16: ignored fields counted between flushes, by org, key, route and field.
+  let ignored = new Map<string, { orgId: string; keyId: string; route: string; field: string; count: number; first: number; last: number }>();
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
   let lastPrune = 0;
@@ -133,6 +147,20 @@ export function usageRecorder(o: UsageOptions) {
     else if (status >= 500) c.serverErrors++;
     else c.clientErrors++;
     if (nowMs > c.last) c.last = nowMs;
+  }
+
+  /** D16: the fields a request's answer said it ignored (a few map lookups; written by the flush). */
+  function countIgnored(principal: Pick<Principal, 'orgId' | 'keyId'>, route: string, fields: readonly string[], nowMs = o.clock.now().getTime()) {
+    for (const field of fields) {
+      const id = `${principal.keyId}\u0000${route}\u0000${field}`;
+      const c = ignored.get(id);
+      if (c) {
+        c.count++;
+        if (nowMs > c.last) c.last = nowMs;
+      } else if (ignored.size < MAX_PENDING_FAILED) {
+        ignored.set(id, { orgId: principal.orgId, keyId: principal.keyId, route, field, count: 1, first: nowMs, last: nowMs });
+      }
+    }
   }
 
   function queueFailure(row: Omit<FailedWritesTable, 'id'>) {
@@ -182,7 +210,9 @@ export function usageRecorder(o: UsageOptions) {
     closed = [];
     const failed = pending;
     pending = [];
-    if (rows.length === 0 && failed.length === 0) return;
+    const ignoredNow = [...ignored.values()];
+    ignored = new Map();
+    if (rows.length === 0 && failed.length === 0 && ignoredNow.length === 0) return;
     try {
       await db.transaction().execute(async (tx) => {
         for (const c of rows) {
@@ -201,6 +231,20 @@ export function usageRecorder(o: UsageOptions) {
             .execute();
         }
         for (let i = 0; i < failed.length; i += 100) await tx.insertInto('failed_writes').values(failed.slice(i, i + 100)).execute();
+        for (const c of ignoredNow) {
+          const first = new Date(c.first).toISOString();
+          const last = new Date(c.last).toISOString();
+          await tx
+            .insertInto('ignored_fields')
+            .values({ org_id: c.orgId, key_id: c.keyId, route: c.route, field: c.field, count: c.count, first_seen_at: first, last_seen_at: last })
+            .onConflict((oc) =>
+              oc.columns(['org_id', 'key_id', 'route', 'field']).doUpdateSet({
+                count: sql`ignored_fields.count + excluded.count`,
+                last_seen_at: sql`case when excluded.last_seen_at > ignored_fields.last_seen_at then excluded.last_seen_at else ignored_fields.last_seen_at end`,
+              }),
+            )
+            .execute();
+        }
       });
     } catch (err) {
       // Usage is best effort: a database away for a moment loses these counts, never a request.
@@ -217,6 +261,8 @@ export function usageRecorder(o: UsageOptions) {
     lastPrune = now.getTime();
     const cutoff = new Date(now.getTime() - retentionDays * 86_400_000).toISOString();
     await db.deleteFrom('failed_writes').where('occurred_at', '<', cutoff).execute();
+    // Ignored fields not seen for the retention period go: the integration was fixed.
+    await db.deleteFrom('ignored_fields').where('last_seen_at', '<', cutoff).execute();
     // Hourly usage is kept a day longer than the 7 days the charts show.
     await db.deleteFrom('api_usage_hourly').where('hour', '<', hourOf(new Date(now.getTime() - (retentionDays + 1) * 86_400_000).toISOString())).execute();
     for (const orgId of orgs) {
@@ -248,11 +294,12 @@ export function usageRecorder(o: UsageOptions) {
 
   return {
     count,
+    countIgnored,
     captureFailures,
     flush,
     prune: () => prune(new Set()),
     /** Counters and failures waiting for the next flush (tests, benchmarks). */
-    pendingSize: () => ({ counters: counters.size + closed.length, failed: pending.length }),
+    pendingSize: () => ({ counters: counters.size + closed.length, failed: pending.length, ignored: ignored.size }),
     start() {
       const every = o.flushMs ?? USAGE_FLUSH_MS;
       if (every > 0 && !timer) {
@@ -269,6 +316,20 @@ export function usageRecorder(o: UsageOptions) {
     /** The organization's hourly usage since `sinceIso`, every key. */
     hourly(orgId: string, sinceIso: string) {
       return db.selectFrom('api_usage_hourly').selectAll().where('org_id', '=', orgId).where('hour', '>=', hourOf(sinceIso)).orderBy('hour').execute();
+    },
+
+    /** D16: the organization's ignored fields seen since `sinceIso`, most counted first. */
+    ignoredFields(orgId: string, sinceIso: string, limit = 100) {
+      return db
+        .selectFrom('ignored_fields')
+        .selectAll()
+        .where('org_id', '=', orgId)
+        .where('last_seen_at', '>=', sinceIso)
+        .orderBy('count', 'desc')
+        .orderBy('last_seen_at', 'desc')
+        .orderBy('field')
+        .limit(limit)
+        .execute();
     },
 
     /** Failed writes since `sinceIso`, newest first, at most `limit`; with the count of them all. */

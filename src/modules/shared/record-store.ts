@@ -259,6 +259,17 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     async withBodyProblems(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError> {
       return new ValidationError(await bodyProblems(o.pipeline.reader, open(orgId), orgId, invalid.issues, body, ref));
     },
+    /**
+     * The external_reference_id a path names: itself, or for a service id of this kind that no record
+     * uses as its reference, that record's (GET and PUT take the id as DELETE does). No read unless the
+     * path has this kind's id prefix.
+     */
+    async refOf(orgId: string, refOrId: string): Promise<string> {
+      if (!refOrId.startsWith(idPrefix)) return refOrId;
+      const reader = o.pipeline.reader;
+      if (await repo.findByRef(reader, orgId, refOrId)) return refOrId;
+      return (await repo.findById(reader, orgId, refOrId))?.external_reference_id ?? refOrId;
+    },
     async get(orgId: string, ref: string): Promise<Out> {
       const row = await repo.findByRef(o.pipeline.reader, orgId, ref);
       if (!row) throw new NotFoundError(kind, ref);

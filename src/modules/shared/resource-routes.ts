@@ -7,7 +7,7 @@ import type { Scope } from '../accounts/scopes.js';
 import { batchRequestDocument, batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from './batch.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
-import { RefOrIdParams, RefParams } from './route-schemas.js';
+import { RefOrIdParams } from './route-schemas.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import { addDocumentSchema, documentedBody } from '../../lib/http/openapi.js';
 import { refusedBatchItems } from '../../lib/http/plumbing.js';
@@ -22,6 +22,8 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   /** D1a: a body that failed its schema, answered with every other problem too (checks needing the database). */
   withBodyProblems?(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError>;
   delete(orgId: string, refOrId: string): Promise<{ id: string }>;
+  /** The external_reference_id a path names (it may be the service id, as DELETE takes it). */
+  refOf?(orgId: string, refOrId: string): Promise<string>;
   batch(orgId: string, items: BatchItem[], opts: RunOptions): Promise<BatchResult>;
 }
 
@@ -105,6 +107,8 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     throw error;
   };
 
+  const refOf = (orgId: string, refOrId: string) => (service.refOf ? service.refOf(orgId, refOrId) : refOrId);
+
   const readConfig = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
   r.get(base, {
     config: readConfig,
@@ -126,20 +130,20 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   });
   r.get(`${base}/:external_reference_id`, {
     config: readConfig,
-    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefParams, response: { 200: record(`The ${o.noun}.`) } },
+    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefOrIdParams, response: { 200: record(`The ${o.noun}.`) } },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      const ref = req.params.external_reference_id;
+      const ref = await refOf(orgId, req.params.external_reference_id);
       return cachedRead(req, reply, orgId, `${o.collection}\u0000${ref}`, () => guardedRead(req, (g) => service.get(orgId, ref, g)), (rec) => !o.cacheable || o.cacheable(rec));
     },
   });
   r.put(`${base}/:external_reference_id`, {
     config: { scope: o.writeScope, swaggerTransform: documentedBody(updateBody) },
-    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
+    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefOrIdParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
     errorHandler: withBodyProblems((req) => (req.params as { external_reference_id: string }).external_reference_id),
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      return service.update(orgId, req.params.external_reference_id, req.body as Static<U>);
+      return service.update(orgId, await refOf(orgId, req.params.external_reference_id), req.body as Static<U>);
     },
   });
   r.delete(`${base}/:external_reference_id`, {
@@ -152,7 +156,12 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
   });
   r.post(`/v2/tms-api/batch/${o.collection}`, {
-    config: { scope: o.writeScope, swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })) },
+    config: {
+      scope: o.writeScope,
+      swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })),
+      // D16: each item's data object is checked for unknown fields with its operation's schema.
+      batchItemSchemas: { dataKey: o.noun, create: o.createSchema, update: o.updateSchema },
+    },
     bodyLimit: o.batchBodyLimit,
     schema: {
       tags,

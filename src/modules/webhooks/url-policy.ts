@@ -100,7 +100,10 @@ const systemResolver: Resolver = async (host) => (await lookup(host, { all: true
  */
 // One message for a host with no address and one with a non-public address: two would tell a caller
 // which internal names exist (docs/webhooks.md).
-export const BLOCKED_ADDRESS_MESSAGE = 'URL must point to a public host: this one has no address, or a loopback, private, link-local or other non-public one';
+export const BLOCKED_ADDRESS_MESSAGE =
+  'URL must point to a public host: this one has no address, or a loopback, private, link-local or other non-public one (for development only, the server setting WEBHOOK_ALLOW_INSECURE=on lifts this rule)';
+/** Plain http, refused unless the server's WEBHOOK_ALLOW_INSECURE is on. */
+export const HTTPS_ONLY_MESSAGE = 'URL scheme should be https (for development only, the server setting WEBHOOK_ALLOW_INSECURE=on allows http)';
 
 /**
  * Why `text` may not be a webhook URL, or null when it may. `allowInsecure` lifts the https and address
@@ -118,7 +121,7 @@ export async function urlProblem(text: string, opts: { allowInsecure: boolean; r
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'URL scheme should be https';
   if (url.username || url.password) return 'URL must not contain credentials';
   if (opts.allowInsecure) return null;
-  if (url.protocol !== 'https:') return 'URL scheme should be https';
+  if (url.protocol !== 'https:') return HTTPS_ONLY_MESSAGE;
   // The WHATWG parser has already turned 127.1, 2130706433, 0x7f.0.0.1 and 0177.0.0.1 into 127.0.0.1.
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: string[];
