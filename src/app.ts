@@ -96,6 +96,7 @@ export interface AppDeps {
    * `imports.runner.drain()` is called (tests). Follows `webhookDelivery` when not given.
    */
   importRunner?: 'background' | 'manual';
+  /**
    * Spans per request and per Redis command (OpenTelemetry, started by startTracing when
    * OTEL_EXPORTER_OTLP_ENDPOINT is set; statements are traced by the store: openDataStore's `traced`).
    * Off (the default): no hook, no subscription, nothing loaded.

@@ -240,10 +240,45 @@ export interface paths {
         /**
          * Carriers that ran this load’s lane, best first
          * @description For any load, open or not: the carriers with delivered loads on its lane (origins and destinations within 100 miles, same equipment), ranked by recency-weighted lane history. The carrier already assigned to the load is left out.
+         *
+         *     Each entry carries its evidence, w being the weight of each history load (proximity × 0.5^(age in days/90)):
+         *     - effective_loads = (Σw)² ÷ Σw² (2 decimals).
+         *     - on_time.pickup / on_time.delivery: rate = Σw on-time scored ÷ Σw scored; scored = count of stops with an actual_arrival and a window; coverage = Σw scored ÷ Σw over all the carrier's lane stops of that kind (3 decimals). On time iff actual_arrival ≤ deadline (late_arrival, else early_arrival, as recorded with the arrival) + grace_minutes.
+         *     - price.rate_vs_market = weighted median of total ÷ (market rate_per_mile on the lane as of the delivery date × total_distance) (3 decimals); priced_loads their count.
+         *     - backhaul: the carrier's latest load on its way delivering within 100 miles of this origin 0–48 h before the first pickup.
+         *     - confidence = round(50 + 50 × (1 − e^(−effective_loads/4)) × 1/(1+cv) × (0.5 + 0.5 × mean coverage)), 50–100; below 63, get more bids.
+         *     - reasons: at most 3 sentences built from the above.
+         *
+         *     rank_by=balanced orders by balanced_score = score × (0.5 + 0.5 × p) × clamp(1/rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 3 × 0.85) ÷ (Σw scored + 3) over deliveries. widen=true widens a lane of fewer than 3 carriers to 150 then 250 miles (weights 0.25 and 0.1).
          */
         get: operations["getLoadCarrierRecommendations"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/loads/{external_reference_id}/tracking-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record a stop arrival or departure (ELD, app, EDI 214, tracking provider)
+         * @description Sets the stop's actual_arrival (ARRIVED) or actual_departure (DEPARTED) and emits load.stop_arrived or load.stop_departed (data: the load), beside load.updated.
+         *     - Idempotent by event_id: the same id again in your organization answers what the first answered (201) and changes nothing.
+         *     - EDI 214 status codes stand for the type, in any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. A type that contradicts the code: 422.
+         *     - occurred_at without an offset is the local time at the stop's location (its time zone; UTC for a location without one).
+         *     - A different time already recorded is replaced only with "correction": true (else 409); the same time again changes nothing.
+         *     - A departure before the stop's arrival: 422. A stop_number the load does not have: 422.
+         */
+        post: operations["createLoadTrackingEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -405,6 +440,144 @@ export interface paths {
          * @description `{"after_sequence":N}`: the events after N that the endpoint was already given (at most 10,000, oldest first); or `{"event_ids":[…]}`: those events (422 names any unknown one). Only the endpoint’s event types; each keeps its webhook-id. One replay runs per endpoint at a time: while deliveries an earlier replay queued are pending, 409.
          */
         post: operations["replayWebhookEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List imports (newest last by default) */
+        get: operations["listImports"];
+        put?: never;
+        /**
+         * Start an import (then upload its parts and complete it)
+         * @description Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).
+         */
+        post: operations["createImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An import with its progress (percent, rows per second, ETA) */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports/{id}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload done: queue the import
+         * @description Checks the upload (parts 1…N without a gap; a CSV header naming every required field, directly or through csv.columns: else 422, one `missing` entry per field, and nothing written) and queues the import; it runs on any instance. 409 when another import of the organization is queued or running.
+         */
+        post: operations["completeImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The refused rows (NDJSON)
+         * @description One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (a message, or one {type, loc, msg} per problem). Readable while the import runs (the chunks committed so far).
+         */
+        get: operations["getImportErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an import
+         * @description An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.
+         */
+        post: operations["cancelImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: every change to users, keys, webhook endpoints, imports and settings, newest first
+         * @description One entry per change, written in the same transaction as the change (an entry exists exactly when its change committed). Kept 400 days. `action` filters one action (`key.rotated`) or, ending in a dot, a kind (`key.`).
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tms-api/imports/{id}/parts/{n}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Upload part n of the file (raw, at most 64 MiB)
+         * @description The body is the part's raw bytes, sent as application/x-ndjson, text/csv, application/octet-stream; streamed to disk. Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB; 415 for another Content-Type; 409 once the import was completed.
+         */
+        put: operations["uploadImportPart"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -602,6 +775,16 @@ export interface components {
             early_arrival: string;
             /** Format: date-time */
             late_arrival: string;
+            /**
+             * Format: date-time
+             * @description When the truck actually arrived; null when unknown.
+             */
+            actual_arrival: string | null;
+            /**
+             * Format: date-time
+             * @description When the truck actually left; null when unknown.
+             */
+            actual_departure: string | null;
         };
         FinancialRate: {
             id: string;
@@ -620,6 +803,49 @@ export interface components {
             /** @description The workspace user matched by email, else by a unique name; null otherwise. */
             service_user_id: string | null;
         };
+        /** @description What the recommendation rests on, each number with its formula. */
+        RecommendationEvidence: {
+            /** @description (Σw)² ÷ Σw² over the carrier's history loads on the lane (w = proximity × 0.5^(age in days / 90)), 2 decimals. */
+            effective_loads: number;
+            on_time: {
+                /** @description On time at pickup stops (Pickup): a scored stop is on time iff actual_arrival ≤ deadline + grace, the deadline being late_arrival (else early_arrival) as it stood when the arrival was recorded; early is on time. w = the proximity weight × 0.5^(age in days / 90) of the stop's history load, as in score. */
+                pickup: {
+                    /** @description Σw over on-time scored pickup stops ÷ Σw over scored pickup stops, 3 decimals; null when none is scored. */
+                    rate: number | null;
+                    /** @description Count of scored pickup stops (an actual_arrival and a window). */
+                    scored: number;
+                    /** @description Σw over scored pickup stops ÷ Σw over all of them, 3 decimals; null when the carrier has none. */
+                    coverage: number | null;
+                };
+                /** @description On time at delivery stops (Delivery and Both): a scored stop is on time iff actual_arrival ≤ deadline + grace, the deadline being late_arrival (else early_arrival) as it stood when the arrival was recorded; early is on time. w = the proximity weight × 0.5^(age in days / 90) of the stop's history load, as in score. */
+                delivery: {
+                    /** @description Σw over on-time scored delivery stops ÷ Σw over scored delivery stops, 3 decimals; null when none is scored. */
+                    rate: number | null;
+                    /** @description Count of scored delivery stops (an actual_arrival and a window). */
+                    scored: number;
+                    /** @description Σw over scored delivery stops ÷ Σw over all of them, 3 decimals; null when the carrier has none. */
+                    coverage: number | null;
+                };
+                /** @description The organization's on-time grace (default 15; ON_TIME_GRACE_MINUTES, dashboard Settings). */
+                grace_minutes: number;
+            };
+            price: {
+                /** @description Weighted (w) median over the carrier's lane loads with a CARRIER total and a market snapshot on this lane (both ends within the lane radius, as max_buy_rate matches them) as of their delivery date, in the same currency, of total ÷ (snapshot rate_per_mile × total_distance): the smallest ratio at which the cumulative weight reaches half the total; 3 decimals. null when none. */
+                rate_vs_market: number | null;
+                /** @description How many loads the median is over. */
+                priced_loads: number;
+            };
+            /** @description The latest other load of the organization carried by this carrier, status COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE or AT_RECEIVER, whose destination lies within 100 miles of this load's origin and whose delivery deadline (last delivery stop's late_arrival) falls 0–48 h before this load's first pickup early_arrival; null when none. */
+            backhaul: {
+                load_external_reference_id: string;
+                /** @description Great-circle miles from its destination to this load's origin, 1 decimal. */
+                miles_to_origin: number;
+                /** @description Hours from its delivery deadline to this load's first pickup early_arrival, 1 decimal. */
+                hours_before_pickup: number;
+            } | null;
+            /** @description round(50 + 50 × density × consistency × (0.5 + 0.5 × cov)): density = 1 − e^(−effective_loads/4); consistency = 1/(1+cv), cv the coefficient of variation (population) of the carrier rate per mile (total ÷ total_distance) over the priced loads (cv = 1 with fewer than 2); cov = mean of pickup and delivery coverage (those not null; 0 when both are). Below 63: thin evidence, get more bids. */
+            confidence: number;
+        };
         CarrierRecommendation: {
             carrier_id: string;
             carrier_external_reference_id: string;
@@ -635,6 +861,11 @@ export interface components {
             average_carrier_rate: number | null;
             /** @description ISO 4217 currency of average_carrier_rate; null when it is null. */
             average_carrier_rate_currency: string | null;
+            /** @description Only with rank_by=balanced: score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) (1 when null) × (1.25 with a backhaul, else 1), p = (Σw on time + 3 × 0.85) ÷ (Σw scored + 3) over deliveries; 4 decimals. Entries are then ordered by it (ties: latest delivery, then carrier reference). */
+            balanced_score?: number;
+            evidence: components["schemas"]["RecommendationEvidence"];
+            /** @description At most 3, in this order, those that apply: "Delivers {m} mi from this pickup {h} h before it ({ref})" (a backhaul); "Ran this lane {n} times in the last 90 days" (else "Ran this lane {n} times, last on {YYYY-MM-DD}"); "On time at {k} of {n} deliveries" (n ≥ 3 scored); "{p}% under market" / "{p}% over market" (priced_loads ≥ 2, |p| ≥ 3, p = round((rate_vs_market − 1) × 100)). */
+            reasons: string[];
         };
         Load: {
             id: string;
@@ -698,6 +929,27 @@ export interface components {
             /** @description Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED). */
             open: boolean;
             carrier_recommendations: components["schemas"]["CarrierRecommendation"][];
+            /** @description The lane radius the history was read at: 100 (LANE_RADIUS_MILES) unless widen=true widened it to 150 or 250. */
+            lane_radius_miles: number;
+            /**
+             * @description The ranking used (rank_by).
+             * @enum {string}
+             */
+            ranking: "history" | "balanced";
+        };
+        TrackingEvent: {
+            event_id: string;
+            load_external_reference_id: string;
+            stop_number: number;
+            /** @enum {string} */
+            type: "ARRIVED" | "DEPARTED";
+            /**
+             * Format: date-time
+             * @description The instant, in UTC.
+             */
+            occurred_at: string;
+            /** @enum {string} */
+            source: "ELD" | "APP" | "EDI" | "TRACKING_PROVIDER" | "MANUAL";
         };
         LanePoint: {
             location_external_reference_id: string | null;
@@ -731,7 +983,7 @@ export interface components {
             /** @description evt_…, unique; the same event keeps its id wherever it is delivered. */
             id: string;
             /** @enum {string} */
-            type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created";
+            type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed";
             /** @description Per organization, strictly increasing in commit order: having seen N, you have seen every event committed before N's. */
             sequence: number;
             /**
@@ -755,7 +1007,7 @@ export interface components {
             /** @description whe_… */
             id: string;
             url: string;
-            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
+            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed")[];
             description: string | null;
             /**
              * @description An endpoint is disabled by PUT, by a 410 answer, or after 5 days of failed attempts.
@@ -831,7 +1083,7 @@ export interface components {
             /** @description whe_… */
             id: string;
             url: string;
-            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
+            event_types: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed")[];
             description: string | null;
             /**
              * @description An endpoint is disabled by PUT, by a 410 answer, or after 5 days of failed attempts.
@@ -864,6 +1116,87 @@ export interface components {
         WebhookReplayResult: {
             /** @description Deliveries queued. */
             queued: number;
+        };
+        Import: {
+            /** @description imp_… */
+            id: string;
+            /** @enum {string} */
+            resource: "locations" | "customers" | "carriers" | "loads";
+            /** @enum {string} */
+            format: "ndjson" | "csv";
+            /** @enum {string} */
+            emit_events: "summary" | "all";
+            /** @enum {string} */
+            operation: "upsert" | "create";
+            /**
+             * @description awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.
+             * @enum {string}
+             */
+            status: "awaiting_upload" | "queued" | "running" | "completed" | "completed_with_errors" | "failed" | "cancelled";
+            /** @description Parts uploaded. */
+            parts: number;
+            /** @description Bytes uploaded, all parts together. */
+            bytes_total: number;
+            /** @description Rows in the upload; null until counted (when the import starts). */
+            rows_total: number | null;
+            /** @description Rows done, succeeded or refused (committed). */
+            rows_processed: number;
+            /** @description Rows written. */
+            rows_succeeded: number;
+            /** @description Rows refused (one line each in /errors). */
+            rows_failed: number;
+            /** @description rows_processed / rows_total × 100, one decimal; null until rows_total is known. */
+            percent: number | null;
+            /** @description Rows processed per second since the import started (whole run; one decimal). */
+            rows_per_second: number | null;
+            /** @description Seconds left at the current rate; null when unknown, 0 once finished. */
+            eta_seconds: number | null;
+            /** @description Why the import failed (failed only). */
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        ImportPage: {
+            items: components["schemas"]["Import"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        AuditEntry: {
+            /** @description aud_… */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the change committed (UTC).
+             */
+            at: string;
+            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed. */
+            action: string;
+            /** @description Who did it. */
+            actor: {
+                /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
+                type: "user" | "key" | "cli";
+                /** @description The user or key id; null for the command line. */
+                id: string | null;
+                /** @description The user’s name, the key’s name, or the operating-system user that ran the command line. */
+                name: string;
+            };
+            /** @description What it was done to. */
+            target: {
+                /** @description user, key, webhook_endpoint, import or settings. */
+                type: string;
+                id: string;
+            };
+            /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
+            ip: string | null;
+        };
+        AuditEntryPage: {
+            items: components["schemas"]["AuditEntry"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description Unknown fields are ignored and named in Lanebridge-Ignored-Fields (422 with Prefer: handling=strict). */
         CustomerCreate: {
@@ -1060,6 +1393,16 @@ export interface components {
                  * @example 2025-01-31T14:00:00Z
                  */
                 late_arrival: string;
+                /**
+                 * @description When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it. ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.
+                 * @example 2025-01-31T14:00:00Z
+                 */
+                actual_arrival?: string | null;
+                /**
+                 * @description When the truck actually left; not before actual_arrival. Kept like actual_arrival when not sent. ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.
+                 * @example 2025-01-31T14:00:00Z
+                 */
+                actual_departure?: string | null;
             }[];
             /**
              * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
@@ -1150,6 +1493,16 @@ export interface components {
                  * @example 2025-01-31T14:00:00Z
                  */
                 late_arrival: string;
+                /**
+                 * @description When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it. ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.
+                 * @example 2025-01-31T14:00:00Z
+                 */
+                actual_arrival?: string | null;
+                /**
+                 * @description When the truck actually left; not before actual_arrival. Kept like actual_arrival when not sent. ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.
+                 * @example 2025-01-31T14:00:00Z
+                 */
+                actual_departure?: string | null;
             }[];
             /**
              * @description Default ACTIVE on create. Every transition is allowed. One of ACTIVE, TENDERED, TENDER_ACCEPTED, SPOT, COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE, AT_RECEIVER, DELIVERED, PAYMENT_PROCESSING, ACCOUNTING_REVIEW, COMPLETED, CANCELLED, TENDER_REJECTED, INACTIVE, ON_HOLD, accepted in any letter case and returned in this spelling.
@@ -5364,7 +5717,12 @@ export interface operations {
     };
     getLoadCarrierRecommendations: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description history (default): the lane-history ranking (score = Σ proximity × 0.5^(age/90) per carrier). balanced: every carrier on the lane ordered by balanced_score = score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) × (1.25 with a backhaul), p = (Σw on time + 2.55) ÷ (Σw scored + 3) over deliveries; the best 10 kept. */
+                rank_by?: "history" | "balanced";
+                /** @description true: when the 100-mile lane yields fewer than 3 carriers, widen to 150, then 250 miles, with proximity weight 0.25 up to 150 and 0.1 up to 250 miles. Default false: nothing changes. */
+                widen?: boolean;
+            };
             header?: {
                 /**
                  * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
@@ -5442,6 +5800,235 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    createLoadTrackingEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
+                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description Your identifier for the record, unique within the organization. */
+                external_reference_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Unknown fields are ignored. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Your id of the event, unique in your organization: the same id again answers what the first answered and changes nothing. */
+                    event_id: string;
+                    /**
+                     * @description ARRIVED sets the stop's actual_arrival, DEPARTED its actual_departure. May be left out when edi_status_code is given. One of ARRIVED, DEPARTED, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    type?: "ARRIVED" | "DEPARTED";
+                    /** @description The stop of the load the event is at. */
+                    stop_number: number;
+                    /** @description ISO 8601. With an offset (or Z) it is that instant; without one it is the local time at the stop's location (its time zone), as drivers and EDI 214 report it. */
+                    occurred_at: string;
+                    /**
+                     * @description Where the event came from. Default: EDI when edi_status_code is given, else MANUAL. One of ELD, APP, EDI, TRACKING_PROVIDER, MANUAL, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    source?: "ELD" | "APP" | "EDI" | "TRACKING_PROVIDER" | "MANUAL";
+                    /** @description EDI 214 status code, any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. Given with a type that contradicts it: 422. */
+                    edi_status_code?: string;
+                    /** @description true replaces a different time already recorded for the stop (else 409). */
+                    correction?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The event as applied (occurred_at in UTC). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackingEvent"];
+                };
+            };
+            /** @description The body is not valid JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No record with this external_reference_id in your organization. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is not sent with 'Content-Type: application/json'. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5852,7 +6439,7 @@ export interface operations {
             query?: {
                 /** @description Return the events after this sequence: 0 (the default) for the oldest kept, else the `next_after` of your last page. */
                 after?: number;
-                /** @description Only these event types, comma-separated (one or more of: customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created). */
+                /** @description Only these event types, comma-separated (one or more of: customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, load.stop_arrived, load.stop_departed, market_rate.created, import.completed). */
                 types?: string;
                 /** @description Events per page, 1 to 500. */
                 limit?: number;
@@ -6134,8 +6721,8 @@ export interface operations {
                 "application/json": {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url: string;
-                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
+                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, load.stop_arrived, load.stop_departed, market_rate.created, import.completed. Default: every type. */
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                 };
@@ -6466,8 +7053,8 @@ export interface operations {
                 "application/json": {
                     /** @description Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery. */
                     url?: string;
-                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, market_rate.created. Default: every type. */
-                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "market_rate.created")[];
+                    /** @description Event types sent to the endpoint: one or more of customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, load.stop_arrived, load.stop_departed, market_rate.created, import.completed. Default: every type. */
+                    event_types?: ("customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed")[];
                     /** @description What the endpoint is for (up to 500 characters). */
                     description?: string | null;
                     /**
@@ -7410,6 +7997,1373 @@ export interface operations {
                 };
             };
             /** @description A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is not sent with 'Content-Type: application/json'. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    listImports: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-indexed. */
+                page?: number;
+                /** @description Items per page, at most 100. */
+                page_size?: number;
+                /** @description Sort field, ascending; prefix with '-' for descending. Ties are broken by id. One of: created_at, updated_at. */
+                sort?: "created_at" | "-created_at" | "updated_at" | "-updated_at";
+                /** @description Only records updated at or after this time (ISO 8601). */
+                updated_since?: string;
+                /** @description Only records created at or after this time (ISO 8601). */
+                created_since?: string;
+                /** @description Only imports in this status. */
+                status?: "awaiting_upload" | "queued" | "running" | "completed" | "completed_with_errors" | "failed" | "cancelled";
+            };
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of imports. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportPage"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    createImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
+                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description What each row is: a location, customer, carrier or load, as the single create takes it. One of locations, customers, carriers, loads, accepted in any letter case and returned in this spelling.
+                     * @enum {string}
+                     */
+                    resource: "locations" | "customers" | "carriers" | "loads";
+                    /**
+                     * @description ndjson: one JSON record per line. csv: a header row, then one record per row (columns are field paths, see csv.columns). One of ndjson, csv, accepted in any letter case and returned in this spelling.
+                     * @default ndjson
+                     * @enum {string}
+                     */
+                    format?: "ndjson" | "csv";
+                    /**
+                     * @description summary (default): no per-row events or webhooks; one import.completed event with the counts. all: the events the API would emit for each row. One of summary, all, accepted in any letter case and returned in this spelling.
+                     * @default summary
+                     * @enum {string}
+                     */
+                    emit_events?: "summary" | "all";
+                    /**
+                     * @description upsert (default): a row creates its record, or updates the one with its external_reference_id (run an import again and nothing is written twice). create: a record that exists already is refused (409 in the error file): what a backfill beside a live sync wants, so history never overwrites what the live sync wrote. One of upsert, create, accepted in any letter case and returned in this spelling.
+                     * @default upsert
+                     * @enum {string}
+                     */
+                    operation?: "upsert" | "create";
+                    csv?: {
+                        /**
+                         * @description One character; default a comma.
+                         * @default ,
+                         */
+                        delimiter?: string;
+                        /** @description CSV header → field path, e.g. {"Load #":"external_reference_id","Origin":"stops.1.location_external_reference_id"}. A header not mapped is a field path itself. Nested fields: `stops.1.early_arrival` (positions count from 1), `sales_rep.email`. */
+                        columns?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The import, awaiting its upload. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description The body is not valid JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is not sent with 'Content-Type: application/json'. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description imp_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    completeImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
+                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description imp_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import, queued. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description The body is not valid JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The import was completed already, or another import of the organization is queued or running. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is not sent with 'Content-Type: application/json'. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    getImportErrors: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description imp_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description application/x-ndjson: one refused row per line. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    cancelImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
+                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description imp_… */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import, cancelled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description The body is not valid JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The import has already finished. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Retry-After": components["headers"]["IdempotencyRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to REFUSED_BODY_DRAIN_BYTES, 64 MiB by default) so the client can read it. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body is not sent with 'Content-Type: application/json'. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Validation error in the body, query or path. The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused'). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-indexed. */
+                page?: number;
+                /** @description Items per page, at most 100. */
+                page_size?: number;
+                /** @description One action (`key.rotated`), or every action on a kind of target with its prefix (`key.`). */
+                action?: string;
+                /** @description user, key or cli. */
+                actor_type?: "user" | "key" | "cli";
+                /** @description A user or key id. */
+                actor_id?: string;
+                /** @description user, key, webhook_endpoint, import or settings. */
+                target_type?: string;
+                /** @description The id of what was changed. */
+                target_id?: string;
+                /** @description Only entries at or after this time (ISO 8601). */
+                created_since?: string;
+                /** @description Only entries before this time (ISO 8601). */
+                created_before?: string;
+            };
+            header?: {
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEntryPage"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description Validation error in the body, query or path. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorBody"];
+                };
+            };
+            /** @description Per-minute or per-day limit of the key spent; see Retry-After. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitError"];
+                };
+            };
+            /** @description Unexpected failure; quote request_id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description The database is unreachable; retry after the Retry-After seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+        };
+    };
+    uploadImportPart: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry: one new key per logical operation, sent again only when retrying it. Kept IDEMPOTENCY_TTL_HOURS (default 24 hours) per organization. The same key with the same method, path and body answers the stored status and body (Idempotent-Replayed: true) and writes nothing; with another method, path or body: 422 'idempotency_key_reused'; while the first request is still running: 409 with Retry-After: 1.
+                 * @example 5f0c7a52-2f9e-4a8e-9a57-1b0f3c6b8e21
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240. `handling=strict`: unknown body fields (at any depth) and query parameters are refused with a 422 naming each one (`type` `unknown_field`, with a "did you mean" when a known name is one or two edits away) instead of being ignored; the answer carries `Preference-Applied: handling=strict`. In a batch, an item with an unknown field fails alone. A key made strict answers every request this way.
+                 * @example handling=strict
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description imp_… */
+                id: string;
+                /** @description The part number, from 1; parts are read in this order as one file. Sending a number again replaces that part. */
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The part was stored. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        part: number;
+                        /** @description Bytes stored for this part. */
+                        bytes: number;
+                    };
+                };
+            };
+            /** @description The body is not valid JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description Missing, malformed, unknown or revoked API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The key lacks the scope this operation needs; the message names it. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description No import with this id in your organization: {"detail":"Import with id 'imp_…' not found"}. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The import was completed or cancelled: parts are taken only before complete. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

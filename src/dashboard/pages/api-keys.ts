@@ -346,7 +346,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const perDay = parseLimit(values.per_day, 'per_day', 'Requests per day', errors);
     if (Object.keys(errors).length) return sendPage(reply, limitsPage(s, k, values, errors), 422);
     await accounts.updateKeyLimits(s.orgId, k.id, { perMinute, perDay }, actorOf(req, s));
-    if (values.strict !== k.strict) await accounts.setKeyStrict(s.orgId, k.id, values.strict);
+    if (values.strict !== k.strict) await accounts.setKeyStrict(s.orgId, k.id, values.strict, actorOf(req, s));
     return reply.redirect('/settings/api-keys?done=limits', 303);
   });
 }

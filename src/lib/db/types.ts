@@ -453,6 +453,8 @@ export interface ImportErrorsTable {
   row: number | string;
   external_reference_id: string | null;
   detail: string;
+}
+
 export interface AuditLogTable {
   id: string;
   org_id: string;

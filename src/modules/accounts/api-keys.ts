@@ -232,14 +232,15 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
     },
 
     /** D16: strict handling for every request of the key (from its next request on, on every instance). */
-    async setKeyStrict(orgId: string, keyId: string, strict: boolean): Promise<KeySummary> {
+    async setKeyStrict(orgId: string, keyId: string, strict: boolean, actor: AuditActor = cliActor()): Promise<KeySummary> {
       const existing = await existingKey(orgId, keyId);
       if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its handling cannot change`);
       await inTransaction(store, async (tx) => {
         await repo.setKeyStrict(orgId, keyId, strict, tx);
         await bumpVersions(tx, orgId, API_KEYS);
+        await recordAudit(tx, clock, orgId, actor, 'key.handling_changed', { type: 'key', id: keyId });
       });
-      return summarize((await repo.findKey(orgId, keyId))!);
+      return summarize((await repo.findKey(orgId, keyId))!, clock.now());
     },
   };
 }

@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   'key.rotated',
   'key.revoked',
   'key.limits_changed',
+  'key.handling_changed',
   'webhook_endpoint.created',
   'webhook_endpoint.updated',
   'webhook_endpoint.deleted',
