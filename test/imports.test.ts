@@ -186,6 +186,33 @@ describe('CSV', () => {
     expect((await a.get(`${BASE}/${created.id}`)).json()).toMatchObject({ status: 'awaiting_upload', rows_processed: 0 });
     expect((await a.get('/v2/tms-api/loads?page_size=1')).json().pagination.total).toBe(0);
   });
+
+  it('a column naming a prototype (__proto__.x) is 422 at complete and reaches no object (it crashed the server once)', async () => {
+    const a = await tenant();
+    const customersBefore = (await a.get('/v2/tms-api/customers?page_size=1')).json().pagination.total;
+    const created = (await a.post(BASE, { resource: 'customers', format: 'csv' })).json();
+    const csv = 'external_reference_id,name,__proto__.lb_polluted\nA-1,Acme,yes\n';
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail[0].msg).toMatch(/column "__proto__.lb_polluted"/);
+    await t.imports.runner.drain();
+    expect(({} as Record<string, unknown>).lb_polluted).toBeUndefined();
+    expect((await a.get('/v2/tms-api/customers?page_size=1')).json().pagination.total).toBe(customersBefore);
+  });
+
+  it('a header of more than 500 columns is 422 at complete, answered at once', async () => {
+    const a = await tenant();
+    const created = (await a.post(BASE, { resource: 'loads', format: 'csv' })).json();
+    const stops = Array.from({ length: 6000 }, (_, i) => `stops.${i + 1}.stop_number`).join(',');
+    const csv = `external_reference_id,equipment_type,transport_mode,customer_external_reference_id,${stops}\n`;
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    const began = Date.now();
+    const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail[0].msg).toBe('Value error, the CSV header has 6004 columns; at most 500 are accepted');
+    expect(Date.now() - began).toBeLessThan(2000);
+  });
 });
 
 describe('one running import per organization', () => {

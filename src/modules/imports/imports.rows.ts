@@ -44,12 +44,18 @@ function cellValue(schemas: readonly JsonSchema[], text: string): unknown {
   return text;
 }
 
+// Names that reach an object's prototype: a header naming one (`__proto__.x`) would write to every
+// object of the process (found by a fresh-clone probe: one import crashed the server). Such a column is
+// refused at complete (FORBIDDEN_SEGMENTS), and never followed here.
+export const FORBIDDEN_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
 function setPath(target: Record<string, unknown>, path: readonly (string | number)[], value: unknown): void {
+  if (path.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg))) return;
   let at: Record<string | number, unknown> = target;
   for (let i = 0; i < path.length - 1; i++) {
     const key = path[i]!;
     const nextIsIndex = typeof path[i + 1] === 'number';
-    let child = at[key];
+    let child = Object.hasOwn(at, key) ? at[key] : undefined;
     if (typeof child !== 'object' || child === null) at[key] = child = nextIsIndex ? [] : {};
     at = child as Record<string | number, unknown>;
   }

@@ -8,9 +8,12 @@ import { pagination, parseSort } from '../../lib/http/pagination.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles } from './imports.files.js';
-import { csvHeader, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { FORBIDDEN_SEGMENTS, csvHeader, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
 import { activeImportOf, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
 import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type ImportResource } from './imports.schema.js';
+
+// Columns a CSV header may have (a load with 20 stops of 8 columns each is under 200).
+const MAX_CSV_COLUMNS = 500;
 
 /** The media types a part may be sent as (D15). */
 export const PART_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/octet-stream'] as const;
@@ -168,7 +171,13 @@ export function importsService(deps: ImportsServiceDeps) {
           throw ValidationError.single(['body'], `Value error, the CSV header cannot be read: ${(err as Error).message}`);
         }
         if (!names) throw ValidationError.single(['body'], 'Value error, the CSV is empty: its first record must be a header naming the columns');
-        const missing = missingColumns(csvHeader(names, csv), deps.createSchemas[row.resource as ImportResource]);
+        // A header is a record's fields: a few dozen columns. Bounded before anything walks it (a header of
+        // thousands of stop columns held the event loop for seconds), and no column may name a prototype.
+        if (names.length > MAX_CSV_COLUMNS) throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
+        const header = csvHeader(names, csv);
+        const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
+        if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
+        const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
         if (missing.length > 0) {
           const issues: ValidationIssue[] = missing.map((field) => ({
             type: 'missing',
