@@ -84,7 +84,7 @@ describe('rotation with a grace period (D17)', () => {
     expect(again.old_key).toMatchObject({ id: rotated.id, works_until: null, revoked_at: expect.any(String) });
     const cut = await get(rotated.key, '/v2/tms-api/loads');
     expect(cut.statusCode).toBe(401);
-    expect(json(cut).error.message).toBe('Invalid or missing API key');
+    expect(json(cut).error.message).toBe('Invalid or missing API key: send it in the X-API-Key header');
     expect((await get(again.key, '/v2/tms-api/loads')).statusCode).toBe(200);
   });
 
