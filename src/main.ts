@@ -205,13 +205,14 @@ async function worker(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`);
   }
   loop.start();
-  // Imports (D15) run here too: the app's write path without its HTTP server (its runner claims imports).
-  const { buildApp } = await import('./app.js');
-  const built = config.importWorker
-    ? await buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' })
-    : null;
+  // Delivering from here on: said at once, before the import runner's app (and its geocoder) is built.
   log.info({ address, database: store.dialect, imports: config.importWorker }, 'Lanebridge webhook worker started');
   if (config.webhookAllowInsecure) log.warn(INSECURE_WEBHOOKS_WARNING);
+  // Imports (D15) run here too: the app's write path without its HTTP server (its runner claims imports).
+  // Built after the start line and after the signal handlers, so a stop while it builds is still clean.
+  const building = config.importWorker
+    ? import('./app.js').then(({ buildApp }) => buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' }))
+    : Promise.resolve(null);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -220,6 +221,7 @@ async function worker(config: Config) {
     // Attempts in flight are abandoned: their claims expire and another process (or this one, restarted) sends them.
     await loop.stop();
     // An import in flight stops after its chunk and is given back for any instance to resume.
+    const built = await building.catch(() => null);
     await built?.app.close();
     await probes.close();
     await store.close();
@@ -228,6 +230,7 @@ async function worker(config: Config) {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (await building) log.info('import runner started');
   // Nothing else keeps the process alive (the poll timer does not).
   setInterval(() => {}, 1 << 30);
 }

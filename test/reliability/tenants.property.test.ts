@@ -258,10 +258,20 @@ async function apply(op: Op, orgs: Record<Actor, Org>, log: string[]) {
         const res = check(await send(me, 'DELETE', `${base(op.kind)}/${rec.id}`), !mine ? 404 : me.inUse(op.kind, ref) ? 409 : 204);
         if (res.status === 204) me.records[op.kind].delete(ref);
       } else if (op.method === 'GET') {
-        // GET takes the reference only: someone else's id is simply unknown.
-        check(await send(me, 'GET', `${base(op.kind)}/${rec.id}`), 404);
+        // GET takes the service id as DELETE does, in one's own organization; someone else's id is unknown.
+        const res = check(await send(me, 'GET', `${base(op.kind)}/${rec.id}`), mine ? 200 : 404);
+        if (mine) {
+          expect(res.json.id).toBe(rec.id);
+          expect(op.kind === 'loads' ? res.json.description : res.json.name).toBe(rec.marker);
+        }
       } else {
-        check(await send(me, 'PUT', `${base(op.kind)}/${rec.id}`, { [op.kind === 'loads' ? 'description' : 'name']: me.marker() }), 404);
+        // PUT too: one's own record by its id is updated, someone else's id is unknown.
+        const marker = me.marker();
+        const res = check(await send(me, 'PUT', `${base(op.kind)}/${rec.id}`, { [op.kind === 'loads' ? 'description' : 'name']: marker }), mine ? 200 : 404);
+        if (mine && res.status === 200) {
+          expect(res.json.id).toBe(rec.id);
+          me.records[op.kind].set(ref, { ...rec, marker });
+        }
       }
       if (!mine) {
         // Whatever was tried, the owner still sees its record as it left it.

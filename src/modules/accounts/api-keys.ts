@@ -150,8 +150,16 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await bumpVersions(tx, orgId, API_KEYS);
         await recordAudit(tx, clock, orgId, actor, 'key.created', { type: 'key', id: row.id });
       });
-      // D10's shape, with expires_at (D17); `strict` only on a strict key (D16).
-      return { id: row.id, key, scopes: input.scopes, per_minute: row.per_minute, per_day: row.per_day, expires_at: row.expires_at, ...(row.strict === 1 ? { strict: true as const } : {}) };
+      // D10's shape exactly; `expires_at` only on a key that expires (D17), `strict` only on a strict key (D16).
+      return {
+        id: row.id,
+        key,
+        scopes: input.scopes,
+        per_minute: row.per_minute,
+        per_day: row.per_day,
+        ...(row.expires_at !== null ? { expires_at: row.expires_at } : {}),
+        ...(row.strict === 1 ? { strict: true as const } : {}),
+      };
     },
 
     async revokeKey(orgId: string, keyId: string, actor: AuditActor = cliActor()) {
