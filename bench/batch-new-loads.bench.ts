@@ -4,7 +4,7 @@
  * analytics), one third open (ACTIVE, recommendations follow-up), events on. This tree against another
  * checkout, in one run:
  *
- *   npx tsx bench/batch-new-loads.bench.ts --base ../base [--db sqlite|postgres|both] [--batches 30] [--warmup 5] [--profile DIR]
+ *   npx tsx bench/batch-new-loads.bench.ts --base ../base [--db sqlite|postgres|both] [--batches 30] [--warmup 5] [--profile DIR] [--no-pin]
  *
  * For each engine, each tree gets a fresh database (a SQLite file; a PostgreSQL database beside
  * LANEBRIDGE_BENCH_PG_URL's), an organization and key made with its own CLI, its records (10 locations,
@@ -34,6 +34,8 @@ const { values: args } = parseArgs({
     operation: { type: 'string', default: 'upsert' },
     // Writes a V8 CPU profile of each server into this folder when it stops (where the time goes).
     profile: { type: 'string' },
+    // Each server free to use both cores (its SQLite checkpoint thread beside its event loop), not pinned.
+    'no-pin': { type: 'boolean', default: false },
   },
 });
 const BATCHES = Number(args.batches);
@@ -41,8 +43,8 @@ const WARMUP = Number(args.warmup);
 // Each tree's server on a core of its own (taskset, when present): the recommendations follow-up a
 // batch leaves behind (beside the requests, D11) then runs beside that server's own next batch, as in a
 // deployment, not beside the other tree's batch. The load generator and PostgreSQL share the cores.
-let hasTaskset = true;
-try {
+let hasTaskset = !args['no-pin'];
+if (hasTaskset) try {
   execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
 } catch {
   hasTaskset = false;

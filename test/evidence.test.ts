@@ -236,6 +236,41 @@ describe('evidence on every recommendation (D14)', () => {
     expect((await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH').evidence.backhaul).toBeNull();
   });
 
+  it('the follow-up ranks several open loads of one lane together as each load alone: backhauls stay per load', async () => {
+    const w = await world();
+    await w.carrier('HIST');
+    await w.carrier('BH');
+    const pickup = NOW.getTime() + 2 * DAY;
+    await w.load('H-HIST', { carrier: 'HIST', deliveryLate: NOW.getTime() - DAY });
+    await w.load('H-BH', { carrier: 'BH', deliveryLate: NOW.getTime() - DAY });
+    const near = await w.location(north(ORIGIN, 20));
+    await w.load('ON-WAY', { carrier: 'BH', status: 'EN_ROUTE', from: w.d, to: near, deliveryLate: pickup - 10 * HOUR, pickupEarly: pickup - 2 * DAY });
+    // Same two places: A's pickup is 10 h after BH's delivery nearby, B's and C's are days later.
+    await w.load('OPEN-A', { status: 'ACTIVE', pickupEarly: pickup });
+    await w.load('OPEN-B', { status: 'ACTIVE', pickupEarly: pickup + 5 * DAY });
+    await w.load('OPEN-C', { status: 'ACTIVE', pickupEarly: pickup + 6 * DAY });
+    await t.recommendations.idle();
+    const feed = json(await w.a.get('/v2/tms-api/events?limit=500'));
+    const start = feed.next_after;
+    // One batch of history by a carrier new to the lane: one follow-up ranks the three open loads in one pass.
+    await w.carrier('NEW');
+    const batch = await w.a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'create', load: w.body('H-NEW', { carrier: 'NEW', deliveryLate: NOW.getTime() - 2 * DAY }) }] });
+    expect(json(batch).success_count).toBe(1);
+    await t.recommendations.idle();
+    const changed = json(await w.a.get(`/v2/tms-api/events?limit=500&after=${start}`)).items.filter((e: any) => e.type === 'load.recommendations_changed');
+    const byRef = new Map(changed.map((e: any) => [e.data.external_reference_id, e.data.carrier_recommendations]));
+    expect([...byRef.keys()].sort()).toEqual(['OPEN-A', 'OPEN-B', 'OPEN-C']);
+    for (const ref of ['OPEN-A', 'OPEN-B', 'OPEN-C']) {
+      expect(byRef.get(ref), ref).toEqual((await w.recs(ref)).carrier_recommendations);
+    }
+    const bhOf = (ref: string) => (byRef.get(ref) as any[]).find((r) => r.carrier_external_reference_id === 'BH');
+    expect(bhOf('OPEN-A').evidence.backhaul).toEqual({ load_external_reference_id: 'ON-WAY', miles_to_origin: 20, hours_before_pickup: 10 });
+    expect(bhOf('OPEN-A').reasons[0]).toBe('Delivers 20 mi from this pickup 10 h before it (ON-WAY)');
+    expect(bhOf('OPEN-B').evidence.backhaul).toBeNull();
+    expect(bhOf('OPEN-C').evidence.backhaul).toBeNull();
+    expect(bhOf('OPEN-C')).toEqual(bhOf('OPEN-B'));
+  });
+
   it('balanced lets a recent, on-time, cheaper carrier pass an older, late, dearer one; the default keeps D7', async () => {
     const w = await world();
     await w.carrier('OLD');

@@ -79,6 +79,8 @@ export interface LaneCandidate {
   stop_outcomes: string;
   carrier_name?: string | null;
   carrier_dot_number?: string | null;
+  /** PostgreSQL: the organization's on-time grace (D14), read in the same statement (a round trip saved). */
+  org_grace_minutes?: number | null;
 }
 
 const CANDIDATE_COLUMNS = [
@@ -98,8 +100,9 @@ const CANDIDATE_COLUMNS = [
 /**
  * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
- * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved); SQLite reads the
- * cards of the ranked carriers afterwards (carrierCards), cheaper than a lookup per history row.
+ * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved), and the
+ * organization's on-time grace (D14); SQLite reads the cards of the ranked carriers afterwards
+ * (carrierCards), cheaper than a lookup per history row, and the grace by itself.
  */
 export async function laneCandidates(tx: Executor, area: LaneArea): Promise<LaneCandidate[]> {
   const postgres = dialectOf(tx) === 'postgres';
@@ -111,6 +114,7 @@ export async function laneCandidates(tx: Executor, area: LaneArea): Promise<Lane
     .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
     .select(CANDIDATE_COLUMNS)
     .select(['carriers.name as carrier_name', 'carriers.dot_number as carrier_dot_number'])
+    .select((eb) => eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'))
     .where(onArea)
     .execute();
 }

@@ -187,9 +187,10 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     // Loads on the same two places with the same carrier rank alike (a busy lane's open loads mostly
     // share their facilities): ranked once each. Balanced ranks every carrier before it keeps ten.
     const limit = opts.rankBy === 'balanced' ? Number.MAX_SAFE_INTEGER : MAX_RECOMMENDATIONS;
+    const laneKey = (l: LaneRequest) => `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.load.carrier_id ?? ''}`;
     const byLane = new Map<string, ReturnType<typeof rankCarriers>>();
     const rankings = lanes.map((l) => {
-      const key = `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.load.carrier_id ?? ''}`;
+      const key = laneKey(l);
       let ranked = byLane.get(key);
       if (!ranked) byLane.set(key, (ranked = rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, laneRules, refOf, limit)));
       return ranked;
@@ -202,14 +203,20 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     const anyPickup = lanes.some((l) => l.pickupAt);
     const [cards, grace, market, underway] = await Promise.all([
       carrierCards(tx, orgId, candidates, wanted),
-      graceMinutesOf(tx, orgId),
+      candidates[0] && candidates[0].org_grace_minutes !== undefined ? candidates[0].org_grace_minutes : graceMinutesOf(tx, orgId),
       anyPriced ? marketHistoryOnLane(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes, laneRules.radiusMiles)) : Promise.resolve([]),
       anyPickup ? underwayStops(tx, orgId, wanted) : Promise.resolve([]),
     ]);
     const graceMinutes = grace ?? laneRules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
     const underwayLoads = underwayDestinations(underway);
-    return lanes.map((l, i) => {
-      const ranked = rankings[i]!;
+    // What the evidence reads of a lane depends only on its two places and assigned carrier (the ranking's
+    // key): its weighted rows, market snapshots and, per carrier, the evidence without a backhaul are
+    // worked out once per key; only a load's own backhaul (its pickup time) is per load.
+    const perLane = new Map<string, { rowsOf: Map<string, WeightedRow[]>; marketAt: (row: WeightedRow) => number | null; plain: Map<string, ReturnType<typeof carrierEvidence>> }>();
+    const laneWork = (l: LaneRequest, ranked: ReturnType<typeof rankCarriers>) => {
+      const key = laneKey(l);
+      let work = perLane.get(key);
+      if (work) return work;
       const rowsOf = weightedRows(l, history, new Set(ranked.map((r) => r.carrierId)), now, laneRules);
       const onLane = market.filter((m) => withinRadius(l.origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, laneRules.radiusMiles) && withinRadius(l.destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, laneRules.radiusMiles));
       const marketAt = (row: WeightedRow) => {
@@ -218,17 +225,30 @@ export function lanesService(clock: Clock, rules: LaneRules) {
         const snap = onLane.find((m) => m.as_of <= row.deliveredAt && m.currency === currency);
         return snap ? Number(snap.rate_per_mile) : null;
       };
+      perLane.set(key, (work = { rowsOf, marketAt, plain: new Map() }));
+      return work;
+    };
+    return lanes.map((l, i) => {
+      const ranked = rankings[i]!;
+      const { rowsOf, marketAt, plain } = laneWork(l, ranked);
       const entries = ranked.flatMap((r) => {
         const c = cards.get(r.carrierId);
         if (!c) return [];
-        const found = carrierEvidence(rowsOf.get(r.carrierId) ?? [], {
-          graceMinutes,
-          now,
-          backhaul: backhaulFor(l, underwayLoads.get(r.carrierId) ?? []),
-          marketAt,
-          laneLoadCount: r.laneLoadCount,
-          lastDeliveredAt: r.lastDeliveredAt,
-        });
+        const evidenceWith = (backhaul: Backhaul | null) =>
+          carrierEvidence(rowsOf.get(r.carrierId) ?? [], {
+            graceMinutes,
+            now,
+            backhaul,
+            marketAt,
+            laneLoadCount: r.laneLoadCount,
+            lastDeliveredAt: r.lastDeliveredAt,
+          });
+        const backhaul = backhaulFor(l, underwayLoads.get(r.carrierId) ?? []);
+        let found = backhaul ? undefined : plain.get(r.carrierId);
+        if (!found) {
+          found = evidenceWith(backhaul);
+          if (!backhaul) plain.set(r.carrierId, found);
+        }
         const entry: CarrierRecommendation = {
           carrier_id: c.id,
           carrier_external_reference_id: c.external_reference_id,
