@@ -14,13 +14,29 @@ const IDS_PER_STATEMENT = 500;
  * `insert … select from unnest(…)` of one typed array per column, whatever the count (a batch's 100 loads
  * are 26 parameters, not 2,600: one text, parsed and planned once per connection, and sent small);
  * SQLite: a compiled multi-row insert reused, in slices of ROWS_PER_STATEMENT rows. One DELETE per slice of ids.
+ *
+ * `jsonText`: text columns that hold JSON written by the caller (an event's data). On PostgreSQL the rows
+ * then go as ONE json parameter (`json_to_recordset`) with those columns placed in it as they are: the
+ * driver's array literal escapes every quote of every element in JavaScript, which for a follow-up's
+ * thousand events of ranked carriers was most of the event loop's time and garbage (BENCHMARKS.md).
  */
-export function bulkInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[]) {
+export function bulkInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[], opts: { jsonText?: readonly (keyof Database[T] & string)[] } = {}) {
   const insert = preparedInsert(table, columns);
   let arrays: CompiledQuery<unknown> | null = null;
+  let recordset: CompiledQuery<unknown> | null = null;
+  const jsonText = new Set<string>(opts.jsonText ?? []);
   return async (tx: Executor, rows: readonly Database[T][]): Promise<void> => {
     if (rows.length === 0) return;
     if (dialectOf(tx) === 'postgres') {
+      if (jsonText.size > 0) {
+        recordset ??= await recordsetInsert(tx, table, columns, jsonText);
+        const text = `[${rows.map((r) => `{${columns.map((c, i) => {
+          const v = (r as unknown as Record<string, unknown>)[c] ?? null;
+          return `"c${i}":${v !== null && jsonText.has(c) ? (v as string) : JSON.stringify(v)}`;
+        }).join(',')}}`).join(',')}]`;
+        await tx.executeQuery({ ...recordset, parameters: [text], queryId: createQueryId() });
+        return;
+      }
       arrays ??= await unnestInsert(tx, table, columns);
       const parameters = columns.map((c) => rows.map((r) => (r as unknown as Record<string, unknown>)[c] ?? null));
       await tx.executeQuery({ ...arrays, parameters, queryId: createQueryId() });
@@ -30,18 +46,36 @@ export function bulkInsert<T extends keyof Database & string>(table: T, columns:
   };
 }
 
-/** PostgreSQL: `insert into t (c…) select * from unnest($1::type[], …)`, the column types read from the catalogue once. */
-async function unnestInsert(tx: Executor, table: string, columns: readonly string[]): Promise<CompiledQuery<unknown>> {
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** The column types of a PostgreSQL table, from the catalogue. */
+async function columnTypes(tx: Executor, table: string, columns: readonly string[]): Promise<string[]> {
   const { rows } = await sql<{ column_name: string; udt_name: string }>`
     select column_name, udt_name from information_schema.columns where table_schema = current_schema() and table_name = ${table}`.execute(tx);
   const types = new Map(rows.map((r) => [r.column_name, r.udt_name]));
-  const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
-  const casts = columns.map((c, i) => {
+  return columns.map((c) => {
     const type = types.get(c);
     if (!type) throw new Error(`bulkInsert: ${table}.${c} is not a column`);
-    return `$${i + 1}::${quoted(type)}[]`;
+    return type;
   });
+}
+
+/** PostgreSQL: `insert into t (c…) select * from unnest($1::type[], …)`, the column types read from the catalogue once. */
+async function unnestInsert(tx: Executor, table: string, columns: readonly string[]): Promise<CompiledQuery<unknown>> {
+  const types = await columnTypes(tx, table, columns);
+  const casts = types.map((type, i) => `$${i + 1}::${quoted(type)}[]`);
   return CompiledQuery.raw(`insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) select * from unnest(${casts.join(', ')})`);
+}
+
+/**
+ * PostgreSQL: `insert into t (c…) select … from json_to_recordset($1::json) as x(c0 type, …)`: each row an
+ * object of keys c0, c1, … (the column's position); a `jsonText` column is read as json and stored as its text.
+ */
+async function recordsetInsert(tx: Executor, table: string, columns: readonly string[], jsonText: ReadonlySet<string>): Promise<CompiledQuery<unknown>> {
+  const types = await columnTypes(tx, table, columns);
+  const fields = columns.map((c, i) => `c${i} ${jsonText.has(c) ? 'json' : quoted(types[i]!)}`);
+  const values = columns.map((c, i) => (jsonText.has(c) ? `x.c${i}::text` : `x.c${i}`));
+  return CompiledQuery.raw(`insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) select ${values.join(', ')} from json_to_recordset($1::json) as x(${fields.join(', ')})`);
 }
 
 /** Deletes the organization's rows of `table` whose `column` is one of `ids`. */

@@ -5,8 +5,11 @@ import type { EventsTable } from '../../lib/db/types.js';
 
 const COLUMNS = ['org_id', 'sequence', 'id', 'type', 'kind', 'record_id', 'created_at', 'data', 'lanes'] as const;
 
-/** Stores a unit of work's events: one multi-row insert for a batch's hundred (src/lib/db/bulk.ts). */
-export const insertEvents: (tx: Executor, rows: readonly EventsTable[]) => Promise<void> = bulkInsert('events', COLUMNS);
+/**
+ * Stores a unit of work's events: one multi-row insert for a batch's hundred (src/lib/db/bulk.ts); the
+ * data (JSON the outbox wrote) goes into the statement as it is, never escaped again.
+ */
+export const insertEvents: (tx: Executor, rows: readonly EventsTable[]) => Promise<void> = bulkInsert('events', COLUMNS, { jsonText: ['data', 'lanes'] });
 
 export interface StoredEvent {
   sequence: number;
