@@ -236,6 +236,16 @@ describe('one running import per organization', () => {
     await t.imports.runner.drain();
     expect((await a.get(`${BASE}/${third}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 1 });
     expect((await a.get('/v2/tms-api/customers/C-9')).json().name).toBe('Nine');
+
+    // D17: each import created and the one cancelled are in the audit log, by the key that asked, once each.
+    const audit = (await a.get('/v2/tms-api/audit-log?action=import.&page_size=100')).json();
+    expect(audit.items.map((e: { action: string; target: unknown; actor: { type: string; id: string } }) => [e.action, e.target, e.actor.type, e.actor.id])).toEqual([
+      ['import.created', { type: 'import', id: third }, 'key', a.keyId],
+      ['import.cancelled', { type: 'import', id: first }, 'key', a.keyId],
+      ['import.created', { type: 'import', id: first }, 'key', a.keyId],
+    ]);
+    // The other organization's import is in its own log only.
+    expect((await b.get('/v2/tms-api/audit-log?action=import.created')).json().items).toHaveLength(1);
   });
 
   it('refuses what is not an import request', async () => {

@@ -1174,7 +1174,7 @@ export interface components {
              * @description When the change committed (UTC).
              */
             at: string;
-            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed. */
+            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled. */
             action: string;
             /** @description Who did it. */
             actor: {

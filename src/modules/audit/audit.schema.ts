@@ -21,6 +21,8 @@ export const AUDIT_ACTIONS = [
   'webhook_endpoint.secret_rotated',
   'webhook_endpoint.replayed',
   'settings.changed',
+  'import.created',
+  'import.cancelled',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number] | `import.${string}`;
 

@@ -1,3 +1,4 @@
+import { keyActor } from '../audit/audit.js';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -29,7 +30,7 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService) {
       body: ImportCreate,
       response: { 201: one('The import, awaiting its upload.'), ...conflict('Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.') },
     },
-    handler: async (req, reply) => reply.code(201).send(await imports.create(principalOf(req).orgId, req.body)),
+    handler: async (req, reply) => reply.code(201).send(await imports.create(principalOf(req).orgId, req.body, keyActor(principalOf(req), req.ip))),
   });
   r.get(BASE, {
     config,
@@ -107,6 +108,6 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService) {
       params: ImportIdParams,
       response: { 200: one('The import, cancelled.'), ...notFound, ...conflict('The import has already finished.') },
     },
-    handler: (req) => imports.cancel(principalOf(req).orgId, req.params.id),
+    handler: (req) => imports.cancel(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip)),
   });
 }

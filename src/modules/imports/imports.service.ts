@@ -1,3 +1,4 @@
+import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 import type { Readable } from 'node:stream';
 import type { TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
@@ -104,7 +105,8 @@ export function importsService(deps: ImportsServiceDeps) {
   }
 
   return {
-    async create(orgId: string, body: ImportCreate): Promise<Import> {
+    /** `actor`: who asked (D17's audit log: `import.created`); the command line when not given. */
+    async create(orgId: string, body: ImportCreate, actor: AuditActor = cliActor()): Promise<Import> {
       await refuseWhileActive(orgId);
       const now = toIso(clock.now());
       const format = (body.format ?? 'ndjson').toLowerCase();
@@ -136,7 +138,10 @@ export function importsService(deps: ImportsServiceDeps) {
         started_at: null,
         finished_at: null,
       };
-      await insertImport(db, row);
+      await db.transaction().execute(async (tx) => {
+        await insertImport(tx, row);
+        await recordAudit(tx, clock, orgId, actor, 'import.created', { type: 'import', id: row.id });
+      });
       return presentImport(row, clock.now());
     },
 
@@ -240,12 +245,16 @@ export function importsService(deps: ImportsServiceDeps) {
     },
 
     /** Stops an import: the chunks already committed stay; a running import stops before its next chunk. */
-    async cancel(orgId: string, id: string): Promise<Import> {
+    async cancel(orgId: string, id: string, actor: AuditActor = cliActor()): Promise<Import> {
       const row = await owned(orgId, id);
       if (FINISHED.has(row.status)) throw new ConflictError(`Import ${id} has already finished (${row.status})`);
       const now = toIso(clock.now());
-      const moved = await moveImport(db, orgId, id, ['awaiting_upload', 'queued', 'running'], { status: 'cancelled', claim: null, leased_until: null, finished_at: now, updated_at: now });
-      if (!moved) return this.cancel(orgId, id);
+      const moved = await db.transaction().execute(async (tx) => {
+        const done = await moveImport(tx, orgId, id, ['awaiting_upload', 'queued', 'running'], { status: 'cancelled', claim: null, leased_until: null, finished_at: now, updated_at: now });
+        if (done) await recordAudit(tx, clock, orgId, actor, 'import.cancelled', { type: 'import', id });
+        return done;
+      });
+      if (!moved) return this.cancel(orgId, id, actor);
       // A running import's parts are removed by its runner when it stops.
       if (row.status !== 'running') await files.remove(id);
       return presentImport(await owned(orgId, id), clock.now());
