@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import type { TSchema } from '@sinclair/typebox';
@@ -110,6 +109,50 @@ export function missingColumns(header: CsvHeader, createSchema: TSchema): string
   return missing;
 }
 
+/** The longest record an upload may hold: an NDJSON line, a CSV record (a load with many stops is a few KB). */
+export const MAX_RECORD_BYTES = 1 << 20;
+
+/**
+ * An NDJSON upload's lines, without their line ends (LF or CRLF). A line longer than MAX_RECORD_BYTES is
+ * never held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without
+ * a single newline cannot grow one string without bound.
+ */
+export async function* ndjsonLines(stream: AsyncIterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number }> {
+  let pieces: Buffer[] = [];
+  let held = 0;
+  let overflow = 0;
+  const end = (last: Buffer) => {
+    const length = held + last.length + overflow;
+    if (overflow > 0 || length > MAX_RECORD_BYTES) return { tooLong: length };
+    let line = pieces.length === 0 ? last : Buffer.concat([...pieces, last]);
+    if (line.length > 0 && line[line.length - 1] === 0x0d) line = line.subarray(0, line.length - 1);
+    return { text: line.toString('utf8') };
+  };
+  for await (const chunk of stream) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let start = 0;
+    for (let nl = buf.indexOf(0x0a); nl !== -1; nl = buf.indexOf(0x0a, start)) {
+      yield end(buf.subarray(start, nl));
+      pieces = [];
+      held = 0;
+      overflow = 0;
+      start = nl + 1;
+    }
+    const rest = buf.subarray(start);
+    if (rest.length === 0) continue;
+    if (overflow > 0 || held + rest.length > MAX_RECORD_BYTES) {
+      // Past the limit: count what comes until the line ends, keep nothing.
+      overflow += held + rest.length;
+      pieces = [];
+      held = 0;
+    } else {
+      pieces.push(Buffer.from(rest));
+      held += rest.length;
+    }
+  }
+  if (held > 0 || overflow > 0) yield end(Buffer.alloc(0));
+}
+
 function csvParser(opts: CsvOptions) {
   return parse({
     bom: true,
@@ -117,7 +160,7 @@ function csvParser(opts: CsvOptions) {
     relax_column_count: true,
     skip_empty_lines: true,
     // A record may span lines (quoted newlines); bound how far one may grow.
-    max_record_size: 1 << 20,
+    max_record_size: MAX_RECORD_BYTES,
   });
 }
 
@@ -137,11 +180,16 @@ export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise
 export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
   const after = opts.after ?? 0;
   if (format === 'ndjson') {
-    const lines = createInterface({ input: stream, crlfDelay: Infinity });
     let row = 0;
-    for await (const line of lines) {
+    for await (const next of ndjsonLines(stream)) {
       row++;
-      if (row <= after || line.trim() === '') continue;
+      if (row <= after) continue;
+      if ('tooLong' in next) {
+        yield { row, refused: { ref: null, detail: `The line is ${next.tooLong} bytes; a record is at most ${MAX_RECORD_BYTES} bytes (1 MiB): is a line end missing?` } };
+        continue;
+      }
+      const line = next.text;
+      if (line.trim() === '') continue;
       let record: unknown;
       try {
         record = JSON.parse(row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line);
@@ -188,7 +236,7 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
 export async function countRows(stream: Readable, format: 'ndjson' | 'csv', csv: CsvOptions): Promise<number> {
   if (format === 'ndjson') {
     let n = 0;
-    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) if (line.trim() !== '') n++;
+    for await (const next of ndjsonLines(stream)) if (!('text' in next) || next.text.trim() !== '') n++;
     return n;
   }
   let n = -1;
