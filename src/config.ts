@@ -72,6 +72,8 @@ const EnvSchema = Type.Object({
   IMPORT_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
   /** Rows per import chunk: one transaction, one checkpoint and one analytics run each. */
   IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
+  /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
+  IMPORT_UPLOAD_EXPIRY_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
   /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
   /** The `service.name` of the spans. */
@@ -136,6 +138,8 @@ export type Config = {
   importLeaseMs: number;
   /** Rows per import chunk (default 1000). */
   importChunkRows: number;
+  /** Milliseconds an import may wait for its upload after its last part (IMPORT_UPLOAD_EXPIRY_HOURS, default 24 h). */
+  importUploadExpiryMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
   otlpEndpoint: string | undefined;
   /** OTEL_SERVICE_NAME (default `lanebridge`). */
@@ -233,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importWorker: env2.IMPORT_WORKER === 'on',
     importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
     importChunkRows: env2.IMPORT_CHUNK_ROWS,
+    importUploadExpiryMs: env2.IMPORT_UPLOAD_EXPIRY_HOURS * 3_600_000,
     otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
     otelServiceName: env2.OTEL_SERVICE_NAME,
   };

@@ -315,3 +315,40 @@ describe('dashboard', () => {
     expect(file.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ row: 2, external_reference_id: 'D-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
   });
 });
+
+describe('abandoned uploads', () => {
+  it('an import still awaiting its upload 24 h after its last part is cancelled with the reason and its parts removed; a part counts as activity', async () => {
+    let now = Date.parse('2026-11-01T00:00:00.000Z');
+    const own = mkdtempSync(join(tmpdir(), 'lanebridge-imports-expiry-'));
+    const app = await startApp({ importsDir: own, importUploadExpiryMs: 24 * 3_600_000 }, { importRunner: 'manual', webhookDelivery: 'manual', clock: { now: () => new Date(now) } });
+    try {
+      const a = await newTenant(app, undefined, { perMinute: 100_000, perDay: 1_000_000 });
+      const put = (id: string, n: number) => a.request({ method: 'PUT', url: `${BASE}/${id}/parts/${n}`, payload: '{"external_reference_id":"C-1","name":"One"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+      const left = (await a.post(BASE, { resource: 'customers' })).json().id as string;
+      const busy = (await a.post(BASE, { resource: 'customers' })).json().id as string;
+      expect((await put(left, 1)).statusCode).toBe(200);
+      expect((await put(busy, 1)).statusCode).toBe(200);
+      now += 20 * 3_600_000;
+      // 20 h on: another part of one of them; nothing has expired yet.
+      expect((await put(busy, 2)).statusCode).toBe(200);
+      await app.imports.runner.drain();
+      expect((await a.get(`${BASE}/${left}`)).json().status).toBe('awaiting_upload');
+      now += 5 * 3_600_000;
+      // 25 h after the first's last part, 5 h after the second's.
+      await app.imports.runner.drain();
+      const expired = (await a.get(`${BASE}/${left}`)).json();
+      expect(expired).toMatchObject({ status: 'cancelled' });
+      expect(expired.error).toBe(`Expired: no POST /v2/tms-api/imports/${left}/complete within 24 h of its last part (IMPORT_UPLOAD_EXPIRY_HOURS); its parts were removed: send the file again in a new import`);
+      expect(await app.imports.files.parts(left)).toEqual([]);
+      expect((await a.get(`${BASE}/${busy}`)).json().status).toBe('awaiting_upload');
+      expect((await app.imports.files.parts(busy)).map((p: { n: number }) => p.n)).toEqual([1, 2]);
+      // A part sent to the expired import is refused and not kept.
+      const late = await put(left, 2);
+      expect(late.statusCode).toBe(409);
+      expect(await app.imports.files.parts(left)).toEqual([]);
+    } finally {
+      await app.close();
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+});

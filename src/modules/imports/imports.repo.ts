@@ -11,6 +11,10 @@ export const importById = (db: Executor, orgId: string, id: string) =>
   db.selectFrom('imports').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
 
 /** The organization's queued or running import, if any (one at a time, D15). */
+/** Imports still awaiting their upload whose last change (creation, or a part) is older than `before`. */
+export const staleUploads = (db: Executor, before: string, limit: number) =>
+  db.selectFrom('imports').select(['id', 'org_id']).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+
 export const activeImportOf = (db: Executor, orgId: string) =>
   db.selectFrom('imports').select(['id', 'status']).where('org_id', '=', orgId).where('status', 'in', ACTIVE).executeTakeFirst();
 

@@ -117,7 +117,7 @@ export const MAX_RECORD_BYTES = 1 << 20;
  * never held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without
  * a single newline cannot grow one string without bound.
  */
-export async function* ndjsonLines(stream: AsyncIterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number }> {
+export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number }> {
   let pieces: Buffer[] = [];
   let held = 0;
   let overflow = 0;

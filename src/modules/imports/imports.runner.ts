@@ -9,7 +9,7 @@ import type { BatchItem, BatchResult, RunOptions } from '../shared/batch.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { ImportFiles } from './imports.files.js';
 import { countRows, uploadRows, type CsvOptions, type UploadRow } from './imports.rows.js';
-import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, releaseImport, setRowsTotal } from './imports.repo.js';
+import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, moveImport, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
 import type { ImportResource } from './imports.schema.js';
 import { presentImport } from './imports.service.js';
 
@@ -20,6 +20,7 @@ export interface ImportWriter {
 
 export interface ImportLog {
   warn(obj: unknown, msg: string): void;
+  info(obj: unknown, msg: string): void;
 }
 
 export interface ImportRunnerDeps {
@@ -38,7 +39,12 @@ export interface ImportRunnerDeps {
   pollMs?: number;
   /** A chunk that fails as a whole (not a row's refusal) is tried again this many times before the import fails. */
   maxChunkAttempts?: number;
+  /** An import awaiting its upload this long after its last part is cancelled and its parts removed (default 24 h). */
+  uploadExpiryMs?: number;
 }
+
+/** How often (at most) a runner looks for abandoned uploads. */
+const EXPIRY_SWEEP_MS = 60_000;
 
 /** The claim was lost (another instance took the import over) or the import was cancelled: the chunk rolls back. */
 class ClaimLost extends Error {
@@ -223,6 +229,31 @@ export function importRunner(deps: ImportRunnerDeps) {
     }
   }
 
+  const uploadExpiryMs = deps.uploadExpiryMs ?? 24 * 3_600_000;
+  let lastSweep = -Infinity;
+  /**
+   * Uploads never completed (a client that went away) would keep their parts on disk for ever: one still
+   * awaiting its upload `uploadExpiryMs` after its last part (or its creation) is cancelled, with the
+   * reason in `error`, and its parts removed. Conditional on the status, so one instance does it.
+   */
+  async function expireUploads(): Promise<void> {
+    const before = toIso(new Date(clock.now().getTime() - uploadExpiryMs));
+    for (const s of await staleUploads(db, before, 100)) {
+      const now = nowIso();
+      const hours = Math.round(uploadExpiryMs / 360_000) / 10;
+      const expired = await moveImport(db, s.org_id, s.id, ['awaiting_upload'], {
+        status: 'cancelled',
+        error: `Expired: no POST /v2/tms-api/imports/${s.id}/complete within ${hours} h of its last part (IMPORT_UPLOAD_EXPIRY_HOURS); its parts were removed: send the file again in a new import`,
+        finished_at: now,
+        updated_at: now,
+      });
+      if (expired) {
+        await files.remove(s.id);
+        deps.log.info({ import: s.id, org: s.org_id }, 'import upload expired');
+      }
+    }
+  }
+
   /** Claims and runs imports until none is waiting (one at a time in this process); `only`: that import alone. */
   async function pass(only?: string): Promise<void> {
     while (!stopping) {
@@ -249,6 +280,10 @@ export function importRunner(deps: ImportRunnerDeps) {
     }
     ticking = (async () => {
       try {
+        if (Date.now() - lastSweep >= EXPIRY_SWEEP_MS) {
+          lastSweep = Date.now();
+          await expireUploads();
+        }
         do {
           again = false;
           await pass();
@@ -278,6 +313,7 @@ export function importRunner(deps: ImportRunnerDeps) {
     /** Runs every import waiting now (or only import `id`: the CLI's own) to its end (tests, the CLI). */
     async drain(id?: string): Promise<void> {
       await ticking;
+      if (id === undefined) await expireUploads();
       await pass(id);
     },
     /** Stops after the chunk in flight; the import is given back for any instance to resume. */

@@ -151,12 +151,21 @@ export function importsService(deps: ImportsServiceDeps) {
       const type = contentType?.split(';')[0]?.trim().toLowerCase();
       if (!type || !(PART_MEDIA_TYPES as readonly string[]).includes(type)) throw new UnsupportedPartTypeError(contentType);
       if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: parts are taken only before POST /imports/${id}/complete`);
+      let bytes: number;
       try {
-        return { part: n, bytes: await files.writePart(id, n, body) };
+        bytes = await files.writePart(id, n, body);
       } catch (err) {
         if (err instanceof PartTooLargeError) throw new PartTooLargeApiError();
         throw err;
       }
+      // The upload's last activity (its expiry counts from here); an import cancelled or expired while the
+      // part streamed in had its parts removed already: this one goes too, and the client is told.
+      if (!(await moveImport(db, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) {
+        const now = await importById(db, orgId, id);
+        if (now?.status === 'cancelled') await files.remove(id);
+        throw new ConflictError(`Import ${id} is ${now?.status ?? 'gone'}: parts are taken only before POST /imports/${id}/complete (this part was not kept)`);
+      }
+      return { part: n, bytes };
     },
 
     /** Nothing runs before this: the parts are checked (numbered 1…N; a CSV's header has every required column) and the import is queued. */

@@ -24,6 +24,7 @@ export function importsModule(deps: {
   leaseMs?: number;
   chunkRows?: number;
   pollMs?: number;
+  uploadExpiryMs?: number;
 }) {
   const files = importFiles(deps.dir);
   const runner = importRunner({
@@ -37,6 +38,7 @@ export function importsModule(deps: {
     ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
     ...(deps.chunkRows ? { chunkRows: deps.chunkRows } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
+    ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
   });
   const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, queued: () => runner.wake() });
   return { service, runner, files };
