@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
 const PURE_BUILTINS = ['assert', 'buffer', 'path', 'querystring', 'string_decoder', 'url', 'util'];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'src/geo/data/'] },
+  { ignores: ['dist/', 'clients/typescript/dist/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'src/geo/data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
