@@ -140,13 +140,14 @@ export function pager(path: string, p: PageInfo, query: Record<string, string | 
 </nav>`;
 }
 
-export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks' | 'audit-log'): SafeHtml {
+export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks' | 'recommendations' | 'audit-log'): SafeHtml {
   const tab = (key: string, path: string, label: string) =>
     html`<li><a href="${path}"${key === active ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav class="tabs" aria-label="Settings"><ul>
   ${tab('integrations', '/settings/integrations', 'TMS Integrations')}
   ${tab('api-keys', '/settings/api-keys', 'API Keys')}
   ${tab('webhooks', '/settings/webhooks', 'Webhooks')}
+  ${tab('recommendations', '/settings/recommendations', 'Recommendations')}
   ${tab('audit-log', '/settings/audit-log', 'Audit log')}
 </ul></nav>`;
 }

@@ -25,6 +25,7 @@ import { warmMaps } from './map.js';
 import { eventRoutes } from './pages/events.js';
 import { importPageRoutes } from './pages/imports.js';
 import { integrationRoutes } from './pages/integrations.js';
+import { recommendationSettingsRoutes } from './pages/recommendation-settings.js';
 import { userRoutes } from './pages/users.js';
 import { accountRoutes } from './pages/account.js';
 import { auditRoutes } from './pages/audit.js';
@@ -178,6 +179,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
 
     authRoutes(app, ctx);
     integrationRoutes(app, ctx);
+    recommendationSettingsRoutes(app, ctx);
     apiKeyRoutes(app, ctx);
     userRoutes(app, ctx);
     accountRoutes(app, ctx);

@@ -76,7 +76,7 @@ describe('roles (D17)', () => {
     expect(ok.statusCode).toBe(303);
 
     // A member reads every page, without an admin's forms on it.
-    for (const path of ['/', '/users', '/settings/api-keys', '/settings/webhooks', `/settings/webhooks/${endpoint.id}`, '/settings/integrations', '/settings/audit-log', '/events', '/account/password']) {
+    for (const path of ['/', '/users', '/settings/api-keys', '/settings/webhooks', `/settings/webhooks/${endpoint.id}`, '/settings/integrations', '/settings/recommendations', '/settings/audit-log', '/events', '/account/password']) {
       const res = await v.get(path);
       expect(res.statusCode, path).toBe(200);
     }

@@ -15,6 +15,8 @@ export function accountsRepo(db: Executor) {
       const r = await tx.selectFrom('organizations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
       return Number(r?.n ?? 0);
     },
+    setOnTimeGrace: (id: string, minutes: number | null, tx: Executor = db) =>
+      tx.updateTable('organizations').set({ on_time_grace_minutes: minutes }).where('id', '=', id).execute(),
     findIntegration: (orgId: string, tx: Executor = db) =>
       tx.selectFrom('tms_integrations').selectAll().where('org_id', '=', orgId).executeTakeFirst(),
     insertIntegration: (orgId: string, connectedAt: string, tx: Executor = db) =>

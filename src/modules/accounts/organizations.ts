@@ -11,6 +11,8 @@ import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 import { constantTimeEqualText, generateSetupCode } from './secrets.js';
 
 const SETUP_CODE_SETTING = 'setup_code';
+/** D14: the largest on-time grace an organization may set (a day), as ON_TIME_GRACE_MINUTES. */
+export const MAX_GRACE_MINUTES = 1440;
 
 /** The first-run page without the right setup code (D17): refused, and nothing made. */
 export class SetupCodeError extends DetailError {
@@ -62,6 +64,24 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     getOrganization: (orgId: string) => repo.findOrganization(orgId),
     getIntegration: (orgId: string) => repo.findIntegration(orgId),
     isIntegrationConnected: async (orgId: string) => (await repo.findIntegration(orgId)) !== undefined,
+
+    /**
+     * D14: the organization's own on-time grace in minutes (0–1440), or null for the server's default
+     * (ON_TIME_GRACE_MINUTES). Loads' answers carry the evidence it changes: their version moves, so no
+     * cached answer outlives it. Audited as `settings.changed` (target `settings`/`on_time_grace_minutes`).
+     */
+    async setOnTimeGrace(orgId: string, minutes: number | null, actor: AuditActor = cliActor()) {
+      if (minutes !== null && (!Number.isInteger(minutes) || minutes < 0 || minutes > MAX_GRACE_MINUTES)) {
+        throw ValidationError.single(['on_time_grace_minutes'], `The on-time grace is a whole number of minutes from 0 to ${MAX_GRACE_MINUTES}, or empty for the server's default`);
+      }
+      await requireOrganization(orgId);
+      await inTransaction(store, async (tx) => {
+        await repo.setOnTimeGrace(orgId, minutes, tx);
+        await bumpVersions(tx, orgId, new Set(['loads'] as const));
+        await recordAudit(tx, clock, orgId, actor, 'settings.changed', { type: 'settings', id: 'on_time_grace_minutes' });
+      });
+      return { on_time_grace_minutes: minutes };
+    },
 
     async connectIntegration(orgId: string, actor: AuditActor = cliActor()) {
       await requireOrganization(orgId);
