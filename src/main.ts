@@ -214,7 +214,7 @@ async function worker(config: Config) {
     ? import('./app.js').then(({ buildApp }) => buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' }))
     : Promise.resolve(null);
   let closing = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, code = 0) => {
     if (closing) return;
     closing = true;
     log.info({ signal }, 'webhook worker stopping');
@@ -226,11 +226,17 @@ async function worker(config: Config) {
     await probes.close();
     await store.close();
     await tracing?.shutdown();
-    process.exit(0);
+    process.exit(code);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  if (await building) log.info('import runner started');
+  try {
+    if ((await building) && !closing) log.info('import runner started');
+  } catch (err) {
+    // Without its import runner the process must not stay up looking ready: it stops, exit 1.
+    log.error({ err }, 'the import runner could not start; the worker stops');
+    await shutdown('import runner failed', 1);
+  }
   // Nothing else keeps the process alive (the poll timer does not).
   setInterval(() => {}, 1 << 30);
 }

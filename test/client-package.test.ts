@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,7 +23,11 @@ beforeAll(async () => {
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   project = mkdtempSync(join(tmpdir(), 'lanebridge-client-consumer-'));
-  const packed = await run(npm, ['pack', '--pack-destination', project, '--silent'], { cwd: CLIENT, timeout: 120_000 });
+  // Packed from a copy (its dist/ built there), so runs of both test projects never build in one folder.
+  const source = join(project, 'client-source');
+  cpSync(CLIENT, source, { recursive: true, filter: (from) => !/[\\/](dist|node_modules)$/.test(from) });
+  symlinkSync(resolve('node_modules'), join(source, 'node_modules'), 'dir');
+  const packed = await run(npm, ['pack', '--pack-destination', project, '--silent'], { cwd: source, timeout: 120_000 });
   const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'));
   expect(tarball, packed.stdout + packed.stderr).toBeDefined();
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));

@@ -11,6 +11,12 @@ export const importById = (db: Executor, orgId: string, id: string) =>
   db.selectFrom('imports').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
 
 /** The organization's queued or running import, if any (one at a time, D15). */
+/** Expires an upload still awaiting it and unchanged since `before` (a part that arrived meanwhile keeps it). */
+export async function expireUpload(db: Executor, orgId: string, id: string, before: string, patch: Partial<ImportsTable>): Promise<boolean> {
+  const r = await db.updateTable('imports').set(patch).where('org_id', '=', orgId).where('id', '=', id).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
 /** Imports still awaiting their upload whose last change (creation, or a part) is older than `before`. */
 export const staleUploads = (db: Executor, before: string, limit: number) =>
   db.selectFrom('imports').select(['id', 'org_id']).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();

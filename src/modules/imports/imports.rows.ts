@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidationIssue } from '../../lib/http/errors.js';
+import { checksForJsonText, textIssues } from '../../lib/http/input-text.js';
 
 /** One row of an upload: a record to write, or a refusal found before any rule ran (malformed JSON, a bad CSV record). */
 export type UploadRow = { row: number; record: unknown } | { row: number; refused: { ref: string | null; detail: string | ValidationIssue[] } };
@@ -109,34 +110,51 @@ export function missingColumns(header: CsvHeader, createSchema: TSchema): string
   return missing;
 }
 
+const refOfRecord = (record: unknown): string | null => {
+  const ref = typeof record === 'object' && record !== null ? (record as { external_reference_id?: unknown }).external_reference_id : undefined;
+  return typeof ref === 'string' ? ref : null;
+};
+
 /** The longest record an upload may hold: an NDJSON line, a CSV record (a load with many stops is a few KB). */
 export const MAX_RECORD_BYTES = 1 << 20;
 
 /**
- * An NDJSON upload's lines, without their line ends (LF or CRLF). A line longer than MAX_RECORD_BYTES is
- * never held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without
- * a single newline cannot grow one string without bound.
+ * An NDJSON upload's lines, without their line ends: LF, CRLF or a lone CR (as readline took them, so
+ * row numbers stay what they were). A line longer than MAX_RECORD_BYTES (its end not counted) is never
+ * held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without a
+ * single line end cannot grow one string without bound.
  */
 export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number }> {
   let pieces: Buffer[] = [];
   let held = 0;
   let overflow = 0;
+  // The last chunk ended with CR: an LF opening the next one belongs to that line end.
+  let afterCR = false;
   const end = (last: Buffer) => {
     const length = held + last.length + overflow;
-    if (overflow > 0 || length > MAX_RECORD_BYTES) return { tooLong: length };
-    let line = pieces.length === 0 ? last : Buffer.concat([...pieces, last]);
-    if (line.length > 0 && line[line.length - 1] === 0x0d) line = line.subarray(0, line.length - 1);
-    return { text: line.toString('utf8') };
+    const out = overflow > 0 || length > MAX_RECORD_BYTES ? { tooLong: length } : { text: (pieces.length === 0 ? last : Buffer.concat([...pieces, last])).toString('utf8') };
+    pieces = [];
+    held = 0;
+    overflow = 0;
+    return out;
   };
   for await (const chunk of stream) {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     let start = 0;
-    for (let nl = buf.indexOf(0x0a); nl !== -1; nl = buf.indexOf(0x0a, start)) {
-      yield end(buf.subarray(start, nl));
-      pieces = [];
-      held = 0;
-      overflow = 0;
-      start = nl + 1;
+    if (afterCR && buf.length > 0) {
+      if (buf[0] === 0x0a) start = 1;
+      afterCR = false;
+    }
+    for (let i = start; i < buf.length; i++) {
+      const b = buf[i];
+      if (b !== 0x0a && b !== 0x0d) continue;
+      yield end(buf.subarray(start, i));
+      if (b === 0x0d) {
+        if (i + 1 < buf.length) {
+          if (buf[i + 1] === 0x0a) i++;
+        } else afterCR = true;
+      }
+      start = i + 1;
     }
     const rest = buf.subarray(start);
     if (rest.length === 0) continue;
@@ -191,10 +209,19 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
       const line = next.text;
       if (line.trim() === '') continue;
       let record: unknown;
+      const text = row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line;
       try {
-        record = JSON.parse(row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line);
+        record = JSON.parse(text);
       } catch (err) {
         yield { row, refused: { ref: null, detail: `Malformed JSON body: ${(err as Error).message}` } };
+        continue;
+      }
+      // The text an API body may not carry (NUL, a lone surrogate) is refused here as there, with the same
+      // detail: neither engine could store it as the rest of the row's text (PostgreSQL refuses both).
+      const checks = checksForJsonText(text);
+      const issues = checks ? textIssues(record, ['body'], checks) : [];
+      if (issues.length > 0) {
+        yield { row, refused: { ref: refOfRecord(record), detail: issues } };
         continue;
       }
       yield { row, record };
@@ -217,6 +244,13 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
       if (row <= after) continue;
       if (cells.length !== header.paths.length) {
         yield { row, refused: { ref: null, detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the record has ${cells.length} cells but the header has ${header.paths.length} columns` }] } };
+        continue;
+      }
+      // A NUL in a cell (raw bytes of a CSV can hold one) is refused as an API body's would be.
+      const nulAt = cells.findIndex((cell) => cell.includes('\u0000'));
+      if (nulAt >= 0) {
+        const path = header.paths[nulAt] ?? [header.names[nulAt] ?? String(nulAt)];
+        yield { row, refused: { ref: null, detail: textIssues(cells[nulAt], ['body', ...path], { nul: true, surrogates: false }) } };
         continue;
       }
       const record: Record<string, unknown> = {};

@@ -9,7 +9,7 @@ import type { BatchItem, BatchResult, RunOptions } from '../shared/batch.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { ImportFiles } from './imports.files.js';
 import { countRows, uploadRows, type CsvOptions, type UploadRow } from './imports.rows.js';
-import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, moveImport, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
+import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, expireUpload, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
 import type { ImportResource } from './imports.schema.js';
 import { presentImport } from './imports.service.js';
 
@@ -241,7 +241,7 @@ export function importRunner(deps: ImportRunnerDeps) {
     for (const s of await staleUploads(db, before, 100)) {
       const now = nowIso();
       const hours = Math.round(uploadExpiryMs / 360_000) / 10;
-      const expired = await moveImport(db, s.org_id, s.id, ['awaiting_upload'], {
+      const expired = await expireUpload(db, s.org_id, s.id, before, {
         status: 'cancelled',
         error: `Expired: no POST /v2/tms-api/imports/${s.id}/complete within ${hours} h of its last part (IMPORT_UPLOAD_EXPIRY_HOURS); its parts were removed: send the file again in a new import`,
         finished_at: now,

@@ -156,11 +156,13 @@ export function importsService(deps: ImportsServiceDeps) {
         bytes = await files.writePart(id, n, body);
       } catch (err) {
         if (err instanceof PartTooLargeError) throw new PartTooLargeApiError();
-        throw err;
+        // Its folder removed while the part streamed in (cancelled or expired meanwhile): said below.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        bytes = -1;
       }
       // The upload's last activity (its expiry counts from here); an import cancelled or expired while the
       // part streamed in had its parts removed already: this one goes too, and the client is told.
-      if (!(await moveImport(db, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) {
+      if (bytes < 0 || !(await moveImport(db, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) {
         const now = await importById(db, orgId, id);
         if (now?.status === 'cancelled') await files.remove(id);
         throw new ConflictError(`Import ${id} is ${now?.status ?? 'gone'}: parts are taken only before POST /imports/${id}/complete (this part was not kept)`);
