@@ -207,16 +207,21 @@ describe('evidence on every recommendation (D14)', () => {
     expect(two.reasons).toEqual(['Ran this lane 2 times in the last 90 days', '10% under market']);
   });
 
-  it('backhaul: present 10 h before the pickup, absent at 60 h, never from another organization', async () => {
+  /** Carriers HIST and BH with a load each on the lane; BH on its way to 20 miles north of the origin, due 10 h before `pickup`. */
+  async function backhaulWorld() {
     const w = await world();
     await w.carrier('HIST');
     await w.carrier('BH');
     const pickup = NOW.getTime() + 2 * DAY;
     await w.load('H-HIST', { carrier: 'HIST', deliveryLate: NOW.getTime() - DAY });
     await w.load('H-BH', { carrier: 'BH', deliveryLate: NOW.getTime() - DAY });
-    // BH is on its way to a place 20 miles north of this load's origin, due 10 h before its pickup.
     const near = await w.location(north(ORIGIN, 20));
     await w.load('ON-WAY', { carrier: 'BH', status: 'EN_ROUTE', from: w.d, to: near, deliveryLate: pickup - 10 * HOUR, pickupEarly: pickup - 2 * DAY });
+    return { w, pickup, near };
+  }
+
+  it('backhaul: present 10 h before the pickup, absent at 60 h, never from another organization', async () => {
+    const { w, pickup, near } = await backhaulWorld();
     await w.load('OPEN', { status: 'ACTIVE', pickupEarly: pickup });
     const recs = (await w.recs('OPEN')).carrier_recommendations;
     const bh = recs.find((r: any) => r.carrier_external_reference_id === 'BH');
@@ -237,14 +242,7 @@ describe('evidence on every recommendation (D14)', () => {
   });
 
   it('the follow-up ranks several open loads of one lane together as each load alone: backhauls stay per load', async () => {
-    const w = await world();
-    await w.carrier('HIST');
-    await w.carrier('BH');
-    const pickup = NOW.getTime() + 2 * DAY;
-    await w.load('H-HIST', { carrier: 'HIST', deliveryLate: NOW.getTime() - DAY });
-    await w.load('H-BH', { carrier: 'BH', deliveryLate: NOW.getTime() - DAY });
-    const near = await w.location(north(ORIGIN, 20));
-    await w.load('ON-WAY', { carrier: 'BH', status: 'EN_ROUTE', from: w.d, to: near, deliveryLate: pickup - 10 * HOUR, pickupEarly: pickup - 2 * DAY });
+    const { w, pickup } = await backhaulWorld();
     // Same two places: A's pickup is 10 h after BH's delivery nearby, B's and C's are days later.
     await w.load('OPEN-A', { status: 'ACTIVE', pickupEarly: pickup });
     await w.load('OPEN-B', { status: 'ACTIVE', pickupEarly: pickup + 5 * DAY });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers.js';
-import { Visitor, apiPost, csrfOf, orgWithUser } from './support.js';
+import { Visitor, apiPost, csrfOf, signedIn as signedInAs } from './support.js';
 
 /** Settings → Recommendations: the organization's on-time grace (D14), as README and docs say. */
 let t: TestApp;
@@ -9,12 +9,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-async function signedIn() {
-  const o = await orgWithUser(t);
-  const v = new Visitor(t);
-  await v.signIn(o.email, o.password);
-  return { o, v };
-}
+const signedIn = () => signedInAs(t);
 
 describe('Settings → Recommendations', () => {
   it('an admin sets the grace; the evidence counts with it at once; empty returns to the default; audited', async () => {

@@ -149,6 +149,14 @@ export async function orgWithUser(t: TestApp, opts: { connect?: boolean } = {}) 
   return { orgId: org.id, orgName: `Org ${n}`, email, password, userId: user.id, key };
 }
 
+/** A new organization with its first user (an admin), signed in. */
+export async function signedIn(t: TestApp) {
+  const o = await orgWithUser(t);
+  const v = new Visitor(t);
+  await v.signIn(o.email, o.password);
+  return { o, v };
+}
+
 export function apiPost(t: TestApp, key: string, url: string, body: unknown) {
   return t.app.inject({ method: 'POST', url, headers: { 'x-api-key': key }, payload: body as never });
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers.js';
-import { Visitor, csrfOf, orgWithUser } from './support.js';
+import { csrfOf, signedIn as signedInAs } from './support.js';
 
 /** Settings → Webhooks without a browser: tenancy, CSRF, the URL rules on the form. */
 let t: TestApp;
@@ -9,12 +9,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-async function signedIn() {
-  const o = await orgWithUser(t);
-  const v = new Visitor(t);
-  await v.signIn(o.email, o.password);
-  return { o, v };
-}
+const signedIn = () => signedInAs(t);
 
 describe('Settings → Webhooks', () => {
   it('shows another organization’s endpoint as not found, on every page and action', async () => {
