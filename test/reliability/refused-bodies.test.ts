@@ -238,7 +238,7 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
     expect(failures).toEqual([]);
   }, 60_000);
 
-  it('a client sending past the bound (64 MiB) is cut off; the server reads it without keeping it (RSS + < 20 MB)', async () => {
+  it('a client sending past the bound (64 MiB) is cut off; the server reads it without keeping it (RSS + < 128 MiB of 270 MiB sent)', async () => {
     const pid = server.proc.pid!;
     await sleep(200);
     const before = rssOf(pid);
@@ -263,7 +263,11 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
       expect(r.sent).toBeGreaterThan(64 * MiB);
       expect(r.sent).toBeLessThan(128 * MiB);
     }
-    expect(peak - before).toBeLessThan(20_000_000);
+    // Kept bodies would be the 270 MB sent. What grows here is the garbage of reading them, collected
+    // when the collector gets to it: under 1 MB in most runs, up to 31 MB seen on Node 20 and 67 MB on
+    // Node 24 (its heap and socket buffers are collected later). The bound leaves room for that, not for
+    // the bodies.
+    expect(peak - before).toBeLessThan(128 * MiB);
     // The server still answers.
     const res = await fetch(`http://127.0.0.1:${server.port}${SINGLE}?page_size=1`, { headers: { 'x-api-key': key } });
     expect(res.status).toBe(200);
