@@ -47,7 +47,10 @@ describe('Settings → Recommendations', () => {
     const csrf = csrfOf(first.body);
     const bad = await v.post('/settings/recommendations', { _csrf: csrf, on_time_grace_minutes: '2000' });
     expect(bad.statusCode).toBe(422);
-    expect(bad.body).toContain('The grace is a whole number of minutes from 0 to 1440, or empty for the server’s default.');
+    expect(bad.body).toContain('The on-time grace is a whole number of minutes from 0 to 1440, or empty for the server&#39;s default');
+    const words = await v.post('/settings/recommendations', { _csrf: csrf, on_time_grace_minutes: 'ten' });
+    expect(words.statusCode).toBe(422);
+    expect(words.body).toContain('value="ten"');
     expect(bad.body).toContain('value="2000"');
     const saved = await v.post('/settings/recommendations', { _csrf: csrf, on_time_grace_minutes: '30' });
     expect(saved.statusCode).toBe(303);

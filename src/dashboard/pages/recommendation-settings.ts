@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { DEFAULT_GRACE_MINUTES } from '../../domain/evidence.js';
 import { MAX_GRACE_MINUTES } from '../../modules/accounts/organizations.js';
+import { ValidationError } from '../../lib/http/errors.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { actorOf, checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { html } from '../html.js';
@@ -8,7 +10,7 @@ import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsTa
 /** D14: the organization's on-time grace, which the recommendations' evidence counts with. */
 export function recommendationSettingsRoutes(app: FastifyInstance, ctx: DashboardContext) {
   const { accounts, lanes } = ctx.services;
-  const serverDefault = () => lanes.rules.graceMinutes ?? 15;
+  const serverDefault = () => lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
 
   const view = async (s: DashboardSession, o: { value?: string; errors?: FieldErrors; done?: boolean } = {}) => {
     const org = await accounts.getOrganization(s.orgId);
@@ -50,11 +52,14 @@ ${errorSummary(o.errors)}
     if (!s) return reply;
     checkSessionCsrf(req);
     const text = formText(req.body, 'on_time_grace_minutes').trim();
-    const minutes = text === '' ? null : /^\d{1,4}$/.test(text) ? Number(text) : NaN;
-    if (minutes !== null && !(Number.isInteger(minutes) && minutes <= MAX_GRACE_MINUTES)) {
-      return sendPage(reply, await view(s, { value: text, errors: { on_time_grace_minutes: `The grace is a whole number of minutes from 0 to ${MAX_GRACE_MINUTES}, or empty for the server’s default.` } }), 422);
+    // The rule and its message are the service's (one place); text that is not digits is NaN and refused there.
+    const minutes = text === '' ? null : /^\d{1,9}$/.test(text) ? Number(text) : NaN;
+    try {
+      await accounts.setOnTimeGrace(s.orgId, minutes, actorOf(req, s));
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      return sendPage(reply, await view(s, { value: text, errors: { on_time_grace_minutes: err.issues[0]?.msg ?? 'Not a grace in minutes' } }), 422);
     }
-    await accounts.setOnTimeGrace(s.orgId, minutes, actorOf(req, s));
     return reply.redirect('/settings/recommendations?done=saved', 303);
   });
 }
