@@ -495,4 +495,36 @@ describe('load.recommendations_changed', () => {
     await t.recommendations.sweep();
     expect(await changes(a, 0)).toHaveLength(1);
   });
+
+  it('a pass announcing more loads than one transaction writes (100) writes them in slices: every open load once, the cursor at the end; two processes passing at once never announce one twice', async () => {
+    const a = await newTenant(t);
+    await seedFreight(a);
+    for (let b = 0; b < 3; b++) {
+      const items = Array.from({ length: 85 }, (_, i) => ({ operation: 'create', load: dallasToHouston(`SL-${b * 85 + i}`) }));
+      expect(json(await a.post('/v2/tms-api/batch/loads', { items })).success_count).toBe(85);
+    }
+    await t.recommendations.idle();
+    expect(await changes(a, 0)).toEqual([]);
+    // History written by a process whose follow-up never runs; then this process and another pass over
+    // it at the same moment (on SQLite the second is this one again: one file, one writer).
+    const other = await buildApp({ logger: false, clock: testClock(), config: t.config, store: openDataStore(t.config.databaseUrl, { poolSize: 2 }), recommendationFollowUp: 'manual' });
+    try {
+      const res = await other.app.inject({ method: 'POST', url: '/v2/tms-api/loads', headers: a.headers, payload: delivered('SL-H', 'CAR-1') });
+      expect(res.statusCode, res.body).toBe(201);
+      const passes = [t.recommendations.schedule(a.orgId), (isPostgres() ? other : t).recommendations.schedule(a.orgId)];
+      await Promise.all(passes);
+    } finally {
+      await other.app.close();
+    }
+    await t.recommendations.idle();
+    const announced = await changes(a, 0);
+    expect(announced).toHaveLength(255);
+    expect(new Set(announced.map((e) => e.data.external_reference_id)).size).toBe(255);
+    for (const e of announced) expect(e.data.carrier_recommendations.map((r: any) => r.carrier_external_reference_id)).toEqual(['CAR-1']);
+    // Nothing is left to announce, and the cursor reaches the end.
+    await t.recommendations.sweep();
+    expect(await changes(a, 0)).toHaveLength(255);
+    const [cursor] = await t.store.db.selectFrom('org_versions').select(['recommendations_after', 'events']).where('org_id', '=', a.orgId).execute();
+    expect(Number(cursor!.recommendations_after)).toBe(Number(cursor!.events));
+  });
 });

@@ -22,6 +22,18 @@ export async function beginBatch(tx: Executor, orgId: string, remainingMs: numbe
 const BATCH_LOCK_CLASS = 7215;
 
 /**
+ * An organization's recommendations follow-up takes turns across processes (PostgreSQL: an advisory
+ * lock held to commit, of a class of its own, so it never waits for a batch nor a batch for it; the
+ * counters row, which writers lock at seal, is left to the end). SQLite's transactions are serial already.
+ */
+export async function holdFollowUp(tx: Executor, orgId: string): Promise<void> {
+  if (dialectOf(tx) !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(${FOLLOW_UP_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
+}
+
+const FOLLOW_UP_LOCK_CLASS = 7216;
+
+/**
  * Whether a savepoint costs round trips (PostgreSQL: two per item, a quarter of a changed load's) or
  * microseconds (SQLite, in process). A batch of immediate writes runs its items without savepoints where
  * they cost, and again with them only when an item fails.

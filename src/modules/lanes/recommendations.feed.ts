@@ -8,6 +8,7 @@ import type { CarrierRecommendation } from './lanes.schema.js';
 import {
   advanceCursor,
   followUpPosition,
+  followUpTurn,
   lanesOf,
   loadEventsAfter,
   loadsAtLocations,
@@ -26,6 +27,8 @@ import {
 const WINDOW = 1000;
 // Half the diagonal of a grid cell, in miles (a history row anywhere in a cell may be near a load).
 const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
+// Announcements written per transaction (about 6 KB each with their evidence).
+const SLICE = 100;
 
 export interface FollowUpLog {
   warn(obj: object, msg: string): void;
@@ -61,8 +64,9 @@ const rankedIds = (recs: readonly CarrierRecommendation[]) => JSON.stringify(rec
  *
  * It runs beside the requests, never inside one: a write is answered before its follow-up starts.
  */
-export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; gapMs?: number; log?: FollowUpLog }) {
+export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; gapMs?: number; slice?: number; log?: FollowUpLog }) {
   const { pipeline, lanes } = deps;
+  const slice = deps.slice ?? SLICE;
   const reader: Executor = pipeline.reader;
   const near = (cell: number) => cellsWithin(cellCentre(cell).latitude, cellCentre(cell).longitude, deps.radiusMiles + HALF_CELL_DIAGONAL_MILES);
 
@@ -144,26 +148,40 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
     );
     stats.ranked += rows.length;
 
+    // Written in slices, each its own short transaction: a pass over a busy outbox announces a thousand
+    // loads with their evidence (megabytes), and one transaction for all of them held the organization's
+    // counters row (its events' sequence numbers) for as long as that insert took, so every write of the
+    // organization waited for it. Passes take turns (`followUpTurn`), and each slice compares with what
+    // was announced under that turn: a slice of a pass that overlaps another's announces only what the
+    // other has not. The last slice moves the cursor; a pass that finds it moved stops there (the slices
+    // it wrote stand: they announced real changes), and a process that dies between slices leaves the
+    // cursor where it was: the next pass ranks the window again and finds those slices already announced.
+    const slices = Math.max(1, Math.ceil(rows.length / slice));
     try {
-      await pipeline.write(orgId, async (tx, changes) => {
-        // Compared with what was announced; a pass that overlaps another finds the cursor moved at the
-        // end and rolls back (the cursor's row lock orders passes, as it orders writes).
-        const announced = await watchRows(tx, rows.map((r) => r.load_id));
-        const changed: WatchRow[] = [];
-        rows.forEach((w, i) => {
-          const recs = ranked[i]!;
-          const now = rankedIds(recs);
-          const before = announced.get(w.load_id);
-          if ((before?.ranked ?? '[]') !== now) {
-            stats.announced++;
-            changes.announce({ kind: 'loads', type: 'load.recommendations_changed', record_id: w.load_id, data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs } });
-            changed.push({ ...w, ranked: now });
-          } else if (!before || !sameWatch(before, w)) changed.push({ ...w, ranked: now });
+      for (let s = 0; s < slices; s++) {
+        const part = rows.slice(s * slice, (s + 1) * slice);
+        const partRanked = ranked.slice(s * slice, (s + 1) * slice);
+        const last = s === slices - 1;
+        await pipeline.write(orgId, async (tx, changes) => {
+          if ((await followUpTurn(tx, orgId)) !== after) throw new CursorMoved();
+          const announced = await watchRows(tx, part.map((r) => r.load_id));
+          const changed: WatchRow[] = [];
+          part.forEach((w, i) => {
+            const recs = partRanked[i]!;
+            const now = rankedIds(recs);
+            const before = announced.get(w.load_id);
+            if ((before?.ranked ?? '[]') !== now) {
+              stats.announced++;
+              changes.announce({ kind: 'loads', type: 'load.recommendations_changed', record_id: w.load_id, data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs } });
+              changed.push({ ...w, ranked: now });
+            } else if (!before || !sameWatch(before, w)) changed.push({ ...w, ranked: now });
+          });
+          await upsertWatch(tx, changed);
+          if (!last) return;
+          await unwatch(tx, [...closed]);
+          if (!(await advanceCursor(tx, orgId, after, until))) throw new CursorMoved();
         });
-        await upsertWatch(tx, changed);
-        await unwatch(tx, [...closed]);
-        if (!(await advanceCursor(tx, orgId, after, until))) throw new CursorMoved();
-      });
+      }
     } catch (err) {
       // Another process moved the cursor first: start again from where it left it.
       if (err instanceof CursorMoved) return true;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
-import { forUpdate } from '../../lib/db/locks.js';
+import { forUpdate, holdFollowUp } from '../../lib/db/locks.js';
 import type { LaneKey } from '../../domain/lane.js';
 import type { LaneStop } from './lanes.repo.js';
 import type { RecommendationWatchTable } from '../../lib/db/types.js';
@@ -12,6 +12,12 @@ import type { RecommendationWatchTable } from '../../lib/db/types.js';
 export async function followUpPosition(db: Executor, orgId: string): Promise<{ after: number; last: number }> {
   const row = await db.selectFrom('org_versions').select(['recommendations_after', 'events']).where('org_id', '=', orgId).executeTakeFirst();
   return { after: Number(row?.recommendations_after ?? 0), last: Number(row?.events ?? 0) };
+}
+
+/** Waits for the organization's follow-up turn (held to commit: passes of several processes take turns); the cursor then. */
+export async function followUpTurn(tx: Executor, orgId: string): Promise<number> {
+  await holdFollowUp(tx, orgId);
+  return (await followUpPosition(tx, orgId)).after;
 }
 
 /** Organizations whose outbox has events the follow-up has not read (a crashed process's leftovers). */
