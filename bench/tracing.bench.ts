@@ -2,7 +2,8 @@
  * What OpenTelemetry tracing (issue 29: at most 1 % on the get-load benchmark when off) costs a read:
  *
  *   npx tsx bench/tracing.bench.ts --seed bench/results/seed-sqlite-100000.json [--rounds 8] [--duration 8]
- *       [--before DIR]   tracing off against DIR (another checkout, e.g. the commit before tracing): the cost when off
+ *       [--before DIR]   tracing off against DIR (another checkout, e.g. the commit before tracing): the cost when off;
+ *                        the seed made by DIR's bench/seed.ts (each tree runs on its own copy, this one migrated forward)
  *       [--control]      both servers this tree with tracing off: the method's own spread
  *   (neither: this tree with OTEL_EXPORTER_OTLP_ENDPOINT set, spans sent to a sink in this process, against it unset)
  *
@@ -13,7 +14,7 @@
  * moves far less than throughput (A ÷ B: above 1 is what A costs).
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,11 +58,20 @@ interface Variant {
   dir: string;
   env: Record<string, string>;
 }
-const off: Variant = { label: 'tracing off', dir: root, env: {} };
+// With --before, each tree gets its own copy of the (SQLite) seed: an older tree cannot open a database
+// this tree's migrations have moved on, so seed with the older tree's bench/seed.ts and this tree migrates
+// its copy forward at its first start.
+const copyOf = (label: string): Record<string, string> => {
+  if (!args.before) return {};
+  const file = `${seed.databaseUrl}.${label}.db`;
+  copyFileSync(seed.databaseUrl, file);
+  return { DATABASE_URL: file };
+};
+const off: Variant = { label: 'tracing off', dir: root, env: copyOf('this') };
 const [a, b]: [Variant, Variant] = args.control
   ? [{ ...off, label: 'control: tracing off' }, off]
   : args.before
-    ? [off, { label: `before (${args.before})`, dir: args.before, env: {} }]
+    ? [off, { label: `before (${args.before})`, dir: args.before, env: copyOf('before') }]
     : [{ label: 'tracing on', dir: root, env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl } }, off];
 
 const serve = (v: Variant, port: number): ChildProcess =>

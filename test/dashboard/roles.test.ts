@@ -158,7 +158,8 @@ describe('audit log in the dashboard (D17)', () => {
     expect(keyPage.body).toContain('API key created');
     const key = (await t.services.accounts.listKeys(o.orgId))[0]!;
     expect(key.expires_at).toBe('2099-12-31T00:00:00.000Z');
-    expect((await v.post(`/settings/api-keys/${key.id}/limits`, { _csrf: await csrf(), per_minute: '10', per_day: '100' })).statusCode).toBe(303);
+    expect((await v.post(`/settings/api-keys/${key.id}/limits`, { _csrf: await csrf(), per_minute: '10', per_day: '100', strict: 'on' })).statusCode).toBe(303);
+    expect((await t.services.accounts.listKeys(o.orgId))[0]!.strict).toBe(true);
     const rotated = await v.post(`/settings/api-keys/${key.id}/rotate`, { _csrf: await csrf(), grace_hours: '24' });
     expect(rotated.statusCode).toBe(200);
     expect(rotated.body).toContain('keeps working until');
@@ -179,6 +180,7 @@ describe('audit log in the dashboard (D17)', () => {
       ['user.password_set', 'user', o.userId],
       ['key.created', 'key', key.id],
       ['key.limits_changed', 'key', key.id],
+      ['key.handling_changed', 'key', key.id],
       ['key.rotated', 'key', key.id],
       ['key.revoked', 'key', newKey.id],
       ['webhook_endpoint.created', 'webhook_endpoint', ep],
