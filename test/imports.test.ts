@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -350,5 +351,57 @@ describe('abandoned uploads', () => {
       await app.close();
       rmSync(own, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a part still streaming in when the import is completed', () => {
+  /** Starts PUT part `n` with a body that streams until `finish` is called; resolves once its staged file is on disk. */
+  async function slowPart(a: Tenant, id: string, n: number, first: string) {
+    const body = new PassThrough();
+    body.write(first);
+    const answer = a.request({ method: 'PUT', url: `${BASE}/${id}/parts/${n}`, payload: body, headers: { 'content-type': 'application/x-ndjson' } });
+    const staged = () => {
+      try {
+        return readdirSync(join(dir, id)).some((f) => f.endsWith('.tmp'));
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 200 && !staged(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(staged()).toBe(true);
+    return { answer, finish: (rest: string) => body.end(rest) };
+  }
+
+  it('is refused and never replaces the part the completion counted: the runner imports what was there at complete', async () => {
+    const a = await tenant();
+    const created = (await a.post(BASE, { resource: 'customers' })).json().id as string;
+    const put = await a.request({ method: 'PUT', url: `${BASE}/${created}/parts/1`, payload: '{"external_reference_id":"RACE-A1","name":"A1"}\n{"external_reference_id":"RACE-A2","name":"A2"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+    expect(put.statusCode, put.body).toBe(200);
+    // Part 1 sent again, still streaming when complete arrives.
+    const late = await slowPart(a, created, 1, '{"external_reference_id":"RACE-B1","name":"B1"}\n');
+    const done = await a.post(`${BASE}/${created}/complete`, undefined);
+    expect(done.statusCode, done.body).toBe(200);
+    expect(done.json()).toMatchObject({ status: 'queued', bytes_total: put.json().bytes });
+    late.finish('{"external_reference_id":"RACE-B2","name":"B2"}\n');
+    const refused = await late.answer;
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toBe(`Import ${created} is queued: parts are taken only before POST /imports/${created}/complete (this part was not kept)`);
+    await t.imports.runner.drain();
+    expect((await a.get(`${BASE}/${created}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 2 });
+    expect((await a.get('/v2/tms-api/customers/RACE-A1')).statusCode).toBe(200);
+    expect((await a.get('/v2/tms-api/customers/RACE-B1')).statusCode).toBe(404);
+  });
+
+  it('whose folder is removed by hand meanwhile is refused with a message that says so, and can be sent again', async () => {
+    const a = await tenant();
+    const id = (await a.post(BASE, { resource: 'customers' })).json().id as string;
+    const part = await slowPart(a, id, 1, '{"external_reference_id":"GONE-1","name":"G1"}\n');
+    rmSync(join(dir, id), { recursive: true, force: true });
+    part.finish('');
+    const refused = await part.answer;
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json().detail).toBe(`Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`);
+    const again = await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{"external_reference_id":"GONE-1","name":"G1"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+    expect(again.statusCode, again.body).toBe(200);
   });
 });

@@ -23,8 +23,13 @@ export function importFiles(root: string) {
   const dirOf = (importId: string) => join(root, importId);
 
   return {
-    /** Streams `body` into part `n` (replacing a part sent before under that number); its size in bytes. */
-    async writePart(importId: string, n: number, body: Readable): Promise<number> {
+    /**
+     * Streams `body` into a staged copy of part `n`: its size, and `keep` (it becomes part `n`, replacing
+     * one sent before under that number) or `discard`. Kept only once the caller has made sure, under the
+     * import's row lock, that the upload is still open: a part that finishes streaming after the import was
+     * completed never replaces what the completion counted and the runner reads.
+     */
+    async stagePart(importId: string, n: number, body: Readable): Promise<{ bytes: number; keep(): Promise<void>; discard(): Promise<void> }> {
       const dir = dirOf(importId);
       await mkdir(dir, { recursive: true });
       const tmp = join(dir, `${partName(n)}.${process.pid}.${Date.now()}.tmp`);
@@ -42,8 +47,7 @@ export function importFiles(root: string) {
         await rm(tmp, { force: true });
         throw err;
       }
-      await rename(tmp, join(dir, partName(n)));
-      return size;
+      return { bytes: size, keep: () => rename(tmp, join(dir, partName(n))), discard: () => rm(tmp, { force: true }) };
     },
 
     /** The parts uploaded, by number, with their sizes. */

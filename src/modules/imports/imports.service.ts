@@ -99,6 +99,41 @@ export function importsService(deps: ImportsServiceDeps) {
     return row;
   }
 
+  /** The uploaded parts, checked: numbered 1…N without a gap, and a CSV's header has every required column. */
+  async function checkedParts(row: ImportsTable): Promise<{ n: number; bytes: number }[]> {
+    const id = row.id;
+    const parts = await files.parts(id);
+    if (parts.length === 0) throw ValidationError.single(['path', 'id'], `Value error, no part was uploaded: send the file with PUT /v2/tms-api/imports/${id}/parts/1 (then 2, 3 … for a file over 64 MiB) first`);
+    const gap = parts.findIndex((p, i) => p.n !== i + 1);
+    if (gap >= 0) throw ValidationError.single(['path', 'id'], `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`);
+    if (row.format === 'csv') {
+      const csv = (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
+      let names: string[] | null;
+      try {
+        names = await readCsvHeader(files.open(id, parts.length), csv);
+      } catch (err) {
+        throw ValidationError.single(['body'], `Value error, the CSV header cannot be read: ${(err as Error).message}`);
+      }
+      if (!names) throw ValidationError.single(['body'], 'Value error, the CSV is empty: its first record must be a header naming the columns');
+      // A header is a record's fields: a few dozen columns. Bounded before anything walks it (a header of
+      // thousands of stop columns held the event loop for seconds), and no column may name a prototype.
+      if (names.length > MAX_CSV_COLUMNS) throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
+      const header = csvHeader(names, csv);
+      const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
+      if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
+      const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
+      if (missing.length > 0) {
+        const issues: ValidationIssue[] = missing.map((field) => ({
+          type: 'missing',
+          loc: ['body', ...field.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) - 1 : s))],
+          msg: `Field required: the CSV header has no column for '${field}' (add one, or map a header to it in csv.columns)`,
+        }));
+        throw new ValidationError(issues);
+      }
+    }
+    return parts;
+  }
+
   async function refuseWhileActive(orgId: string): Promise<void> {
     const active = await activeImportOf(db, orgId);
     if (active) throw oneRunning(active.id, active.status);
@@ -151,69 +186,63 @@ export function importsService(deps: ImportsServiceDeps) {
       const type = contentType?.split(';')[0]?.trim().toLowerCase();
       if (!type || !(PART_MEDIA_TYPES as readonly string[]).includes(type)) throw new UnsupportedPartTypeError(contentType);
       if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: parts are taken only before POST /imports/${id}/complete`);
-      let bytes: number;
+      let staged: Awaited<ReturnType<typeof files.stagePart>> | null;
       try {
-        bytes = await files.writePart(id, n, body);
+        staged = await files.stagePart(id, n, body);
       } catch (err) {
         if (err instanceof PartTooLargeError) throw new PartTooLargeApiError();
         // Its folder removed while the part streamed in (cancelled or expired meanwhile): said below.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        bytes = -1;
+        staged = null;
       }
-      // The upload's last activity (its expiry counts from here); an import cancelled or expired while the
-      // part streamed in had its parts removed already: this one goes too, and the client is told.
-      if (bytes < 0 || !(await moveImport(db, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) {
+      // Kept under the import's row lock, only while the upload is open: `complete` takes the same lock
+      // before it counts the parts, so a part is either counted and run, or refused here and never replaces
+      // one that was counted. The upload's last activity moves too (its expiry counts from here).
+      const kept =
+        staged !== null &&
+        (await db.transaction().execute(async (tx) => {
+          if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
+          try {
+            await staged.keep();
+          } catch (err) {
+            // Its folder removed while the part streamed in (by hand): not kept, said below.
+            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+            return false;
+          }
+          return true;
+        }));
+      if (staged === null || !kept) {
+        await staged?.discard();
         const now = await importById(db, orgId, id);
         if (now?.status === 'cancelled') await files.remove(id);
+        // Still open: its folder was removed from under it (by hand: nothing of the service does that to an open upload).
+        if (now?.status === 'awaiting_upload') throw new ConflictError(`Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`);
         throw new ConflictError(`Import ${id} is ${now?.status ?? 'gone'}: parts are taken only before POST /imports/${id}/complete (this part was not kept)`);
       }
-      return { part: n, bytes };
+      return { part: n, bytes: staged.bytes };
     },
 
     /** Nothing runs before this: the parts are checked (numbered 1…N; a CSV's header has every required column) and the import is queued. */
     async complete(orgId: string, id: string): Promise<Import> {
       const row = await owned(orgId, id);
       if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: it was completed already`);
-      const parts = await files.parts(id);
-      if (parts.length === 0) throw ValidationError.single(['path', 'id'], `Value error, no part was uploaded: send the file with PUT /v2/tms-api/imports/${id}/parts/1 (then 2, 3 … for a file over 64 MiB) first`);
-      const gap = parts.findIndex((p, i) => p.n !== i + 1);
-      if (gap >= 0) throw ValidationError.single(['path', 'id'], `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`);
-      if (row.format === 'csv') {
-        const csv = (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
-        let names: string[] | null;
-        try {
-          names = await readCsvHeader(files.open(id, parts.length), csv);
-        } catch (err) {
-          throw ValidationError.single(['body'], `Value error, the CSV header cannot be read: ${(err as Error).message}`);
-        }
-        if (!names) throw ValidationError.single(['body'], 'Value error, the CSV is empty: its first record must be a header naming the columns');
-        // A header is a record's fields: a few dozen columns. Bounded before anything walks it (a header of
-        // thousands of stop columns held the event loop for seconds), and no column may name a prototype.
-        if (names.length > MAX_CSV_COLUMNS) throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
-        const header = csvHeader(names, csv);
-        const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
-        if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
-        const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
-        if (missing.length > 0) {
-          const issues: ValidationIssue[] = missing.map((field) => ({
-            type: 'missing',
-            loc: ['body', ...field.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) - 1 : s))],
-            msg: `Field required: the CSV header has no column for '${field}' (add one, or map a header to it in csv.columns)`,
-          }));
-          throw new ValidationError(issues);
-        }
-      }
-      await refuseWhileActive(orgId);
-      const now = toIso(clock.now());
       try {
-        const moved = await moveImport(db, orgId, id, ['awaiting_upload'], {
-          status: 'queued',
-          parts: parts.length,
-          bytes_total: parts.reduce((s, p) => s + p.bytes, 0),
-          queued_at: now,
-          updated_at: now,
+        await db.transaction().execute(async (tx) => {
+          // The import's row lock first (a part being kept takes it too): the parts counted below are the
+          // ones the runner reads, and a part that finishes streaming after this is refused, not swapped in.
+          const now = toIso(clock.now());
+          if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: now }))) throw new ConflictError(`Import ${id} is no longer awaiting its upload`);
+          const parts = await checkedParts(row);
+          const active = await activeImportOf(tx, orgId);
+          if (active) throw oneRunning(active.id, active.status);
+          await moveImport(tx, orgId, id, ['awaiting_upload'], {
+            status: 'queued',
+            parts: parts.length,
+            bytes_total: parts.reduce((s, p) => s + p.bytes, 0),
+            queued_at: now,
+            updated_at: now,
+          });
         });
-        if (!moved) throw new ConflictError(`Import ${id} is no longer awaiting its upload`);
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
         const active = await activeImportOf(db, orgId);
