@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+import { isPostgres, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 import { dallasToHouston, seedFreight } from './fixtures.js';
 import { startReceiver } from './webhooks-support.js';
 import { Visitor } from './dashboard/support.js';
@@ -403,5 +403,42 @@ describe('a part still streaming in when the import is completed', () => {
     expect(refused.json().detail).toBe(`Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`);
     const again = await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{"external_reference_id":"GONE-1","name":"G1"}\n', headers: { 'content-type': 'application/x-ndjson' } });
     expect(again.statusCode, again.body).toBe(200);
+  });
+});
+
+describe('the database unable to take a write of a running import', () => {
+  it('is a pause, not a failure: the import is given back and resumes after its checkpoint, ending as an uninterrupted run', async () => {
+    const a = await tenant();
+    const lines = Array.from({ length: 2500 }, (_, i) => JSON.stringify(historyLoad(i))).join('\n') + '\n';
+    const id = await runImport(a, { resource: 'loads' }, [lines]);
+    // The write that marks it finished meets a lock held past its wait (SQLite's "database is locked";
+    // PostgreSQL's lock_timeout), once.
+    // (The recommendations follow-up, the other writer of the organization, held off meanwhile.)
+    const write = t.pipeline.write;
+    const schedule = t.recommendations.schedule;
+    t.recommendations.schedule = async () => undefined;
+    let refused = 0;
+    t.pipeline.write = (async (...args: Parameters<typeof write>) => {
+      // Only the runner's closing write (other writers of the process, such as usage recording, pass).
+      if (new Error().stack?.includes('at finish (') && refused++ === 0) throw Object.assign(new Error('database is locked'), { code: isPostgres() ? '55P03' : 'SQLITE_BUSY' });
+      return write(...args);
+    }) as typeof write;
+    try {
+      await t.imports.runner.drain(id);
+    } finally {
+      t.pipeline.write = write;
+      t.recommendations.schedule = schedule;
+    }
+    expect(refused).toBe(1);
+    const paused = (await a.get(`${BASE}/${id}`)).json();
+    expect(paused).toMatchObject({ status: 'running', rows_processed: 2500, error: null });
+    // Left alone for a moment (2 s), then resumed: nothing is written twice, one import.completed.
+    await new Promise((r) => setTimeout(r, 2100));
+    await t.imports.runner.drain(id);
+    expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_total: 2500, rows_succeeded: 2500, rows_failed: 0, error: null });
+    const stored = await t.store.db.selectFrom('loads').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', a.orgId).where('external_reference_id', 'like', 'L-%').executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(2500);
+    const completed = await t.store.db.selectFrom('events').select('type').where('org_id', '=', a.orgId).where('type', '=', 'import.completed').execute();
+    expect(completed).toHaveLength(1);
   });
 });

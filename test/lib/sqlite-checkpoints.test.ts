@@ -34,7 +34,10 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
       largest = Math.max(largest, statSync(join(dir, 'wal.db-wal')).size);
       await new Promise((r) => setTimeout(r, 60));
     }
-    expect(largest).toBeLessThan(8 * 1024 * 1024);
+    // Half of what nothing checkpointing would leave: the worker thread runs every 100 ms, and on a
+    // machine busy with other work (CI runs two suites side by side) it is scheduled late now and then
+    // (up to 14 MB seen at a load average of 11; 1–2 MB idle).
+    expect(largest).toBeLessThan(16 * 1024 * 1024);
     const count = await sql<{ n: number }>`select count(*) as n from filler`.execute(store.db);
     expect(Number(count.rows[0]!.n)).toBe(480);
   });

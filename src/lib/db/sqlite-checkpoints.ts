@@ -9,7 +9,8 @@ import { Worker } from 'node:worker_threads';
  * BENCHMARKS.md). Here the connection's own checkpoints are off and a worker thread with a connection
  * of its own checkpoints beside the requests: PASSIVE (never waits for readers or writers, never holds
  * one up) every `intervalMs`, and RESTART when the log has grown past `restartPages` anyway (a writer
- * that never pauses), which waits for the current writer a moment in the worker, not on the loop.
+ * that never pauses), which waits for the current writer a moment in the worker, not on the loop, and
+ * at most once a second.
  *
  * Should the worker fail (it never should), the connection checkpoints itself again: the cost comes
  * back, the log never grows without end.
@@ -23,13 +24,21 @@ const WORKER = `
 const { workerData, parentPort } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
-db.pragma('busy_timeout = 1000');
+// RESTART holds the write lock while it waits (for the writer of the moment, then for readers): a short
+// wait, at most one try a second, so a writer that never pauses (an import) is never kept from the lock
+// past its own busy wait (5 s on the request connection; it was, by RESTART retried every 100 ms
+// with a second's wait each: "database is locked").
+db.pragma('busy_timeout = ' + workerData.restartWaitMs);
 const passive = db.prepare('pragma wal_checkpoint(PASSIVE)');
 const restart = db.prepare('pragma wal_checkpoint(RESTART)');
+let lastRestart = 0;
 const timer = setInterval(() => {
   try {
     const r = passive.get();
-    if (r && r.log > workerData.restartPages) restart.get();
+    if (r && r.log > workerData.restartPages && Date.now() - lastRestart >= workerData.restartEveryMs) {
+      lastRestart = Date.now();
+      restart.get();
+    }
   } catch {
     /* busy: the next tick tries again */
   }
@@ -45,13 +54,13 @@ parentPort.on('message', () => {
 export function backgroundCheckpoints(
   raw: { pragma(source: string): unknown },
   path: string,
-  opts: { intervalMs?: number; restartPages?: number } = {},
+  opts: { intervalMs?: number; restartPages?: number; restartWaitMs?: number; restartEveryMs?: number } = {},
 ): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   raw.pragma('wal_autocheckpoint = 0');
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { driver, path, intervalMs: opts.intervalMs ?? 100, restartPages: opts.restartPages ?? 16_384 },
+    workerData: { driver, path, intervalMs: opts.intervalMs ?? 100, restartPages: opts.restartPages ?? 16_384, restartWaitMs: opts.restartWaitMs ?? 100, restartEveryMs: opts.restartEveryMs ?? 1000 },
   });
   worker.unref();
   let running = true;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
+import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
 import type { LocPart, ValidationIssue } from '../../lib/http/errors.js';
 import { type Clock, toIso } from '../../lib/clock.js';
@@ -45,6 +46,8 @@ export interface ImportRunnerDeps {
 
 /** How often (at most) a runner looks for abandoned uploads. */
 const EXPIRY_SWEEP_MS = 60_000;
+// How long an import the database could not take a chunk of is left before this process claims it again.
+const RESUME_AFTER_MS = 2_000;
 
 /** The claim was lost (another instance took the import over) or the import was cancelled: the chunk rolls back. */
 class ClaimLost extends Error {
@@ -133,6 +136,8 @@ export function importRunner(deps: ImportRunnerDeps) {
       const now = await importRow(db, imp.id);
       if (now && Number(now.checkpoint_row) === toRow && now.claim === claim) return toRow;
       if (!now || now.claim !== claim || now.status !== 'running') throw new ClaimLost();
+      // The database could not take it (busy, unreachable) as often as a chunk is tried: a pause (below).
+      if (attempt >= maxAttempts && isDatabaseUnavailable(failure)) throw failure;
       if (attempt >= maxAttempts) throw new Error(`a chunk (rows ${fromRow + 1}–${toRow}) failed ${attempt} times: ${(failure as Error | null)?.message ?? 'its transaction did not commit'}`);
       deps.log.warn({ err: failure, import: imp.id, fromRow, toRow, attempt }, 'import chunk did not commit; trying it again');
       await new Promise((r) => setTimeout(r, 200 * attempt));
@@ -159,14 +164,15 @@ export function importRunner(deps: ImportRunnerDeps) {
     await files.remove(imp.id);
   }
 
-  // Imports whose parts this process cannot see (another IMPORTS_DIR): left to an instance that can, for a minute.
-  const unseen = new Map<string, number>();
+  // Imports this process leaves alone until a time: those whose parts it cannot see (another IMPORTS_DIR),
+  // for a minute, to an instance that can; those the database could not take a chunk of, for a moment.
+  const resting = new Map<string, number>();
 
   /** Runs a claimed import to its end, or until it is lost, cancelled or this process stops. */
   async function run(imp: ImportsTable, claim: string): Promise<void> {
     if ((await files.parts(imp.id)).length < imp.parts) {
       deps.log.warn({ import: imp.id }, 'the parts of this import are not in this process’s IMPORTS_DIR; left to an instance that has them');
-      unseen.set(imp.id, Date.now() + 60_000);
+      resting.set(imp.id, Date.now() + 60_000);
       await releaseImport(db, imp.id, claim);
       return;
     }
@@ -222,6 +228,16 @@ export function importRunner(deps: ImportRunnerDeps) {
         return;
       }
       if (err instanceof UnreadableUpload) return fail(imp, claim, err.message);
+      if (isDatabaseUnavailable(err)) {
+        // The database could not take a chunk now (SQLite busy past its wait, PostgreSQL restarting or
+        // unreachable, a statement past its timeout): the chunk rolled back whole, so the import is given
+        // back and resumed after its checkpoint (here or by another instance), not failed: a million rows
+        // are not thrown away for a moment's lock.
+        deps.log.warn({ err, import: imp.id }, 'import paused: the database could not take a chunk; resumed after its checkpoint');
+        resting.set(imp.id, Date.now() + RESUME_AFTER_MS);
+        await releaseImport(db, imp.id, claim).catch(() => undefined);
+        return;
+      }
       deps.log.warn({ err, import: imp.id }, 'import failed');
       await fail(imp, claim, (err as Error).message).catch(() => undefined);
     } finally {
@@ -260,7 +276,8 @@ export function importRunner(deps: ImportRunnerDeps) {
       const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 20);
       let ran = false;
       for (const { id } of candidates) {
-        if ((unseen.get(id) ?? 0) > Date.now()) continue;
+        if ((resting.get(id) ?? 0) > Date.now()) continue;
+        resting.delete(id);
         const claim = randomUUID();
         const imp = await claimImport(db, id, claim, nowIso(), leaseEnd());
         if (!imp) continue;
