@@ -60,31 +60,58 @@ console.log(JSON.stringify({ names: customers.map((c) => c.name), status: respon
     expect(JSON.parse(stdout)).toEqual({ names: ['Packaged Co'], status: 200, name: 'Packaged Co', verify: 'function' });
   }, 120_000);
 
-  it('a TypeScript consumer gets the types from the package: a wrong path or field does not compile', async () => {
+  it('a TypeScript consumer gets the types from the package: a wrong path, field or enumeration value does not compile', async () => {
     writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['*.ts'] }));
-    const good = `import { createLanebridgeClient, type Schemas } from '@lanebridge/client';
+    const good = `import { createLanebridgeClient, readFeed, type Schemas } from '@lanebridge/client';
 const client = createLanebridgeClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
 export async function f(): Promise<string | undefined> {
   const { data } = await client.GET('/v2/tms-api/loads/{external_reference_id}', { params: { path: { external_reference_id: 'L-1' } } });
   const stop: Schemas['Stop'] | undefined = data?.stops[0];
   return stop?.location_external_reference_id ?? data?.status;
 }
+// Enumerations take their canonical values, in requests and in answers.
+export const update = client.PUT('/v2/tms-api/loads/{external_reference_id}', { params: { path: { external_reference_id: 'L-1' } }, body: { status: 'COVERED', equipment_type: 'REEFER', transport_mode: 'LTL', weight_uom: null, stops: [{ stop_type: 'Pickup', location_external_reference_id: 'LOC-1', early_arrival: '2026-12-01T08:00:00Z', late_arrival: '2026-12-01T10:00:00Z' }] } });
+export const list = client.GET('/v2/tms-api/loads', { params: { query: { equipment_type: 'DRY_VAN', transport_mode: 'FTL' } } });
+export const endpoint = client.POST('/v2/tms-api/webhook-endpoints', { body: { url: 'https://example.com/hook', event_types: ['load.status_changed', 'import.completed'] } });
+export const feed = readFeed(client, { types: ['load.updated', 'load.status_changed'] });
+export function seen(l: Schemas['Load'], r: Schemas['LoadRecommendations'], d: Schemas['WebhookDelivery'], a: Schemas['AuditEntry'], e: Schemas['Event'], i: Schemas['Import']): boolean[] {
+  return [l.status === 'DELIVERED', r.status === 'COVERED', d.event_type === 'load.updated', a.action === 'key.rotated', a.target.type === 'key', e.type === 'import.completed', i.status === 'running'];
+}
 `;
     writeFileSync(join(project, 'good.ts'), good);
     await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: project, timeout: 120_000 });
-    writeFileSync(join(project, 'bad.ts'), `import { createLanebridgeClient } from '@lanebridge/client';
-const client = createLanebridgeClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
-export const a = client.GET('/v2/tms-api/no-such-path', {});
-export const b = client.POST('/v2/tms-api/customers', { body: { external_reference_id: 'X', nmae: 'typo' } });
-`);
+    // One mistake a line: the lines tsc refuses must be exactly these.
+    const bad = [
+      `import { createLanebridgeClient, readFeed, type Schemas } from '@lanebridge/client';`,
+      `const client = createLanebridgeClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });`,
+      `export const a = client.GET('/v2/tms-api/no-such-path', {});`,
+      `export const b = client.POST('/v2/tms-api/customers', { body: { external_reference_id: 'X', nmae: 'typo' } });`,
+      // A request's enumeration: the body, the query, an array's items, the canonical spelling only.
+      `export const c = client.PUT('/v2/tms-api/loads/{external_reference_id}', { params: { path: { external_reference_id: 'L-1' } }, body: { status: 'SHIPPED' } });`,
+      `export const d = client.GET('/v2/tms-api/loads', { params: { query: { equipment_type: 'BOXCAR' } } });`,
+      `export const e = client.POST('/v2/tms-api/webhook-endpoints', { body: { url: 'https://example.com/hook', event_types: ['load.shipped'] } });`,
+      `export const f: Schemas['LoadCreate']['stops'][number]['stop_type'] = 'PICKUP';`,
+      `export const n = readFeed(client, { types: ['load.shipped'] });`,
+      // An answer's enumeration: comparing with a value it never has does not compile.
+      `export const g = (l: Schemas['Load']) => l.status === 'SHIPPED';`,
+      `export const h = (r: Schemas['LoadRecommendations']) => r.status === 'SHIPPED';`,
+      `export const i = (w: Schemas['WebhookDelivery']) => w.event_type === 'load.shipped';`,
+      `export const j = (w: Schemas['WebhookAttempt']) => w.event_type === 'load.shipped';`,
+      `export const k = (au: Schemas['AuditEntry']) => au.action === 'key.stolen';`,
+      `export const l = (au: Schemas['AuditEntry']) => au.target.type === 'printer';`,
+      `export const m = (i: Schemas['Import']) => i.status === 'paused';`,
+    ];
+    writeFileSync(join(project, 'bad.ts'), `${bad.join('\n')}\n`);
     const failed = await run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: project, timeout: 120_000 }).then(
       () => '',
       (err: { stdout: string }) => err.stdout,
     );
     rmSync(join(project, 'bad.ts'));
-    expect(failed).toContain("bad.ts(3,");
+    const refused = new Set([...failed.matchAll(/^bad\.ts\((\d+),/gm)].map((m) => Number(m[1])));
+    const expected = bad.map((line, n) => (line.startsWith('export const') ? n + 1 : 0)).filter((n) => n > 0);
+    expect([...refused].sort((x, y) => x - y), failed).toEqual(expected);
     expect(failed).toContain('no-such-path');
-    expect(failed).toContain("bad.ts(4,");
     expect(failed).toContain('nmae');
+    for (const value of ['SHIPPED', 'BOXCAR', 'load.shipped', 'PICKUP', 'key.stolen', 'printer', 'paused']) expect(failed).toContain(`"${value}"`);
   }, 180_000);
 });

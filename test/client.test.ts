@@ -26,11 +26,57 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+type SchemaNode = { type?: unknown; enum?: unknown; anyOf?: SchemaNode[]; oneOf?: SchemaNode[]; allOf?: SchemaNode[]; const?: unknown; properties?: Record<string, SchemaNode>; items?: SchemaNode };
+type Operation = { parameters?: { name?: string; in?: string; schema?: SchemaNode }[]; requestBody?: { content?: Record<string, { schema?: SchemaNode }> }; responses?: Record<string, { content?: Record<string, { schema?: SchemaNode }> }> };
+
+/** Fields and parameters named like an enumeration (status, *_type, mode, source, action, …) that the document declares as plain strings. */
+function plainStringsNamedLikeEnumerations(doc: { components: { schemas: Record<string, SchemaNode> }; paths: Record<string, Record<string, Operation>> }): string[] {
+  const named = /(^|_)(status|type|mode|kind|source|action|role|scope|operation|format|resource|ranking|uom|entity)$/;
+  const plain = (s: SchemaNode | undefined) => !!s && (s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'))) && s.enum === undefined && s.anyOf === undefined && s.const === undefined;
+  const found: string[] = [];
+  const fields = (s: SchemaNode | undefined, where: string): void => {
+    if (!s) return;
+    for (const [name, field] of Object.entries(s.properties ?? {})) {
+      if (named.test(name) && plain(field)) found.push(`${where}.${name}`);
+      fields(field, `${where}.${name}`);
+    }
+    fields(s.items, where);
+    for (const member of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])]) fields(member, where);
+  };
+  for (const [name, schema] of Object.entries(doc.components.schemas)) fields(schema, name);
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(operations)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      for (const p of op.parameters ?? []) if (p.name && named.test(p.name) && plain(p.schema)) found.push(`${where} ${p.in}.${p.name}`);
+      for (const c of Object.values(op.requestBody?.content ?? {})) fields(c.schema, `${where} body`);
+      for (const r of Object.values(op.responses ?? {})) for (const c of Object.values(r.content ?? {})) fields(c.schema, `${where} answer`);
+    }
+  }
+  return found;
+}
+
 describe('the generated TypeScript client', () => {
   it('is up to date with the served document (else: npm run client:generate)', async () => {
     const doc = json(await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' }));
     expect(staleFiles(await clientFiles(doc))).toEqual([]);
   }, 60_000);
+
+  it('types every field named like an enumeration as one, except the free-text fields listed here', async () => {
+    // A field declared as a plain string comes out as `string` in the client, whatever values it takes.
+    const doc = json(await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' }));
+    expect(new Set(plainStringsNamedLikeEnumerations(doc))).toEqual(new Set([
+      'ValidationIssue.type', // the kind of problem: an open list (missing, enum, value_error, …)
+      'Customer.customer_type', // a free category
+      'MarketRate.source', // free text: where the rate was observed
+      'CustomerCreate.customer_type',
+      'CustomerUpdate.customer_type',
+      'GET /v2/tms-api/customers query.customer_type',
+      'GET /v2/tms-api/loads query.status', // a comma-separated list of statuses
+      'POST /v2/tms-api/market-rates body.source',
+      'GET /v2/tms-api/audit-log query.action', // one action, or every action with a prefix (`key.`)
+      'GET /v2/tms-api/audit-log query.target_type', // matched as sent: an unknown type finds nothing
+    ]));
+  });
 
   it('runs the example sync against a live server: pushes, pages and follows the feed', async () => {
     const a = await newTenant(t);

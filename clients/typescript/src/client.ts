@@ -170,7 +170,7 @@ export type FeedEvent = Schemas['Event'];
  */
 export async function* readFeed(
   client: LanebridgeClient,
-  options: { after?: number; types?: string[]; limit?: number } = {},
+  options: { after?: number; types?: readonly FeedEvent['type'][]; limit?: number } = {},
 ): AsyncGenerator<{ items: FeedEvent[]; next_after: number; has_more: boolean }> {
   let after = options.after ?? 0;
   for (;;) {

@@ -925,7 +925,8 @@ export interface components {
         LoadRecommendations: {
             load_id: string;
             external_reference_id: string;
-            status: string;
+            /** @enum {string} */
+            status: "ACTIVE" | "TENDERED" | "TENDER_ACCEPTED" | "SPOT" | "COVERED" | "DISPATCHED" | "AT_SHIPPER" | "EN_ROUTE" | "AT_RECEIVER" | "DELIVERED" | "PAYMENT_PROCESSING" | "ACCOUNTING_REVIEW" | "COMPLETED" | "CANCELLED" | "TENDER_REJECTED" | "INACTIVE" | "ON_HOLD";
             /** @description Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED). */
             open: boolean;
             carrier_recommendations: components["schemas"]["CarrierRecommendation"][];
@@ -1024,7 +1025,8 @@ export interface components {
             id: string;
             /** @description The event id, sent as webhook-id. */
             event_id: string;
-            event_type: string;
+            /** @enum {string} */
+            event_type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed";
             sequence: number;
             /** @description Attempts made so far (0: not tried yet). */
             attempt: number;
@@ -1051,7 +1053,8 @@ export interface components {
             delivery_id: string;
             /** @description The event id, sent as webhook-id. */
             event_id: string;
-            event_type: string;
+            /** @enum {string} */
+            event_type: "customer.created" | "customer.updated" | "customer.deleted" | "carrier.created" | "carrier.updated" | "carrier.deleted" | "location.created" | "location.updated" | "location.deleted" | "load.created" | "load.updated" | "load.deleted" | "load.status_changed" | "load.recommendations_changed" | "load.stop_arrived" | "load.stop_departed" | "market_rate.created" | "import.completed";
             sequence: number;
             /** @description Which attempt of the delivery this was (1 … 10). */
             attempt: number;
@@ -1174,8 +1177,11 @@ export interface components {
              * @description When the change committed (UTC).
              */
             at: string;
-            /** @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled. */
-            action: string;
+            /**
+             * @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled.
+             * @enum {string}
+             */
+            action: "user.created" | "user.role_changed" | "user.password_set" | "key.created" | "key.rotated" | "key.revoked" | "key.limits_changed" | "key.handling_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.replayed" | "settings.changed" | "import.created" | "import.cancelled";
             /** @description Who did it. */
             actor: {
                 /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
@@ -1187,8 +1193,11 @@ export interface components {
             };
             /** @description What it was done to. */
             target: {
-                /** @description user, key, webhook_endpoint, import or settings. */
-                type: string;
+                /**
+                 * @description user, key, webhook_endpoint, import or settings.
+                 * @enum {string}
+                 */
+                type: "user" | "key" | "webhook_endpoint" | "import" | "settings";
                 id: string;
             };
             /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */

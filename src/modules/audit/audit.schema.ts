@@ -24,7 +24,11 @@ export const AUDIT_ACTIONS = [
   'import.created',
   'import.cancelled',
 ] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number] | `import.${string}`;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** What an entry's change was done to: the part of its action before the dot. */
+export const AUDIT_TARGET_TYPES = ['user', 'key', 'webhook_endpoint', 'import', 'settings'] as const;
+export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Days an entry is kept (D17). */
 export const AUDIT_RETENTION_DAYS = 400;
@@ -33,7 +37,7 @@ export const AuditEntry = Type.Object(
   {
     id: Type.String({ description: 'aud_…' }),
     at: Type.String({ format: 'date-time', description: 'When the change committed (UTC).' }),
-    action: Type.String({ description: `What was done: ${AUDIT_ACTIONS.join(', ')}.` }),
+    action: Type.String({ enum: [...AUDIT_ACTIONS], description: `What was done: ${AUDIT_ACTIONS.join(', ')}.` }),
     actor: Type.Object(
       {
         type: Type.Union(AUDIT_ACTOR_TYPES.map((t) => Type.Literal(t)), { description: 'A dashboard user, an API key, or the command line (bin/lanebridge).' }),
@@ -42,7 +46,7 @@ export const AuditEntry = Type.Object(
       },
       { description: 'Who did it.' },
     ),
-    target: Type.Object({ type: Type.String({ description: 'user, key, webhook_endpoint, import or settings.' }), id: Type.String() }, { description: 'What it was done to.' }),
+    target: Type.Object({ type: Type.String({ enum: [...AUDIT_TARGET_TYPES], description: 'user, key, webhook_endpoint, import or settings.' }), id: Type.String() }, { description: 'What it was done to.' }),
     ip: Nullable(Type.String({ description: 'The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line.' })),
   },
   { $id: 'AuditEntry' },

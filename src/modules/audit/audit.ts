@@ -4,7 +4,7 @@ import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { auditRepo } from './audit.repo.js';
-import { AUDIT_RETENTION_DAYS, type AuditAction, type AuditActorType, type AuditEntry, type AuditListQuery } from './audit.schema.js';
+import { AUDIT_RETENTION_DAYS, type AuditAction, type AuditActorType, type AuditEntry, type AuditListQuery, type AuditTargetType } from './audit.schema.js';
 
 /** Who made a change, and from where (D17). */
 export interface AuditActor {
@@ -27,7 +27,8 @@ export function cliActor(): AuditActor {
 }
 
 export interface AuditTarget {
-  type: string;
+  /** The AuditEntry schema publishes these as an enum: a new kind of target is added to AUDIT_TARGET_TYPES. */
+  type: AuditTargetType;
   id: string;
 }
 

@@ -184,7 +184,7 @@ export const LoadRecommendations = Type.Object(
   {
     load_id: Type.String(),
     external_reference_id: Type.String(),
-    status: Type.String(),
+    status: Type.String({ enum: [...LOAD_STATUSES] }),
     open: Type.Boolean({ description: 'Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED).' }),
     carrier_recommendations: Type.Array(Type.Ref(CarrierRecommendation)),
     lane_radius_miles: Type.Number({ description: 'The lane radius the history was read at: 100 (LANE_RADIUS_MILES) unless widen=true widened it to 150 or 250.' }),

@@ -73,7 +73,7 @@ export const WebhookDelivery = Type.Object(
   {
     id: Type.String({ description: 'whd_…' }),
     event_id: Type.String({ description: 'The event id, sent as webhook-id.' }),
-    event_type: Type.String(),
+    event_type: Type.String({ enum: [...EVENT_TYPES] }),
     sequence: Type.Integer(),
     attempt: Type.Integer({ description: 'Attempts made so far (0: not tried yet).' }),
     status: Type.String({ enum: [...DELIVERY_STATUSES] }),
@@ -105,7 +105,7 @@ export const WebhookAttempt = Type.Object(
     id: Type.String({ description: 'wha_…' }),
     delivery_id: Type.String({ description: 'The delivery (whd_…) this attempt belongs to.' }),
     event_id: Type.String({ description: 'The event id, sent as webhook-id.' }),
-    event_type: Type.String(),
+    event_type: Type.String({ enum: [...EVENT_TYPES] }),
     sequence: Type.Integer(),
     attempt: Type.Integer({ description: 'Which attempt of the delivery this was (1 … 10).' }),
     status: Type.String({ enum: [...ATTEMPT_STATUSES], description: 'delivered (a 2xx answer) or failed.' }),
