@@ -35,7 +35,12 @@ Each command prints one JSON object on stdout; messages go to stderr. Passwords 
 sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --password-stdin reads one from the first line of stdin
 (kept out of the shell history and the process list).`;
 
-class UsageError extends Error {}
+/** A command used wrongly (exit 2): its message, then the usage of that command (`usage: false`: a refusal that usage would not help with). */
+class UsageError extends Error {
+  constructor(message: string, readonly opts: { usage?: boolean } = {}) {
+    super(message);
+  }
+}
 
 const tracingSettings = (config: Config) => ({ endpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
 /** The usage lines of one command (`key`, `key create`), with their continuation lines; null when none. */
@@ -301,7 +306,7 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'setup-code': {
         const code = await accounts.setupCode();
-        if (code === null) throw new UsageError('this Lanebridge already has an organization: the first-run page is closed, and no setup code is needed (sign in instead)');
+        if (code === null) throw new UsageError('this Lanebridge already has an organization: the first-run page is closed, and no setup code is needed (sign in instead)', { usage: false });
         process.stderr.write(`lanebridge: open the dashboard and enter this setup code on its first-run page\n`);
         print({ setup_code: code });
         return 0;
@@ -378,7 +383,10 @@ export async function runCli(argv: string[]) {
     if (code >= 0) process.exitCode = code;
   } catch (err) {
     if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`lanebridge: ${(err as Error).message}\n\n${USAGE}\n`);
+      // The usage of the command that was used (its words come first), not the whole list.
+      const words = argv.filter((a) => !a.startsWith('-')).slice(0, 2);
+      const usage = err instanceof UsageError && err.opts.usage === false ? null : (commandHelp(words) ?? commandHelp(words.slice(0, 1)) ?? USAGE);
+      process.stderr.write(`lanebridge: ${(err as Error).message}\n${usage === null ? '' : `\n${usage}\n`}`);
       process.exitCode = 2;
     } else if (err instanceof ValidationError) {
       process.stderr.write(`lanebridge: ${err.issues.map((i) => i.msg).join('; ')}\n`);

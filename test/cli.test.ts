@@ -52,6 +52,10 @@ describe('bin/lanebridge', () => {
     expect(org.out).toMatchObject({ id: expect.stringMatching(/^org_/), name: 'Acme Freight' });
     expect(org.stdout.trim().split('\n')).toHaveLength(1);
 
+    // A member as the first user would leave the organization with no admin: refused, nothing made.
+    const memberFirst = await cli('user', 'create', '--org', org.out.id, '--email', 'early@acme.test', '--name', 'Early', '--role', 'member');
+    expect(memberFirst.code).toBe(2);
+    expect(memberFirst.stderr).toContain('the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first');
     const user = await cli('user', 'create', '--org', org.out.id, '--email', 'ops@acme.test', '--name', 'Olive Ops', '--password', 'pw-1234567890');
     // D17: an organization's first user is its admin; the next ones are members unless --role says otherwise.
     expect(user.out).toEqual({ id: expect.stringMatching(/^user_/), email: 'ops@acme.test', name: 'Olive Ops', role: 'admin' });

@@ -59,6 +59,8 @@ describe('Settings → Recommendations', () => {
     expect(after.body).toContain('Saved. Recommendations count on time with 30 minutes’ grace from now on.');
     // 20 minutes late is on time with 30 minutes' grace: the same answer, read again, says so.
     expect(await onTime()).toMatchObject({ rate: 1, scored: 1 });
+    // The same value again changes nothing and is not recorded (one entry per change below).
+    expect((await v.post('/settings/recommendations', { _csrf: csrf, on_time_grace_minutes: '30' })).statusCode).toBe(303);
     expect((await v.post('/settings/recommendations', { _csrf: csrf, on_time_grace_minutes: '' })).statusCode).toBe(303);
     expect(await onTime()).toMatchObject({ rate: 0, scored: 1 });
     expect((await t.services.accounts.getOrganization(o.orgId))?.on_time_grace_minutes).toBeNull();

@@ -160,6 +160,8 @@ describe('audit log in the dashboard (D17)', () => {
     expect(key.expires_at).toBe('2099-12-31T00:00:00.000Z');
     expect((await v.post(`/settings/api-keys/${key.id}/limits`, { _csrf: await csrf(), per_minute: '10', per_day: '100', strict: 'on' })).statusCode).toBe(303);
     expect((await t.services.accounts.listKeys(o.orgId))[0]!.strict).toBe(true);
+    // The same form sent again changes nothing, and nothing is recorded.
+    expect((await v.post(`/settings/api-keys/${key.id}/limits`, { _csrf: await csrf(), per_minute: '10', per_day: '100', strict: 'on' })).statusCode).toBe(303);
     const rotated = await v.post(`/settings/api-keys/${key.id}/rotate`, { _csrf: await csrf(), grace_hours: '24' });
     expect(rotated.statusCode).toBe(200);
     expect(rotated.body).toContain('keeps working until');

@@ -231,6 +231,8 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       checkLimits(limits.perMinute, limits.perDay);
       const existing = await existingKey(orgId, keyId);
       if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its limits cannot change`);
+      // The same limits again change nothing: no write, no audit entry.
+      if (existing.per_minute === limits.perMinute && existing.per_day === limits.perDay) return summarize(existing, clock.now());
       await inTransaction(store, async (tx) => {
         await repo.updateKeyLimits(orgId, keyId, limits.perMinute, limits.perDay, tx);
         await bumpVersions(tx, orgId, API_KEYS);

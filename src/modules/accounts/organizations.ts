@@ -74,7 +74,9 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
       if (minutes !== null && (!Number.isInteger(minutes) || minutes < 0 || minutes > MAX_GRACE_MINUTES)) {
         throw ValidationError.single(['on_time_grace_minutes'], `The on-time grace is a whole number of minutes from 0 to ${MAX_GRACE_MINUTES}, or empty for the server's default`);
       }
-      await requireOrganization(orgId);
+      const org = await requireOrganization(orgId);
+      // The same value again changes nothing: no write, no audit entry, no cached answer dropped.
+      if ((org.on_time_grace_minutes ?? null) === minutes) return { on_time_grace_minutes: minutes };
       await inTransaction(store, async (tx) => {
         await repo.setOnTimeGrace(orgId, minutes, tx);
         await bumpVersions(tx, orgId, new Set(['loads'] as const));

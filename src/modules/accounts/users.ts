@@ -103,7 +103,11 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       try {
         await inTransaction(store, async (tx) => {
           // The first user of an organization is its admin; later ones are members unless said otherwise.
-          if (input.role === undefined) row.role = (await repo.countAdmins(orgId, tx)) === 0 ? 'admin' : 'member';
+          // A member as the first user would leave the organization with no one to manage it.
+          const admins = await repo.countAdmins(orgId, tx);
+          if (input.role === undefined) row.role = admins === 0 ? 'admin' : 'member';
+          else if (admins === 0 && input.role !== 'admin')
+            throw ValidationError.single(['role'], `the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first`);
           await repo.insertUser(row, tx);
           await bumpVersions(tx, orgId, USERS);
           await recordAudit(tx, clock, orgId, actor, 'user.created', { type: 'user', id: row.id });
