@@ -22,39 +22,43 @@ a:hover { text-decoration-thickness: 2px; }
 .skip-link:focus { left: .5rem; top: .5rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 header.site { background: var(--brand); color: var(--brand-ink); }
-header.site .bar { max-width: 80rem; margin: 0 auto; padding: .6rem 1.25rem; display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; }
+header.site .bar { max-width: 90rem; margin: 0 auto; padding: .6rem 1.25rem; display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; }
 header.site .brand { font-weight: 700; font-size: 1.15rem; color: var(--brand-ink); text-decoration: none; margin-right: auto; }
 header.site .who { font-size: .9rem; }
 header.site form { display: inline; margin: 0; }
 nav.main { background: #1c4a7a; }
-nav.main ul { max-width: 80rem; margin: 0 auto; padding: 0 1.25rem; list-style: none; display: flex; flex-wrap: wrap; gap: 0 .25rem; }
+nav.main ul { max-width: 90rem; margin: 0 auto; padding: 0 1.25rem; list-style: none; display: flex; flex-wrap: wrap; gap: 0 .25rem; }
 nav.main a { display: block; padding: .55rem .8rem; color: #fff; text-decoration: none; border-bottom: 3px solid transparent; }
 nav.main a:hover { background: rgba(255,255,255,.1); }
 nav.main a[aria-current="page"] { border-bottom-color: var(--focus); font-weight: 600; }
-main { max-width: 80rem; margin: 0 auto; padding: 1.25rem; }
+main { max-width: 90rem; margin: 0 auto; padding: 1.25rem; overflow-wrap: break-word; }
 main.narrow { max-width: 34rem; }
 h1 { font-size: 1.6rem; margin: .5rem 0 1rem; }
 h2 { font-size: 1.25rem; margin: 1.75rem 0 .75rem; }
 h3 { font-size: 1.05rem; margin: 1.25rem 0 .5rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem; margin-bottom: 1rem; }
 .card > h2:first-child, .card > h3:first-child { margin-top: 0; }
-nav.tabs ul { list-style: none; margin: 0 0 1rem; padding: 0; display: flex; gap: .25rem; border-bottom: 2px solid var(--line); }
+nav.tabs ul { list-style: none; margin: 0 0 1rem; padding: 0; display: flex; flex-wrap: wrap; gap: .25rem; border-bottom: 2px solid var(--line); }
 nav.tabs a { display: block; padding: .45rem .9rem; text-decoration: none; border: 1px solid transparent; border-bottom: none; border-radius: 6px 6px 0 0; margin-bottom: -2px; }
 nav.tabs a[aria-current="page"] { background: var(--card); border-color: var(--line); border-bottom: 2px solid var(--card); font-weight: 600; color: var(--ink); }
-ul.chips { list-style: none; padding: 0; margin: 0; display: flex; flex-wrap: wrap; gap: .25rem; min-width: 12rem; }
+ul.chips { list-style: none; padding: 0; margin: 0; display: flex; flex-wrap: wrap; gap: .25rem; min-width: 10rem; }
 ul.chips li { background: #eef2f7; border-radius: 4px; padding: 0 .35rem; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(13rem, 1fr)); gap: 1rem; }
 .stat { font-size: 1.8rem; font-weight: 700; display: block; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1.25rem; margin: 0; }
 dl.facts dt { font-weight: 600; color: var(--muted); }
-dl.facts dd { margin: 0; }
-.table-wrap { overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: 8px; }
+dl.facts dd { margin: 0; min-width: 0; }
+/* Positioned, so text hidden for screen readers inside a scrolled table scrolls (and is clipped) with it instead of widening the page. */
+.table-wrap { position: relative; overflow-x: auto; background: var(--card); border: 1px solid var(--line); border-radius: 8px; }
 table { border-collapse: collapse; width: 100%; font-size: .95rem; }
 caption { text-align: left; padding: .6rem .75rem; font-weight: 600; color: var(--muted); }
-th, td { text-align: left; padding: .5rem .75rem; border-top: 1px solid var(--line); vertical-align: top; }
-thead th { background: #e9eef4; border-top: none; white-space: nowrap; }
+th, td { text-align: left; padding: .5rem .6rem; border-top: 1px solid var(--line); vertical-align: top; }
+thead th { background: #e9eef4; border-top: none; vertical-align: bottom; }
 tbody tr:nth-child(even) { background: #f8fafc; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+/* Emails, phone numbers and URLs may break anywhere rather than widen a table. */
+td.contact { overflow-wrap: anywhere; min-width: 9rem; }
+th.url, td.url { overflow-wrap: anywhere; min-width: 12rem; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; }
 pre.event-data { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85em; max-width: 60ch; max-height: 24em; overflow: auto; white-space: pre-wrap; word-break: break-word; margin: .5em 0 0; }
 .muted { color: var(--muted); }
@@ -68,6 +72,7 @@ pre.event-data { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 .notice.error { border-color: var(--bad); background: var(--bad-bg); }
 .notice p { margin: .25rem 0; }
 form.stack { display: grid; gap: .9rem; max-width: 36rem; }
+form.stack > * { min-width: 0; }
 form.inline { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-end; margin-bottom: 1rem; }
 form.row-action { display: inline; margin: 0; }
 label { display: block; font-weight: 600; margin-bottom: .2rem; }
@@ -80,8 +85,11 @@ input[aria-invalid="true"] { border-color: var(--bad); border-width: 2px; }
 fieldset { border: 1px solid var(--line); border-radius: 8px; padding: .75rem 1rem; margin: 0; }
 legend { font-weight: 600; padding: 0 .3rem; }
 .checks { display: grid; grid-template-columns: repeat(auto-fill, minmax(11rem, 1fr)); gap: .35rem 1rem; }
-.checks label { font-weight: 400; display: flex; gap: .45rem; align-items: center; margin: 0; }
-.checks input { width: 1.1rem; height: 1.1rem; }
+/* A checkbox keeps its size beside a long label (a flex item would shrink) and sits level with the label's first line. */
+.checks label { font-weight: 400; display: flex; gap: .45rem; align-items: flex-start; margin: 0; }
+.checks label > :not(input) { min-width: 0; }
+.checks > label:only-child { grid-column: 1 / -1; }
+.checks input { flex: none; width: 1.1rem; height: 1.1rem; margin: .2rem 0 0; }
 .two { display: grid; grid-template-columns: 1fr 1fr; gap: .9rem; }
 button, .button { font: inherit; font-weight: 600; padding: .5rem 1rem; border-radius: 6px; border: 1px solid var(--brand);
   background: var(--brand); color: #fff; cursor: pointer; text-decoration: none; display: inline-block; line-height: 1.3; }
@@ -131,6 +139,10 @@ ul.legend.lines svg.swatch rect { stroke: none; }
 p.empty { background: var(--card); border: 1px dashed var(--line); border-radius: 8px; padding: 1rem; }
 th.sortable a { color: inherit; }
 @media (max-width: 48rem) { .split { grid-template-columns: 1fr; } }
+/* Map labels (issue 30): place names beside points and lane ends, with a halo so they read over lines and borders. */
+svg.map .map-label { font-size: 13px; font-weight: 600; fill: #1b2430; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; paint-order: stroke; pointer-events: none; }
+svg.map .leader { stroke: #5b6776; stroke-width: 1; vector-effect: non-scaling-stroke; }
+svg.map .end { fill: #1b2430; stroke: #fff; stroke-width: 1; }
 `;
 
 const JS = `'use strict';

@@ -14,6 +14,41 @@ const TOP = 12;
 const BOTTOM = 30;
 const r1 = (v: number) => String(Math.round(v * 10) / 10);
 
+/** How a chart's values are read: counted things get whole-number ticks, measures any ticks. */
+export type AxisKind = 'count' | 'measure';
+
+export interface Axis {
+  kind: AxisKind;
+  /** The value at the top of the plot. */
+  top: number;
+  /** The values labelled on the axis, from 0 up to `top`, distinct. */
+  ticks: number[];
+}
+
+/** At most this many steps between a count axis's ticks, so its labels stay apart. */
+const MAX_COUNT_STEPS = 4;
+
+/**
+ * The value axis of a chart whose largest value is `max`. A count axis steps by a whole 1, 2 or 5 ×
+ * a power of ten, the fewest steps up to `MAX_COUNT_STEPS` that reach `max`, so its ticks are
+ * distinct whole numbers (top 1: 0, 1; top 2: 0, 1, 2; top 7: 0, 2, 4, 6, 8). A measure axis (a rate,
+ * a share, money) is topped at 1, 2 or 5 × a power of ten and labelled at 0, half and the top.
+ */
+export function valueAxis(max: number, kind: AxisKind): Axis {
+  if (kind === 'measure') {
+    const top = niceMax(max);
+    return { kind, top, ticks: [0, top / 2, top] };
+  }
+  const most = Math.max(1, Math.ceil(max));
+  for (let power = 1; ; power *= 10) {
+    for (const m of [1, 2, 5]) {
+      const step = m * power;
+      const steps = Math.ceil(most / step);
+      if (steps <= MAX_COUNT_STEPS) return { kind, top: steps * step, ticks: Array.from({ length: steps + 1 }, (_, i) => i * step) };
+    }
+  }
+}
+
 /** A round axis top above `max`: 1, 2 or 5 × a power of ten. */
 function niceMax(max: number): number {
   if (max <= 0) return 1;
@@ -22,10 +57,13 @@ function niceMax(max: number): number {
   return 10 * p;
 }
 
-function yAxis(top: number, format: (v: number) => string): SafeHtml {
-  const ticks = [0, 0.5, 1].map((f) => ({ v: top * f, y: TOP + (H - TOP - BOTTOM) * (1 - f) }));
-  return html`<g class="axis">${ticks.map(
-    (t) => html`<line x1="${String(LEFT)}" x2="${String(W - RIGHT)}" y1="${r1(t.y)}" y2="${r1(t.y)}"></line><text x="${String(LEFT - 4)}" y="${r1(t.y + 4)}" text-anchor="end">${format(t.v)}</text>`,
+/** The value axis's lines and labels; a tick whose label would repeat the next one's (a measure formatted coarsely) is left out. */
+function yAxis(axis: Axis, format: (v: number) => string): SafeHtml {
+  const y = (v: number) => TOP + (H - TOP - BOTTOM) * (1 - v / axis.top);
+  const labels = axis.ticks.map(format);
+  const shown = axis.ticks.filter((_, i) => labels[i] !== labels[i + 1]);
+  return html`<g class="axis">${shown.map(
+    (v) => html`<line x1="${String(LEFT)}" x2="${String(W - RIGHT)}" y1="${r1(y(v))}" y2="${r1(y(v))}"></line><text x="${String(LEFT - 4)}" y="${r1(y(v) + 4)}" text-anchor="end">${format(v)}</text>`,
   )}</g>`;
 }
 
@@ -36,7 +74,8 @@ export interface BarSeries {
 }
 
 /**
- * Stacked bars: one column per label, one segment per series. `labelEvery` thins the x labels.
+ * Stacked bars: one column per label, one segment per series. `labelEvery` thins the x labels. Bars
+ * count things (requests, loads) unless `axis` says otherwise.
  */
 export function stackedBars(o: {
   id: string;
@@ -47,10 +86,12 @@ export function stackedBars(o: {
   values: number[][];
   labelEvery?: number;
   format?: (v: number) => string;
+  axis?: AxisKind;
 }): SafeHtml {
   const n = o.labels.length;
   const totals = o.labels.map((_, i) => o.series.reduce((sum, _s, k) => sum + (o.values[k]?.[i] ?? 0), 0));
-  const top = niceMax(Math.max(0, ...totals));
+  const axis = valueAxis(Math.max(0, ...totals), o.axis ?? 'count');
+  const top = axis.top;
   const plotW = W - LEFT - RIGHT;
   const plotH = H - TOP - BOTTOM;
   const step = n > 0 ? plotW / n : plotW;
@@ -72,9 +113,9 @@ export function stackedBars(o: {
     i % every === 0 ? html`<text x="${r1(LEFT + i * step + step / 2)}" y="${String(H - 10)}" text-anchor="middle">${l}</text>` : '',
   );
   return html`<figure class="chart">
-<svg class="chart" id="${o.id}" viewBox="0 0 ${String(W)} ${String(H)}" role="img" aria-labelledby="${o.id}-title ${o.id}-desc">
+<svg class="chart" id="${o.id}" data-axis="${axis.kind}" viewBox="0 0 ${String(W)} ${String(H)}" role="img" aria-labelledby="${o.id}-title ${o.id}-desc">
 <title id="${o.id}-title">${o.title}</title><desc id="${o.id}-desc">${o.description}</desc>
-${yAxis(top, fmt)}
+${yAxis(axis, fmt)}
 <g class="bars">${bars}</g>
 <g class="axis">${xLabels}</g>
 </svg>
@@ -90,10 +131,12 @@ export interface LineSeries extends BarSeries {
   dots?: boolean;
 }
 
-export function lineChart(o: { id: string; title: string; description: string; labels: string[]; series: LineSeries[]; format?: (v: number) => string }): SafeHtml {
+/** Lines over x positions; their values are measures (rates, shares) unless `axis` says `count`. */
+export function lineChart(o: { id: string; title: string; description: string; labels: string[]; series: LineSeries[]; format?: (v: number) => string; axis?: AxisKind }): SafeHtml {
   const n = o.labels.length;
   const all = o.series.flatMap((s) => s.values.filter((v): v is number => v !== null));
-  const top = niceMax(Math.max(0, ...all));
+  const axis = valueAxis(Math.max(0, ...all), o.axis ?? 'measure');
+  const top = axis.top;
   const plotW = W - LEFT - RIGHT;
   const plotH = H - TOP - BOTTOM;
   const x = (i: number) => LEFT + (n > 1 ? (i / (n - 1)) * plotW : plotW / 2);
@@ -116,9 +159,9 @@ export function lineChart(o: { id: string; title: string; description: string; l
   });
   const xLabels = o.labels.map((l, i) => (i % every === 0 ? html`<text x="${r1(x(i))}" y="${String(H - 10)}" text-anchor="middle">${l}</text>` : ''));
   return html`<figure class="chart">
-<svg class="chart" id="${o.id}" viewBox="0 0 ${String(W)} ${String(H)}" role="img" aria-labelledby="${o.id}-title ${o.id}-desc">
+<svg class="chart" id="${o.id}" data-axis="${axis.kind}" viewBox="0 0 ${String(W)} ${String(H)}" role="img" aria-labelledby="${o.id}-title ${o.id}-desc">
 <title id="${o.id}-title">${o.title}</title><desc id="${o.id}-desc">${o.description}</desc>
-${yAxis(top, fmt)}
+${yAxis(axis, fmt)}
 <g class="lines">${lines}</g>
 <g class="axis">${xLabels}</g>
 </svg>

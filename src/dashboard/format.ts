@@ -1,4 +1,5 @@
 import { CELL_DEGREES } from '../domain/grid.js';
+import { locateSubdivision, mainPlaceIn, nearestPlace } from '../geo/index.js';
 
 /** `2026-03-04 14:05 UTC`: stored times are UTC, and the list pages say so. */
 export function utc(iso: string | null | undefined): string {
@@ -90,4 +91,44 @@ const lon = (v: number) => `${Math.abs(v)}°${v < 0 ? 'W' : 'E'}`;
 export function cellBoxLabel(cell: number): string {
   const b = cellBox(cell);
   return `${lat(b.south)}–${lat(b.north)}, ${lon(b.west)}–${lon(b.east)}`;
+}
+
+/** `US-TX` → `TX`: a place's state as people write it after a city. */
+const stateShort = (code: string) => code.replace(/^[A-Z]{2}-/, '');
+
+/**
+ * `near Dallas, TX`: the nearest place (US ZIP table, src/geo/places.ts) to a location that has no
+ * city, e.g. one sent with only latitude and longitude; null when it has a city, or no place is
+ * within 50 miles, or it is outside the US (no offline city data there).
+ */
+export function nearCity(l: { city: string | null; latitude: number; longitude: number; country?: string | null }): string | null {
+  if (l.city) return null;
+  const p = nearestPlace(Number(l.latitude), Number(l.longitude), { country: l.country ?? null });
+  return p ? `near ${p.city}, ${stateShort(p.state)}` : null;
+}
+
+export interface CellArea {
+  /** `Dallas, TX` (the cell's main place), else the subdivision at its centre (`Ontario`), else its box. */
+  name: string;
+  /** `near Dallas, TX` or `in Ontario`; null when only the box names it. */
+  phrase: string | null;
+  /** Where the area is drawn on a map: the main place, else the cell's centre. */
+  latitude: number;
+  longitude: number;
+}
+
+/**
+ * The area a lane's grid cell stands for: its main place (the place with the most US ZIP codes in
+ * the cell: Dallas, not Irving), else the state or province at its centre, else its box.
+ */
+export function cellArea(cell: number): CellArea {
+  const b = cellBox(cell);
+  const place = mainPlaceIn(b);
+  if (place) {
+    const name = `${place.city}, ${stateShort(place.state)}`;
+    return { name, phrase: `near ${name}`, latitude: place.latitude, longitude: place.longitude };
+  }
+  const centre = { latitude: (b.south + b.north) / 2, longitude: (b.west + b.east) / 2 };
+  const region = locateSubdivision(centre.latitude, centre.longitude);
+  return region ? { name: region.name, phrase: `in ${region.name}`, ...centre } : { name: cellBoxLabel(cell), phrase: null, ...centre };
 }

@@ -35,6 +35,9 @@ export {
 } from './subdivisions.js';
 export type { LocateSubdivisionOptions, SubdivisionLocation } from './subdivisions.js';
 
+export { loadPlaces, mainPlaceIn, nearestPlace, NEAREST_PLACE_MAX_MILES } from './places.js';
+export type { MainPlace, NearestPlace, Place } from './places.js';
+
 export { timezoneAt, TIMEZONE_CACHE_MAX_VERTICES } from './timezone.js';
 export { haversineMiles, EARTH_RADIUS_MILES } from './distance.js';
 export type { Coordinates } from './distance.js';

@@ -65,9 +65,9 @@ export function loadPostalData(): { usZipCodes: number; canadianFsas: number } {
   return { usZipCodes: usZipCodes().size, canadianFsas: canadianFsas().size };
 }
 
-/** Every US ZIP code with its centre and state, for accuracy checks over the whole data set. */
-export function* allUsZipCodes(): Generator<{ zip: string; latitude: number; longitude: number; state: string }> {
-  for (const [zip, area] of usZipCodes()) yield { zip, latitude: area.latitude, longitude: area.longitude, state: `US-${area.state}` };
+/** Every US ZIP code with its centre, state and place name (accuracy checks, the places index of places.ts). */
+export function* allUsZipCodes(): Generator<{ zip: string; latitude: number; longitude: number; state: string; place: string }> {
+  for (const [zip, area] of usZipCodes()) yield { zip, latitude: area.latitude, longitude: area.longitude, state: `US-${area.state}`, place: area.place };
 }
 
 /** Every Canadian FSA with its centre and province. */

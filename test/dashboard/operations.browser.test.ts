@@ -175,7 +175,8 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('operations pages in Chr
     const strokes = await page.evaluate(() => new Set([...document.querySelectorAll('#lanes-map [data-line]')].map((l) => getComputedStyle(l).stroke)).size);
     expect(strokes).toBe(3); // dry van, reefer, flatbed
     await shoot('lanes');
-    await page.getByRole('link', { name: 'Dallas DC → Houston Port' }).click();
+    // Named by the areas of both ends (issue 30), linking to the lane centred on the latest load's locations.
+    await page.getByRole('link', { name: 'Dallas, TX → Houston, TX', exact: true }).click();
     await page.waitForURL(`${base}/lanes/LOC-DAL/LOC-HOU/DRY_VAN`);
   });
 

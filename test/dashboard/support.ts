@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -6,7 +6,7 @@ import { expect, inject } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import { openDataStore } from '../../src/lib/db/index.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { testClock, type TestApp } from '../helpers.js';
@@ -19,6 +19,10 @@ export interface DashboardAppOptions {
   fresh?: boolean;
   clock?: Clock;
   dashboard?: AppDeps['dashboard'];
+  /** Settings over the environment's (an imports folder, insecure webhook URLs). */
+  config?: Partial<Config>;
+  /** How the app's workers run (`webhookDelivery: 'manual'`, `importRunner: 'manual'`: only when drained). */
+  workers?: Pick<AppDeps, 'webhookDelivery' | 'importRunner'>;
 }
 
 let counter = 0;
@@ -50,11 +54,11 @@ export async function startDashboardApp(o: DashboardAppOptions = {}): Promise<Te
   } else {
     databaseUrl = runUrl;
   }
-  const config = { ...loadConfig({}), databaseUrl };
+  const config = { ...loadConfig({}), ...o.config, databaseUrl };
   const store = openDataStore(databaseUrl, { poolSize: 5 });
   await store.migrate();
   const clock = testClock();
-  const built = await buildApp({ config, store, logger: false, clock: o.clock ?? clock, ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
+  const built = await buildApp({ config, store, logger: false, clock: o.clock ?? clock, ...o.workers, ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
   return {
     ...built,
     store,
@@ -188,4 +192,128 @@ export function watchPage(p: Page, base: string, outsideRequests: string[], cons
   p.on('console', (m) => {
     if (m.type() === 'error') consoleErrors.push(m.text());
   });
+}
+
+/** Headless Chromium for the browser tests: Debian's `chromium`, or LANEBRIDGE_CHROMIUM. */
+export const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_PRESENT = existsSync(CHROMIUM);
+/** On CI a missing Chromium fails the browser tests instead of skipping them. */
+export const BROWSER_REQUIRED = Boolean(process.env.CI);
+export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+/** Where the browser tests save their screenshots (gitignored). */
+export const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
+/** A laptop and a phone. */
+export const WIDTHS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } } as const;
+
+/** Opens every `<details>`, so what it folds away is laid out and checked too. */
+export async function openAllDetails(p: Page): Promise<void> {
+  await p.evaluate(() => {
+    for (const d of document.querySelectorAll('details')) d.open = true;
+  });
+}
+
+/**
+ * What does not fit at the page's current width, in words (empty when everything fits): the page
+ * scrolling sideways (wider than the window by more than 1 px), a table wider than its container,
+ * content clipped by an ancestor of a table with `overflow-x: hidden` or `clip`, and a table cell
+ * whose content spills out of it. With `tablesMayScroll` a table may be wider than a container that
+ * scrolls sideways (`overflow-x: auto` or `scroll`): that is how wide tables fit a phone; without it
+ * (a laptop) every table must show all its columns.
+ */
+export async function layoutProblems(p: Page, o: { tablesMayScroll: boolean }): Promise<string[]> {
+  return p.evaluate((tablesMayScroll) => {
+    const problems: string[] = [];
+    const root = document.documentElement;
+    const sideways = root.scrollWidth - window.innerWidth;
+    const overflowX = (el: Element) => getComputedStyle(el).overflowX;
+    if (sideways > 1) {
+      // The outermost elements that stick out (not those inside a box that scrolls or clips them).
+      const contained = (el: Element) => {
+        for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) if (overflowX(a) !== 'visible') return true;
+        return false;
+      };
+      const out = (el: Element | null) => !!el && el.getBoundingClientRect().right > window.innerWidth + 1;
+      const culprits = [...document.body.querySelectorAll('*')]
+        .filter((el) => out(el) && (getComputedStyle(el).position === 'absolute' || (!out(el.parentElement) && !contained(el))))
+        .slice(0, 4)
+        .map((el) => `<${el.tagName.toLowerCase()}${el.className && typeof el.className === 'string' ? ` class="${el.className}"` : ''}> ${Math.round(el.getBoundingClientRect().width)} px wide`);
+      problems.push(`the page scrolls sideways: ${root.scrollWidth} px wide in a ${window.innerWidth} px window (${sideways} px too wide): ${culprits.join(', ')}`);
+    }
+    const contentWidth = (el: Element) => {
+      const style = getComputedStyle(el);
+      return el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    };
+    const nameOf = (table: HTMLTableElement) => {
+      const labelledBy = table.getAttribute('aria-labelledby');
+      const text = table.caption?.textContent ?? (labelledBy ? document.getElementById(labelledBy)?.textContent : null) ?? table.querySelector('th')?.textContent ?? '';
+      return text.trim().replace(/\s+/g, ' ').slice(0, 60);
+    };
+    for (const table of document.querySelectorAll('table')) {
+      if (table.getClientRects().length === 0) continue; // not rendered (in a closed <details>)
+      const name = nameOf(table);
+      const holder = table.parentElement!;
+      const tooWide = Math.ceil(table.getBoundingClientRect().width) - Math.floor(contentWidth(holder));
+      const scrolls = ['auto', 'scroll'].includes(overflowX(holder));
+      if (tooWide > 1 && !(tablesMayScroll && scrolls)) {
+        const columns = [...(table.tHead?.rows[0]?.cells ?? [])].map((c) => `${(c.textContent ?? '').trim()} ${Math.round(c.getBoundingClientRect().width)}`).join(', ');
+        problems.push(`table "${name}" is ${tooWide} px wider than its container <${holder.tagName.toLowerCase()} class="${holder.className}">${scrolls ? ' (it scrolls)' : ', which does not scroll'}; columns: ${columns}`);
+      }
+      for (let el: Element | null = holder; el && el !== root; el = el.parentElement) {
+        const clipped = el.scrollWidth - el.clientWidth;
+        if (['hidden', 'clip'].includes(overflowX(el)) && clipped > 1) problems.push(`<${el.tagName.toLowerCase()} class="${el.className}"> around table "${name}" cuts off ${clipped} px of it`);
+      }
+      for (const row of table.rows) {
+        for (const cell of row.cells) {
+          const spill = cell.scrollWidth - cell.clientWidth;
+          if (spill > 1) problems.push(`a cell of table "${name}" spills ${spill} px out of its column: "${(cell.textContent ?? '').trim().replace(/\s+/g, ' ').slice(0, 50)}"`);
+        }
+      }
+    }
+    return problems;
+  }, o.tablesMayScroll);
+}
+
+/**
+ * Every visible checkbox that is not a square of at least `min` px (one squeezed in a row is only
+ * narrower), or not level with the first line of its label's text (its middle more than 4 px from
+ * the line's) or overlapping it; and how many there are.
+ */
+export async function checkboxProblems(p: Page, min = 13): Promise<{ checkboxes: number; problems: string[] }> {
+  return p.evaluate((minSize) => {
+    const problems: string[] = [];
+    const boxes = [...document.querySelectorAll<HTMLInputElement>('input[type=checkbox]')].filter((b) => b.getClientRects().length > 0);
+    for (const box of boxes) {
+      const name = `checkbox ${box.name}=${box.value}`;
+      const r = box.getBoundingClientRect();
+      if (Math.min(r.width, r.height) < minSize || Math.abs(r.width - r.height) > 0.5) problems.push(`${name} is ${r.width.toFixed(1)} × ${r.height.toFixed(1)} px (a square of at least ${minSize} px expected)`);
+      const label = box.labels?.[0];
+      if (!label) continue;
+      const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT, { acceptNode: (n) => ((n.textContent ?? '').trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP) });
+      const text = walker.nextNode();
+      if (!text) continue;
+      const range = document.createRange();
+      range.selectNodeContents(text);
+      const line = range.getClientRects()[0];
+      if (!line) continue;
+      const offset = Math.abs(r.top + r.height / 2 - (line.top + line.height / 2));
+      if (offset > 4) problems.push(`${name} is not level with the first line of its label: ${offset.toFixed(1)} px off its middle`);
+      if (r.right > line.left) problems.push(`${name} overlaps its label by ${(r.right - line.left).toFixed(1)} px`);
+    }
+    return { checkboxes: boxes.length, problems };
+  }, min);
+}
+
+/**
+ * The labels of each chart's value axis, by chart id (the right-aligned labels of its axes: the
+ * other axis labels are centred under their column), and whether the chart counts things
+ * (`data-axis="count"`: whole-number ticks).
+ */
+export async function chartAxes(p: Page): Promise<{ id: string; counts: boolean; ticks: string[] }[]> {
+  return p.evaluate(() =>
+    [...document.querySelectorAll('svg.chart')].map((svg) => ({
+      id: svg.id,
+      counts: svg.getAttribute('data-axis') === 'count',
+      ticks: [...svg.querySelectorAll('.axis text[text-anchor="end"]')].map((t) => (t.textContent ?? '').trim()),
+    })),
+  );
 }

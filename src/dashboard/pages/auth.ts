@@ -81,8 +81,8 @@ ${message ?? ''}
   });
 }
 
-async function overviewPage(ctx: DashboardContext, s: DashboardSession): Promise<SafeHtml> {
-  const [counts, integration, health] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId), integrationHealth(ctx, s.orgId)]);
+async function overviewPage(ctx: DashboardContext, s: DashboardSession, query?: unknown): Promise<SafeHtml> {
+  const [counts, integration, health] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId), integrationHealth(ctx, s.orgId, query)]);
   const stat = (value: number, label: string, path: string, extra?: string) =>
     html`<div class="card"><a href="${path}"><span class="stat">${count(value)}</span>${label}</a>${extra ? html`<div class="muted">${extra}</div>` : ''}</div>`;
   return page({
@@ -116,7 +116,7 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
 
   app.get('/', async (req, reply) => {
     const s = req.dashboardSession;
-    if (s) return sendPage(reply, await overviewPage(ctx, s));
+    if (s) return sendPage(reply, await overviewPage(ctx, s, req.query));
     if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
     // Made here too when no `serve` printed it (tests, an app embedded elsewhere): the CLI prints it.
     await accounts.setupCode();

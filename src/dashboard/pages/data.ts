@@ -6,12 +6,12 @@ import { laneEnds } from '../../domain/lane.js';
 import type { Load, TeamMember } from '../../modules/loads/loads.schema.js';
 import type { Location } from '../../modules/locations/locations.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
-import { cellBoxLabel, count, hours, inZone, label, miles, money, utc } from '../format.js';
+import { cellArea, cellBoxLabel, count, hours, inZone, label, miles, money, nearCity, utc } from '../format.js';
 import { href, html, type SafeHtml } from '../html.js';
 import { page, pager } from '../layout.js';
 import { pagination } from '../../lib/http/pagination.js';
 import { normalizeSubdivision } from '../../geo/index.js';
-import { mapSvg } from '../map.js';
+import { MAX_MAP_LABELS, mapSvg } from '../map.js';
 import { LOAD_SORTS } from '../../modules/insights/insights.service.js';
 import { carrierPath, customerPath, emptyState, equipmentClass, lanePath, locationPath, placeLabel, recommendationTable } from './details.js';
 import { outsideHours } from '../hours.js';
@@ -46,14 +46,30 @@ function endsOf(load: Load): { origin: string; destination: string } {
   return { origin: origin?.location_name ?? '—', destination: destination?.location_name ?? '—' };
 }
 
-function placeOf(l: Pick<LocationsTable, 'city' | 'state' | 'postal_code' | 'country'> | undefined): string {
+function placeOf(l: Pick<LocationsTable, 'city' | 'state' | 'postal_code' | 'country' | 'latitude' | 'longitude'> | undefined): SafeHtml | string {
   if (!l) return '';
-  return [l.city, [l.state, l.postal_code].filter(Boolean).join(' '), l.state ? '' : l.country].filter(Boolean).join(', ');
+  const place = [l.city, [l.state, l.postal_code].filter(Boolean).join(' '), l.state ? '' : l.country].filter(Boolean).join(', ');
+  // Sent without a city (coordinates only): the nearest city to its coordinates, marked as such.
+  const near = nearCity(l);
+  return near ? html`${place}${place ? html`<br>` : ''}<span data-near-city>${near}</span>` : place;
 }
 
-function rep(member: TeamMember | null): string {
-  if (!member) return '—';
+/** The rep as sent: `R. Diaz <rosa@example.com> (EMP-7)`. */
+function repAsSent(member: TeamMember): string {
   return [member.name, member.email ? `<${member.email}>` : null, member.external_reference_id ? `(${member.external_reference_id})` : null].filter(Boolean).join(' ');
+}
+
+/**
+ * A load's rep: matched to a user of the organization (by email, else a unique name), the user's name
+ * first with their email beneath, and the rep as sent when it says something else; unmatched, as sent.
+ */
+function rep(member: TeamMember | null, users: ReadonlyMap<string, { name: string; email: string }>): SafeHtml | string {
+  if (!member) return '—';
+  const user = member.service_user_id ? users.get(member.service_user_id) : undefined;
+  if (!user) return repAsSent(member);
+  const sent = repAsSent(member);
+  const same = sent === `${user.name} <${user.email}>` || sent === user.name || sent.toLowerCase() === `<${user.email.toLowerCase()}>`;
+  return html`<span data-rep-user>${user.name}</span><br><span class="muted">${user.email}${same ? '' : html` · sent as ${sent}`}</span>`;
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -156,7 +172,9 @@ ${pastEnd ? '' : pager('/loads', pages, { ...keep, sort: f.sort === '-created_at
 
 async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Promise<{ title: string; body: SafeHtml }> {
   const load = await ctx.services.loads.get(orgId, ref);
-  const locations = new Map((await ctx.services.insights.locationsByIds(orgId, load.stops.map((st) => st.location_id))).map((l) => [l.id, l]));
+  const repUserIds = [load.sales_rep?.service_user_id, load.dispatcher_rep?.service_user_id].filter((id): id is string => typeof id === 'string');
+  const [stopLocations, repUsers] = await Promise.all([ctx.services.insights.locationsByIds(orgId, load.stops.map((st) => st.location_id)), ctx.services.insights.usersByIds(orgId, repUserIds)]);
+  const locations = new Map(stopLocations.map((l) => [l.id, l]));
   const open = OPEN_STATUSES.has(load.status);
   const recs = load.carrier_recommendations ?? [];
   const stops = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
@@ -169,11 +187,14 @@ async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Prom
     ? mapSvg({
         id: 'route-map',
         title: `Route of load ${load.external_reference_id}`,
-        description: `${placed.length} stops in order: ${placed.map(({ st, loc }) => `${st.stop_number}. ${loc.name}`).join(', ')}.`,
+        // The stops' names are the map's labels (and listed in its description by mapSvg).
+        description: `${placed.length} stops in order, numbered as in the table below; the first is green, the last red.`,
         points: placed.map(({ st, loc }, i) => ({
           latitude: loc.latitude,
           longitude: loc.longitude,
-          label: `Stop ${st.stop_number} (${st.stop_type}): ${loc.name}`,
+          label: `Stop ${st.stop_number} (${st.stop_type}): ${loc.name}, ${placeLabel(loc)}`,
+          name: loc.name,
+          tag: String(st.stop_number),
           kind: i === 0 ? 'origin' : i === placed.length - 1 ? 'destination' : '',
           href: locationPath(loc.external_reference_id),
         })),
@@ -194,8 +215,8 @@ ${load.description ? html`<p>${load.description}</p>` : ''}
   <dt>Weight</dt><dd>${load.weight !== null ? `${count(load.weight)} ${load.weight_uom ?? ''}` : '—'}</dd>
   <dt>Total distance</dt><dd>${miles(load.total_distance)}${load.total_distance_source ? html` <span class="muted">(${load.total_distance_source === 'estimated' ? 'estimated from the stops' : 'as sent'})</span>` : ''}</dd>
   <dt>Max buy rate</dt><dd>${money(load.max_buy_rate)}${load.max_buy_rate_source ? html` <span class="muted">(${load.max_buy_rate_source === 'market' ? 'from market rates on the lane' : 'as sent'})</span>` : ''}</dd>
-  <dt>Sales rep</dt><dd>${rep(load.sales_rep)}</dd>
-  <dt>Dispatcher rep</dt><dd>${rep(load.dispatcher_rep)}</dd>
+  <dt>Sales rep</dt><dd>${rep(load.sales_rep, repUsers)}</dd>
+  <dt>Dispatcher rep</dt><dd>${rep(load.dispatcher_rep, repUsers)}</dd>
   <dt>Status since</dt><dd>${utc(load.status_updated_at)}</dd>
   <dt>Updated</dt><dd>${utc(load.updated_at)}</dd>
 </dl>
@@ -287,7 +308,8 @@ ${points.length
       id: 'locations-map',
       title: 'Map of your locations',
       description: `${points.length === 500 ? 'The first 500' : count(points.length)} locations by name; select a point to open the location.`,
-      points: points.map((l) => ({ latitude: l.latitude, longitude: l.longitude, label: `${l.name} (${placeLabel(l)})`, href: locationPath(l.external_reference_id) })),
+      // Names written beside the points only while they can be read (up to MAX_MAP_LABELS); every point has its title.
+      points: points.map((l) => ({ latitude: l.latitude, longitude: l.longitude, label: `${l.name} (${placeLabel(l)})`, href: locationPath(l.external_reference_id), ...(points.length <= MAX_MAP_LABELS ? { name: l.name } : {}) })),
     })
   : ''}
 ${searchForm('/locations', 'Search by name', text)}
@@ -357,8 +379,9 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     const pageNo = pageNumber(req);
     const { rows, total, ends } = await ctx.services.insights.topLanes(s.orgId, pageNo, PAGE_SIZE);
     const radius = ctx.services.lanes.rules.radiusMiles;
-    const area = (cell: number, loc: LocationsTable | undefined) =>
-      html`${loc ? html`near ${[loc.city ?? loc.name, loc.state].filter(Boolean).join(', ')}<br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
+    // Each end named by its grid cell's area (the lane key), whatever load was delivered last.
+    const areas = rows.map((r) => ({ origin: cellArea(r.origin_cell), destination: cellArea(r.destination_cell) }));
+    const area = (cell: number, a: ReturnType<typeof cellArea>) => html`${a.phrase ? html`<span data-area>${a.phrase}</span><br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
     const d7 = (i: number) => {
       const e = ends[i];
       const r = rows[i]!;
@@ -368,7 +391,8 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     const equipmentOnPage = [...new Set(rows.map((r) => r.equipment_type))];
     const body = html`<h1>Lanes</h1>
 <p>Lanes with the most delivered history first. For this list, history is grouped by equipment and by the 1-degree grid cells
-(about 69 by 55 miles) of its origin and destination. Recommendations use another definition: loads whose origins are within
+(about 69 by 55 miles) of its origin and destination, and each end is named by its cell's area: the place with the most ZIP codes
+in the cell (else its state or province). Recommendations use another definition: loads whose origins are within
 ${radius} miles of each other and whose destinations are within ${radius} miles. Each row links to that recommendation lane, centred on the
 locations of the group's latest delivered load; two neighbouring groups (Dallas → Houston and Fort Worth → Houston) lead to overlapping
 recommendation lanes that count each other's loads.</p>
@@ -378,20 +402,20 @@ ${rows.length === 0
       id: 'lanes-map',
       title: 'Map of the lanes on this page',
       description: `${rows.length} lanes from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
-      lines: rows.flatMap((r, i) => {
-        const e = ends[i];
-        if (!e?.origin || !e.destination) return [];
-        return [
-          {
-            from: e.origin,
-            to: e.destination,
-            curved: true,
-            kind: equipmentClass(r.equipment_type),
-            width: 1.5 + (6 * Number(r.load_count)) / maxCount,
-            label: `${placeLabel(e.origin)} → ${placeLabel(e.destination)}, ${label(r.equipment_type)}: ${count(Number(r.load_count))} delivered loads`,
-            href: d7(i) ?? undefined,
-          },
-        ];
+      // Drawn between the ends' areas (as the rows name them), busiest first so their names are placed first.
+      lines: rows.map((r, i) => {
+        const a = areas[i]!;
+        return {
+          from: a.origin,
+          to: a.destination,
+          curved: true,
+          kind: equipmentClass(r.equipment_type),
+          width: 1.5 + (6 * Number(r.load_count)) / maxCount,
+          label: `${a.origin.name} → ${a.destination.name}, ${label(r.equipment_type)}: ${count(Number(r.load_count))} delivered loads`,
+          href: d7(i) ?? undefined,
+          fromName: a.origin.name,
+          toName: a.destination.name,
+        };
       }),
     })}
 <ul class="legend lines">${equipmentOnPage.map((e) => html`<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect class="${equipmentClass(e)}" width="10" height="10"></rect></svg>${label(e)}</li>`)}</ul>
@@ -401,10 +425,12 @@ ${rows.length === 0
   <th scope="col" class="num">Delivered loads</th><th scope="col" class="num">Carriers</th><th scope="col">Last delivered</th><th scope="col">Recommendation lane</th></tr></thead>
   <tbody>${rows.map((r, i) => {
     const link = d7(i);
-    return html`<tr><th scope="row">${label(r.equipment_type)}</th><td>${area(r.origin_cell, ends[i]?.origin)}</td>
-    <td>${area(r.destination_cell, ends[i]?.destination)}</td><td class="num">${count(r.load_count)}</td>
+    const a = areas[i]!;
+    const e = ends[i];
+    return html`<tr><th scope="row">${label(r.equipment_type)}</th><td>${area(r.origin_cell, a.origin)}</td>
+    <td>${area(r.destination_cell, a.destination)}</td><td class="num">${count(r.load_count)}</td>
     <td class="num">${count(r.carrier_count)}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
-    <td>${link ? html`<a href="${link}">${ends[i]!.origin!.name} → ${ends[i]!.destination!.name}</a>` : '—'}</td></tr>`;
+    <td>${link && e?.origin && e.destination ? html`<a href="${link}">${a.origin.name} → ${a.destination.name}</a><br><span class="muted">centred on ${e.origin.name} → ${e.destination.name}</span>` : '—'}</td></tr>`;
   })}</tbody>
 </table></div>`}
 ${pager('/lanes', pagination(pageNo, PAGE_SIZE, total), {}, 'lanes')}`;

@@ -4,9 +4,10 @@ import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js
 import type { LocationsTable } from '../../lib/db/types.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { lineChart, stackedBars } from '../charts.js';
-import { count, hours, label, money, utc } from '../format.js';
+import { cellArea, count, hours, label, money, nearCity, utc } from '../format.js';
+import { cellOf } from '../../domain/grid.js';
 import { html, segment, type SafeHtml } from '../html.js';
-import { page } from '../layout.js';
+import { page, when } from '../layout.js';
 import { mapSvg } from '../map.js';
 import type { LoadLine, PrimaryContact } from '../../modules/insights/insights.service.js';
 import type { Evidence } from '../../modules/lanes/lanes.schema.js';
@@ -44,9 +45,19 @@ export function equipmentClass(equipment: string): string {
   return `eq-${i % EQUIPMENT_CLASSES}`;
 }
 
-export function placeLabel(l: Pick<LocationsTable, 'city' | 'state' | 'name'> | undefined): string {
+/**
+ * A location as a place: `Dallas, US-TX`; without a city, the nearest city to its coordinates
+ * (`near Dallas, TX`), else its name and state.
+ */
+export function placeLabel(l: (Pick<LocationsTable, 'city' | 'state' | 'name'> & Partial<Pick<LocationsTable, 'latitude' | 'longitude' | 'country'>>) | undefined): string {
   if (!l) return '—';
-  return [l.city ?? l.name, l.state].filter(Boolean).join(', ');
+  const near = !l.city && l.latitude !== undefined && l.longitude !== undefined ? nearCity({ city: l.city, latitude: l.latitude, longitude: l.longitude, country: l.country ?? null }) : null;
+  return near ?? [l.city ?? l.name, l.state].filter(Boolean).join(', ');
+}
+
+/** A lane by the areas of its two ends (their grid cells' main places): `Dallas, TX → Houston, TX`. */
+export function laneAreas(origin: { latitude: number; longitude: number }, destination: { latitude: number; longitude: number }): string {
+  return `${cellArea(cellOf(origin.latitude, origin.longitude)).name} → ${cellArea(cellOf(destination.latitude, destination.longitude)).name}`;
 }
 
 export function statusBadge(status: string): SafeHtml {
@@ -83,13 +94,16 @@ const shortDate = (ms: number) => new Date(ms).toISOString().slice(5, 10);
 
 async function locationPage(ctx: DashboardContext, orgId: string, ref: string) {
   const { location: loc, loads } = await ctx.services.insights.locationActivity(orgId, ref);
+  const near = nearCity(loc);
   const body = html`<p><a href="/locations">← All locations</a></p>
 <h1>${loc.name} <span class="muted">(${loc.external_reference_id})</span></h1>
 <div class="split">
 <section class="card" aria-labelledby="loc-facts">
 <h2 id="loc-facts">Details</h2>
 <dl class="facts">
-  <dt>Address</dt><dd>${[loc.address_line1, loc.address_line2].filter(Boolean).join(', ') || '—'}<br>${[loc.city, loc.state, loc.postal_code, loc.country].filter(Boolean).join(', ')}</dd>
+  <dt>Address</dt><dd>${[loc.address_line1, loc.address_line2].filter(Boolean).join(', ') || '—'}<br>${[loc.city, loc.state, loc.postal_code, loc.country].filter(Boolean).join(', ')}${
+    near ? html`<br><span data-near-city>${near}</span> <span class="muted">(the nearest city to its coordinates; no city was sent)</span>` : ''
+  }</dd>
   <dt>Coordinates</dt><dd>${loc.latitude.toFixed(5)}, ${loc.longitude.toFixed(5)} <span class="muted">(${loc.geocode_source === 'postal_code' ? 'from the postal code' : 'as sent'})</span></dd>
   <dt>Time zone</dt><dd>${loc.timezone ?? 'unknown'}</dd>
   <dt>Weekday hours</dt><dd>${hours(loc.weekday_open_hours, loc.weekday_close_hours)}</dd>
@@ -98,7 +112,7 @@ async function locationPage(ctx: DashboardContext, orgId: string, ref: string) {
   <dt>Email</dt><dd>${loc.email ?? '—'}</dd>
 </dl>
 </section>
-${mapSvg({ id: 'location-map', title: `Map of ${loc.name}`, description: `${loc.name} at ${loc.latitude.toFixed(3)}, ${loc.longitude.toFixed(3)}.`, points: [{ latitude: loc.latitude, longitude: loc.longitude, label: loc.name, kind: 'origin' }] })}
+${mapSvg({ id: 'location-map', title: `Map of ${loc.name}`, description: `${loc.name} at ${loc.latitude.toFixed(3)}, ${loc.longitude.toFixed(3)}.`, points: [{ latitude: loc.latitude, longitude: loc.longitude, label: loc.name, name: loc.name, kind: 'origin' }] })}
 </div>
 <h2 id="loc-loads">Loads through this location</h2>
 ${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(`The ${loads.length === 25 ? '25 newest' : count(loads.length)} loads with a stop here (times in UTC)`, loads, { customer: true, carrier: true })}`;
@@ -144,7 +158,7 @@ ${lanes.length === 0
       lines: lanes.flatMap((l) => {
         const o = places.get(l.origin_location_id);
         const d = places.get(l.destination_location_id);
-        return o && d ? [{ from: o, to: d, curved: true, kind: equipmentClass(l.equipment_type), width: 1.5 + Math.min(6, Math.log2(1 + l.loads)), label: `${placeLabel(o)} → ${placeLabel(d)}, ${label(l.equipment_type)}: ${l.loads} loads`, href: lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type) }] : [];
+        return o && d ? [{ from: o, to: d, curved: true, kind: equipmentClass(l.equipment_type), width: 1.5 + Math.min(6, Math.log2(1 + l.loads)), label: `${placeLabel(o)} → ${placeLabel(d)}, ${label(l.equipment_type)}: ${l.loads} loads`, href: lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type), fromName: placeLabel(o), toName: placeLabel(d) }] : [];
       }),
     })}
 <div class="table-wrap"><table aria-labelledby="carrier-lanes">
@@ -242,7 +256,8 @@ async function lanePage(ctx: DashboardContext, orgId: string, originRef: string,
     marketN[i]!++;
   }
   const labels = weeks.map(shortDate);
-  const title = `${origin.name} → ${destination.name}, ${label(equipment)}`;
+  // Named by the areas of its ends (as the Lanes list names them), not by the locations it is centred on.
+  const title = `${laneAreas(origin, destination)} · ${label(equipment)}`;
   const body = html`<p><a href="/lanes">← All lanes</a></p>
 <h1>${title}</h1>
 <p>A lane as recommendations define it: delivered ${label(equipment).toLowerCase()} loads whose origin is within ${radius} miles of
@@ -250,11 +265,11 @@ async function lanePage(ctx: DashboardContext, orgId: string, originRef: string,
 <a href="${locationPath(destination.external_reference_id)}">${destination.name}</a> (${placeLabel(destination)}).</p>
 ${mapSvg({
   id: 'lane-map',
-  title: `Map of the lane ${origin.name} to ${destination.name}`,
-  description: `${origin.name} to ${destination.name}.`,
+  title: `Map of the lane ${laneAreas(origin, destination)}`,
+  description: `Centred on ${origin.name} (${placeLabel(origin)}) and ${destination.name} (${placeLabel(destination)}).`,
   points: [
-    { ...origin, label: `Origin: ${origin.name}`, kind: 'origin', href: locationPath(origin.external_reference_id) },
-    { ...destination, label: `Destination: ${destination.name}`, kind: 'destination', href: locationPath(destination.external_reference_id) },
+    { ...origin, label: `Origin: ${origin.name}`, name: origin.name, kind: 'origin', href: locationPath(origin.external_reference_id) },
+    { ...destination, label: `Destination: ${destination.name}`, name: destination.name, kind: 'destination', href: locationPath(destination.external_reference_id) },
   ],
   lines: [{ from: origin, to: destination, curved: true, kind: equipmentClass(equipment), width: 4, label: title }],
 })}
@@ -349,7 +364,7 @@ export function recommendationTable(labelledBy: string, recs: RankedCarrier[], c
     <td class="contact">${c?.name ? html`${c.name}<br>` : ''}${c?.phone ? html`<a href="tel:${c.phone}">${c.phone}</a>` : html`<span class="muted">no phone</span>`}<br>${
       c?.email ? html`<a href="mailto:${c.email}">${c.email}</a>` : html`<span class="muted">no email</span>`
     }</td>
-    <td>${r.dot_number ?? '—'}</td><td class="num">${r.lane_load_count}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
+    <td>${r.dot_number ?? '—'}</td><td class="num">${r.lane_load_count}</td><td>${when(r.last_delivered_at)}</td>
     <td class="num">${r.score.toFixed(3)}</td>${balanced ? html`<td class="num">${(r.balanced_score ?? 0).toFixed(4)}</td>` : ''}<td class="num">${money(r.average_carrier_rate)}</td>
     <td class="num">${e ? html`${pct(e.on_time.delivery.rate)} <span class="muted">(${e.on_time.delivery.scored} scored)</span>` : '—'}</td>
     <td class="num">${e?.price.rate_vs_market != null ? `${e.price.rate_vs_market.toFixed(2)}×` : '—'}</td>

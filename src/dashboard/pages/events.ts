@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { EVENT_TYPES } from '../../modules/events/events.schema.js';
+import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
+import { EVENT_TYPES, type FeedEvent } from '../../modules/events/events.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
-import { utc } from '../format.js';
-import { html, href } from '../html.js';
+import { label, utc } from '../format.js';
+import { html, href, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
+import { carrierPath, customerPath, lanePath, loadPath, locationPath } from './details.js';
 
 const PAGE_SIZE = 50;
 
@@ -11,6 +13,56 @@ function queryValue(req: FastifyRequest, name: string): string {
   const v = (req.query as Record<string, unknown>)[name];
   const first = Array.isArray(v) ? v[0] : v;
   return typeof first === 'string' ? first.trim().slice(0, 40) : '';
+}
+
+/** The kinds with a page per record, by the noun their event types start with (`load.updated` → loads). */
+const KIND_BY_NOUN = new Map(
+  (Object.keys(RECORD_KINDS) as (keyof typeof RECORD_KINDS)[]).filter((k): k is ReferencedRecordKind => k !== 'market_rates').map((k) => [RECORD_KINDS[k].noun as string, k]),
+);
+
+type Subject =
+  | { kind: ReferencedRecordKind; id: string; ref: string }
+  | { kind: 'market_rate'; ref: string; origin: string | null; destination: string | null; equipment: string | null }
+  | { kind: 'import'; ref: string }
+  | { kind: 'other'; ref: string };
+
+const RECORD_PAGE: Record<ReferencedRecordKind, (ref: string) => string> = { customers: customerPath, carriers: carrierPath, locations: locationPath, loads: loadPath };
+
+const text = (v: unknown) => (typeof v === 'string' ? v : null);
+
+/** What an event is about, read from its type and data (D11: every record's data carries its id and reference). */
+function subjectOf(e: FeedEvent): Subject {
+  const data = e.data as Record<string, unknown>;
+  const noun = e.type.slice(0, e.type.indexOf('.'));
+  const ref = text(data.external_reference_id) ?? text(data.id) ?? '';
+  const kind = KIND_BY_NOUN.get(noun);
+  if (kind && text(data.id)) return { kind, id: text(data.id)!, ref };
+  if (noun === 'market_rate') {
+    const end = (v: unknown) => text((v as { location_external_reference_id?: unknown } | null)?.location_external_reference_id);
+    return { kind: 'market_rate', ref, origin: end(data.origin), destination: end(data.destination), equipment: text(data.equipment_type) };
+  }
+  if (noun === 'import') return { kind: 'import', ref };
+  return { kind: 'other', ref };
+}
+
+/**
+ * The record's cell: a link to its page while the record exists (a deleted one, or one deleted since,
+ * has none: its page would be a 404); a market rate links to the recommendation lane between its two
+ * locations (whose page lists the lane's snapshots) when it was sent with both; an import to the
+ * Imports page. The reference is shown either way.
+ */
+function recordCell(s: Subject, still: { ids: Map<ReferencedRecordKind, Map<string, string>>; locationRefs: Set<string> }): SafeHtml {
+  if (s.kind === 'market_rate') {
+    const linked = s.origin && s.destination && s.equipment && still.locationRefs.has(s.origin) && still.locationRefs.has(s.destination);
+    return linked
+      ? html`<a href="${lanePath(s.origin!, s.destination!, s.equipment!)}" data-record-link>${s.origin} → ${s.destination}, ${label(s.equipment!)}</a><br><span class="muted">${s.ref}</span>`
+      : html`${s.ref}`;
+  }
+  if (s.kind === 'import') return html`<a href="/imports" data-record-link>${s.ref}</a>`;
+  if (s.kind === 'other') return html`${s.ref}`;
+  const current = still.ids.get(s.kind)?.get(s.id);
+  if (current === undefined) return html`${s.ref} <span class="muted">(${RECORD_KINDS[s.kind].name.toLowerCase()} no longer exists)</span>`;
+  return html`<a href="${RECORD_PAGE[s.kind](current)}" data-record-link>${current}</a>`;
 }
 
 /** The change feed for operations people: what changed and when, newest first, each event's data viewable. */
@@ -26,6 +78,12 @@ export function eventRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const events = await ctx.services.events.recent(s.orgId, { before, type: type || null, limit: PAGE_SIZE + 1 });
     const shown = events.slice(0, PAGE_SIZE);
     const older = events.length > PAGE_SIZE ? shown[shown.length - 1]!.sequence : null;
+    // One lookup per kind for the whole page: which records still exist (to link) and their references.
+    const subjects = shown.map(subjectOf);
+    const ids: Partial<Record<ReferencedRecordKind, string[]>> = {};
+    for (const subject of subjects) if ('id' in subject) (ids[subject.kind] ??= []).push(subject.id);
+    const locationRefs = subjects.flatMap((s) => (s.kind === 'market_rate' ? [s.origin, s.destination].filter((r): r is string => r !== null) : []));
+    const still = await ctx.services.insights.recordsStillThere(s.orgId, { ids, locationRefs });
     const typeSelect = html`<form class="inline" method="get" action="/events" role="search">
   <div><label for="type">Type</label><select id="type" name="type">
     <option value=""${type === '' ? html` selected` : ''}>All types</option>
@@ -43,10 +101,8 @@ ${shown.length === 0
   : html`<div class="table-wrap"><table>
   <caption>Events, newest first (times in UTC)</caption>
   <thead><tr><th scope="col" class="num">Sequence</th><th scope="col">Time</th><th scope="col">Type</th><th scope="col">Record</th><th scope="col">Data</th></tr></thead>
-  <tbody>${shown.map((e) => {
-    const data = e.data as { id?: unknown; external_reference_id?: unknown };
-    const ref = typeof data.external_reference_id === 'string' ? data.external_reference_id : typeof data.id === 'string' ? data.id : '';
-    return html`<tr><td class="num">${e.sequence}</td><td class="nowrap">${utc(e.timestamp)}</td><td><code>${e.type}</code></td><td>${ref}</td>
+  <tbody>${shown.map((e, i) => {
+    return html`<tr><td class="num">${e.sequence}</td><td class="nowrap">${utc(e.timestamp)}</td><td><code>${e.type}</code></td><td>${recordCell(subjects[i]!, still)}</td>
     <td><details><summary>View data</summary><pre class="event-data">${JSON.stringify(e.data, null, 2)}</pre></details></td></tr>`;
   })}</tbody>
 </table></div>`}

@@ -1,7 +1,8 @@
 import type { DashboardContext } from '../context.js';
 import { stackedBars } from '../charts.js';
 import { count, utc } from '../format.js';
-import { html, type SafeHtml } from '../html.js';
+import { href, html, type SafeHtml } from '../html.js';
+import type { FailedWriteCursor } from '../../modules/ops/usage.js';
 import { API_DOCS } from './details.js';
 
 /**
@@ -13,7 +14,8 @@ import { API_DOCS } from './details.js';
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const DAYS = 7;
-const FAILED_SHOWN = 50;
+/** Failed writes a page of the Overview (newest first; older and newer pages by keyset). */
+export const FAILED_SHOWN = 10;
 const IGNORED_SHOWN = 100;
 
 function detailSummary(detail: string): string {
@@ -28,7 +30,41 @@ function detailSummary(detail: string): string {
   }
 }
 
-export async function integrationHealth(ctx: DashboardContext, orgId: string): Promise<SafeHtml> {
+/** `2026-11-27T04:00:00.000Z~<id>`: a failed write's place, as the Overview's page links carry it. */
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z)~([A-Za-z0-9_-]{1,64})$/;
+const cursorText = (c: FailedWriteCursor) => `${c.occurred_at}~${c.id}`;
+
+function cursorParam(query: unknown, name: string): FailedWriteCursor | undefined {
+  const v = (query as Record<string, unknown> | undefined)?.[name];
+  const first = Array.isArray(v) ? v[0] : v;
+  const m = typeof first === 'string' ? CURSOR.exec(first.trim()) : null;
+  return m ? { occurred_at: m[1]!, id: m[2]! } : undefined;
+}
+
+/** The Overview's query (`failed_before` / `failed_after`): which page of failed writes; anything malformed is the newest. */
+export function failedWritesPage(query: unknown): { before?: FailedWriteCursor; after?: FailedWriteCursor } {
+  const after = cursorParam(query, 'failed_after');
+  if (after) return { after };
+  const before = cursorParam(query, 'failed_before');
+  return before ? { before } : {};
+}
+
+/** Newer and older pages of failed writes, by the first and last row shown (stable while new failures arrive). */
+function failedPager(failed: { rows: FailedWriteCursor[]; total: number; newer: number }): SafeHtml | string {
+  const first = failed.rows[0];
+  const last = failed.rows[failed.rows.length - 1];
+  const hasOlder = failed.newer + failed.rows.length < failed.total;
+  if (!first || !last || (failed.newer === 0 && !hasOlder)) return '';
+  const link = (q: Record<string, string>) => `${href('/', q)}#failed-writes-title`;
+  return html`<nav class="pager" aria-label="Pages of failed writes">
+  ${failed.newer > FAILED_SHOWN ? html`<a href="/#failed-writes-title">« Newest</a>` : ''}
+  ${failed.newer > 0 ? html`<a href="${link({ failed_after: cursorText(first) })}" rel="prev">← Newer failed writes</a>` : ''}
+  <span>${count(failed.newer + 1)}–${count(failed.newer + failed.rows.length)} of ${count(failed.total)}</span>
+  ${hasOlder ? html`<a href="${link({ failed_before: cursorText(last) })}" rel="next">Older failed writes →</a>` : ''}
+</nav>`;
+}
+
+export async function integrationHealth(ctx: DashboardContext, orgId: string, query?: unknown): Promise<SafeHtml> {
   const { usage, insights } = ctx.services;
   // This instance's counts are written first, so the page shows them.
   await usage.flush();
@@ -37,7 +73,7 @@ export async function integrationHealth(ctx: DashboardContext, orgId: string): P
   const since = new Date(firstHour).toISOString();
   const [hourly, failed, keys, ignored] = await Promise.all([
     usage.hourly(orgId, since),
-    usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN),
+    usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN, failedWritesPage(query)),
     insights.usageKeys(orgId),
     usage.ignoredFields(orgId, new Date(now - DAYS * DAY).toISOString(), IGNORED_SHOWN),
   ]);
@@ -117,13 +153,18 @@ ${shownKeys.filter((k) => byKey.has(k.id)).map((k) =>
 <h3 id="failed-writes-title">Failed writes</h3>
 ${failed.total === 0
   ? html`<p>No failed write in the last ${DAYS} days.</p>`
-  : html`<div class="table-wrap"><table aria-labelledby="failed-writes-title" id="failed-writes">
-  <caption>${count(failed.total)} failed ${failed.total === 1 ? 'write' : 'writes'} (single requests and batch items) in the last ${DAYS} days${failed.total > FAILED_SHOWN ? `, the newest ${FAILED_SHOWN} shown` : ''}; fix the record in the TMS and send it again</caption>
+  : failed.rows.length === 0
+    ? html`<p>No older failed writes in the last ${DAYS} days. <a href="/#failed-writes-title">Show the newest</a>.</p>`
+    : html`<div class="table-wrap"><table aria-labelledby="failed-writes-title" id="failed-writes">
+  <caption>${count(failed.total)} failed ${failed.total === 1 ? 'write' : 'writes'} (single requests and batch items) in the last ${DAYS} days, newest first${
+    failed.total > failed.rows.length ? `; ${count(failed.newer + 1)}–${count(failed.newer + failed.rows.length)} shown` : ''
+  }; fix the record in the TMS and send it again</caption>
   <thead><tr><th scope="col">When</th><th scope="col">Record</th><th scope="col">Operation</th><th scope="col" class="num">Status</th><th scope="col">Detail</th><th scope="col">Request</th></tr></thead>
   <tbody>${failed.rows.map(
     (f) => html`<tr><td class="nowrap">${utc(f.occurred_at)}</td><th scope="row">${f.resource}: ${f.reference ?? html`<span class="muted">no reference</span>`}${f.batch_index !== null ? html`<br><span class="muted">batch item ${f.batch_index}</span>` : ''}</th>
     <td>${f.method} ${f.operation}</td><td class="num">${f.status}</td><td>${detailSummary(f.detail)}</td><td class="mono">${f.request_id ?? ''}</td></tr>`,
-  )}</tbody></table></div>`}
+  )}</tbody></table></div>
+${failedPager(failed)}`}
 <h3 id="ignored-fields-title">Ignored fields</h3>
 ${ignored.length === 0
   ? html`<p>No request of the last ${DAYS} days sent a field the API does not know.</p>`

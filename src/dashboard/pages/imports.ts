@@ -4,7 +4,7 @@ import { FINISHED, type Import } from '../../modules/imports/imports.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html } from '../html.js';
-import { page } from '../layout.js';
+import { page, when } from '../layout.js';
 
 const seconds = (s: number | null) => (s === null ? '—' : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`);
 
@@ -43,7 +43,7 @@ ${items.length === 0
     <td class="num">${i.rows_total === null ? '—' : count(i.rows_total)}</td><td class="num">${count(i.rows_succeeded)}</td><td class="num">${count(i.rows_failed)}</td>
     <td class="num">${i.rows_per_second === null ? '—' : count(Math.round(i.rows_per_second))}</td>
     <td>${FINISHED.has(i.status) ? (i.finished_at ? html`done ${utc(i.finished_at)}` : '') : seconds(i.eta_seconds)}</td>
-    <td class="nowrap">${i.started_at ? utc(i.started_at) : '—'}</td>
+    <td>${i.started_at ? when(i.started_at) : '—'}</td>
     <td>${i.rows_failed > 0 ? html`<a href="/imports/${i.id}/errors" download="${i.id}-errors.ndjson">Download ${count(i.rows_failed)} (NDJSON)</a>` : '—'}</td></tr>`,
   )}</tbody>
 </table></div>`}`;

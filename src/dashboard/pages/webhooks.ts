@@ -97,7 +97,7 @@ ${endpoints.length
   <thead><tr><th scope="col">URL</th><th scope="col">Event types</th><th scope="col">Status</th><th scope="col">Last delivery</th><th scope="col">Created</th></tr></thead>
   <tbody>${endpoints.map(
     (e) => html`<tr>
-  <th scope="row"><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>${e.description ? html`<br><span class="hint">${e.description}</span>` : ''}</th>
+  <th scope="row" class="url"><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>${e.description ? html`<br><span class="hint">${e.description}</span>` : ''}</th>
   <td>${typesText(e.event_types)}</td>
   <td>${statusBadge(e)}</td>
   <td>${outcome(e.last_delivery)}</td>

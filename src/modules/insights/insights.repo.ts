@@ -123,7 +123,7 @@ export function locationByRef(db: Executor, orgId: string, ref: string): Promise
 
 /** Up to 500 of the organization's locations (by name) for the Locations map. */
 export function locationPoints(db: Executor, orgId: string) {
-  return db.selectFrom('locations').select(['external_reference_id', 'name', 'latitude', 'longitude', 'city', 'state']).where('org_id', '=', orgId).orderBy('name').orderBy('id').limit(500).execute();
+  return db.selectFrom('locations').select(['external_reference_id', 'name', 'latitude', 'longitude', 'city', 'state', 'country']).where('org_id', '=', orgId).orderBy('name').orderBy('id').limit(500).execute();
 }
 
 /** Lanes with the most delivered history first (then the most recent), a page at a time. */
@@ -281,6 +281,24 @@ export async function laneSnapshotsNear(db: Executor, orgId: string, equipmentTy
     .orderBy('as_of', 'desc')
     .limit(200)
     .execute();
+}
+
+/** The organization's users of these ids (a load's reps matched to users), with their name and email. */
+export function usersByIds(db: Executor, orgId: string, ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('users').select(['id', 'name', 'email']).where('org_id', '=', orgId).where('id', 'in', [...new Set(ids)]).execute();
+}
+
+/** Of these records of one kind (by id), those that still exist, with their external reference (primary key lookups). */
+export function recordsByIds(db: Executor, orgId: string, table: 'customers' | 'carriers' | 'locations' | 'loads', ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom(table).select(['id', 'external_reference_id']).where('org_id', '=', orgId).where('id', 'in', [...new Set(ids)]).execute();
+}
+
+/** Of these location references, those the organization has. */
+export function locationRefsPresent(db: Executor, orgId: string, refs: string[]) {
+  if (refs.length === 0) return Promise.resolve([]);
+  return db.selectFrom('locations').select('external_reference_id').where('org_id', '=', orgId).where('external_reference_id', 'in', [...new Set(refs)]).execute();
 }
 
 /** Active keys and the revoked ones, for the usage table (at most 200, oldest first). */

@@ -4,7 +4,7 @@ import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { withinRadius } from '../../domain/lane.js';
-import { RECORD_KINDS } from '../../domain/records.js';
+import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
 import type { Coordinates } from '../../geo/index.js';
 import type { RankBy, LanesService } from '../lanes/lanes.service.js';
 import type { LoadsService } from '../loads/loads.service.js';
@@ -20,10 +20,13 @@ import {
   loadsThroughLocation,
   locationByRef,
   locationPoints,
+  locationRefsPresent,
   locationsByIds,
+  recordsByIds,
   overviewCounts,
   searchLoads,
   topLanes,
+  usersByIds,
   watchesNaming,
   type LoadFilters,
 } from './insights.repo.js';
@@ -166,6 +169,25 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
     primaryContacts,
     /** The organization's keys (at most 200) for the usage table. */
     usageKeys: (orgId: string) => apiKeysOf(reader, orgId),
+
+    /** Users of the organization by id (the users a load's reps matched), keyed by id. */
+    async usersByIds(orgId: string, ids: string[]): Promise<Map<string, { name: string; email: string }>> {
+      return new Map((await usersByIds(reader, orgId, ids)).map((u) => [u.id, { name: u.name, email: u.email }]));
+    },
+
+    /**
+     * What of the records a page of events is about still exists (the rows link only to those): by
+     * kind, record id → its external reference; and the location references that exist.
+     */
+    async recordsStillThere(orgId: string, wanted: { ids: Partial<Record<ReferencedRecordKind, string[]>>; locationRefs: string[] }) {
+      const kinds = Object.keys(RECORD_KINDS).filter((k): k is ReferencedRecordKind => k !== 'market_rates');
+      const [found, refs] = await Promise.all([
+        Promise.all(kinds.map((kind) => recordsByIds(reader, orgId, kind, wanted.ids[kind] ?? []))),
+        locationRefsPresent(reader, orgId, wanted.locationRefs),
+      ]);
+      const ids = new Map<ReferencedRecordKind, Map<string, string>>(kinds.map((kind, i) => [kind, new Map(found[i]!.map((r) => [r.id, r.external_reference_id]))]));
+      return { ids, locationRefs: new Set(refs.map((r) => r.external_reference_id)) };
+    },
 
     /** Lanes with the most delivered history first, each end named by a location of the organization. */
     async topLanes(orgId: string, page: number, pageSize: number) {

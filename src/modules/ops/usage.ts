@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../lib/clock.js';
 import type { Db } from '../../lib/db/index.js';
@@ -68,6 +68,12 @@ export interface UsageOptions {
   maxFailedPerOrg?: number;
   /** A 429 is answered before the key's principal is set: the key is found again (a cached read). */
   keyOf?: (presented: string) => Promise<Principal | null>;
+}
+
+/** A failed write's place in the newest-first order (the Overview's pages). */
+export interface FailedWriteCursor {
+  occurred_at: string;
+  id: string;
 }
 
 export const USAGE_FLUSH_MS = 10_000;
@@ -332,19 +338,34 @@ export function usageRecorder(o: UsageOptions) {
         .execute();
     },
 
-    /** Failed writes since `sinceIso`, newest first, at most `limit`; with the count of them all. */
-    async failedWrites(orgId: string, sinceIso: string, limit: number) {
-      const [rows, total] = await Promise.all([
-        db.selectFrom('failed_writes').selectAll().where('org_id', '=', orgId).where('occurred_at', '>=', sinceIso).orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(limit).execute(),
-        db
-          .selectFrom('failed_writes')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('org_id', '=', orgId)
-          .where('occurred_at', '>=', sinceIso)
-          .executeTakeFirst()
-          .then((r) => Number(r?.n ?? 0)),
-      ]);
-      return { rows, total };
+    /**
+     * Failed writes since `sinceIso`, newest first, at most `limit`: the newest, or those just older
+     * (`before`) or just newer (`after`) than a row, by (occurred_at, id), a keyset the
+     * failed_writes_org_idx index serves and that new failures do not shift. With the count of them
+     * all and of those newer than the first row returned (its position).
+     */
+    async failedWrites(orgId: string, sinceIso: string, limit: number, page: { before?: FailedWriteCursor; after?: FailedWriteCursor } = {}) {
+      const since = () => db.selectFrom('failed_writes').where('org_id', '=', orgId).where('occurred_at', '>=', sinceIso);
+      const newerThan = (c: FailedWriteCursor) => (eb: ExpressionBuilder<UsageTables, 'failed_writes'>) =>
+        eb.or([eb('occurred_at', '>', c.occurred_at), eb.and([eb('occurred_at', '=', c.occurred_at), eb('id', '>', c.id)])]);
+      const olderThan = (c: FailedWriteCursor) => (eb: ExpressionBuilder<UsageTables, 'failed_writes'>) =>
+        eb.or([eb('occurred_at', '<', c.occurred_at), eb.and([eb('occurred_at', '=', c.occurred_at), eb('id', '<', c.id)])]);
+      const countOf = (q: ReturnType<typeof since>) => q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst().then((r) => Number(r?.n ?? 0));
+      const newest = (q = since()) => q.selectAll().orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+      const rowsPromise = page.after
+        ? since()
+            .selectAll()
+            .where(newerThan(page.after))
+            .orderBy('occurred_at', 'asc')
+            .orderBy('id', 'asc')
+            .limit(limit)
+            .execute()
+            // Fewer than a page newer than the cursor: that is the newest page, shown whole.
+            .then((r) => (r.length < limit ? newest() : r.reverse()))
+        : newest(page.before ? since().where(olderThan(page.before)) : since());
+      const [rows, total] = await Promise.all([rowsPromise, countOf(since())]);
+      const newer = rows.length > 0 ? await countOf(since().where(newerThan(rows[0]!))) : 0;
+      return { rows, total, newer };
     },
   };
 }
