@@ -149,8 +149,13 @@ export interface UnderwayStop {
   longitude: number;
 }
 
-/** The stops of the organization's loads on their way carried by `carrierIds` (the partial index of 0016). */
-export async function underwayStops(tx: Executor, orgId: string, carrierIds: readonly string[]): Promise<UnderwayStop[]> {
+/**
+ * The stops of the organization's loads on their way carried by `carrierIds` (the partial index of 0016)
+ * that have a stop due (its late_arrival, canonical UTC text) within `due`: a backhaul's delivery deadline
+ * falls in a window before the pickup, so a load with no stop due in it cannot be one (at a million loads
+ * the ranked carriers have hundreds on their way; a handful are due near a given pickup).
+ */
+export async function underwayStops(tx: Executor, orgId: string, carrierIds: readonly string[], due: { from: string; to: string }): Promise<UnderwayStop[]> {
   if (carrierIds.length === 0) return [];
   return tx
     .selectFrom('loads as l')
@@ -161,6 +166,17 @@ export async function underwayStops(tx: Executor, orgId: string, carrierIds: rea
     .where('l.carrier_id', 'in', [...carrierIds])
     // Literal statuses: the partial index's own condition, so both engines use it.
     .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('load_stops as d')
+          .select(sql`1`.as('one'))
+          .whereRef('d.load_id', '=', 'l.id')
+          .where('d.org_id', '=', orgId)
+          .where('d.late_arrival', '>=', due.from)
+          .where('d.late_arrival', '<=', due.to),
+      ),
+    )
     .execute() as Promise<UnderwayStop[]>;
 }
 

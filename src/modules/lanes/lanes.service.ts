@@ -110,6 +110,12 @@ function underwayDestinations(stops: readonly UnderwayStop[]): Map<string, Under
   return out;
 }
 
+/** When a backhaul of any of `lanes` may be due: from 48 h before the earliest pickup to the latest pickup. */
+function backhaulWindow(lanes: readonly LaneRequest[]): { from: string; to: string } {
+  const pickups = lanes.flatMap((l) => (l.pickupAt ? [Date.parse(l.pickupAt)] : []));
+  return { from: new Date(Math.min(...pickups) - BACKHAUL_HOURS * HOUR_MS).toISOString(), to: new Date(Math.max(...pickups)).toISOString() };
+}
+
 /** D14: the latest load of the carrier delivering within 100 miles of this pickup 0–48 h before it. */
 function backhaulFor(lane: LaneRequest, loads: readonly UnderwayLoad[]): Backhaul | null {
   if (!lane.pickupAt) return null;
@@ -205,7 +211,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       carrierCards(tx, orgId, candidates, wanted),
       candidates[0] && candidates[0].org_grace_minutes !== undefined ? candidates[0].org_grace_minutes : graceMinutesOf(tx, orgId),
       anyPriced ? marketHistoryOnLane(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes, laneRules.radiusMiles)) : Promise.resolve([]),
-      anyPickup ? underwayStops(tx, orgId, wanted) : Promise.resolve([]),
+      anyPickup ? underwayStops(tx, orgId, wanted, backhaulWindow(lanes)) : Promise.resolve([]),
     ]);
     const graceMinutes = grace ?? laneRules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
     const underwayLoads = underwayDestinations(underway);
