@@ -75,10 +75,18 @@ describe('roles (D17)', () => {
     const ok = await admin.post('/settings/api-keys/' + key.id + '/limits', { ...form, _csrf: csrfOf((await admin.get('/users')).body) });
     expect(ok.statusCode).toBe(303);
 
-    // A member reads every page, without an admin's forms on it.
-    for (const path of ['/', '/users', '/settings/api-keys', '/settings/webhooks', `/settings/webhooks/${endpoint.id}`, '/settings/integrations', '/settings/recommendations', '/settings/audit-log', '/events', '/account/password']) {
+    // A member reads every page, without an admin's forms on it: every form that posts goes to a route a
+    // member may use (their password, signing out).
+    const memberPosts = routes.filter((r) => r.member).map((r) => r.url);
+    for (const path of [
+      '/', '/users', '/settings/api-keys', `/settings/api-keys/${key.id}/limits`, `/settings/api-keys/${key.id}/rotate`, `/settings/api-keys/${key.id}/revoke`,
+      '/settings/webhooks', `/settings/webhooks/${endpoint.id}`, `/settings/webhooks/${endpoint.id}/rotate`, `/settings/webhooks/${endpoint.id}/delete`,
+      '/settings/integrations', '/settings/recommendations', '/settings/audit-log', '/events', '/imports', '/account/password',
+    ]) {
       const res = await v.get(path);
       expect(res.statusCode, path).toBe(200);
+      const posts = [...res.body.matchAll(/<form[^>]*method="post"[^>]*action="([^"]+)"|<form[^>]*action="([^"]+)"[^>]*method="post"/g)].map((m) => m[1] ?? m[2]);
+      expect(posts.filter((a) => !memberPosts.includes(a!)), path).toEqual([]);
     }
     const usersPage = (await v.get('/users')).body;
     expect(usersPage).not.toContain('action="/users"');

@@ -195,12 +195,14 @@ ${rotate
   The current key stops working after the grace period below: with 0 hours, <strong>immediately</strong>; give your system that long to switch to the new key.</p>`
   : html`<p>Requests that use this key are refused (401) from the next request on. This cannot be undone.</p>`}
 ${o.error ? notice('error', html`<p>${o.error}</p>`, 'alert') : ''}
-<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="${rotate ? 'stack' : 'actions'}">
+${s.userRole !== 'admin'
+  ? html`${adminOnlyNote(rotate ? 'rotate an API key' : 'revoke an API key')}<p><a href="/settings/api-keys">← All API keys</a></p>`
+  : html`<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="${rotate ? 'stack' : 'actions'}">
   ${csrfField(s.csrfToken)}
   ${rotate ? field({ name: 'grace_hours', label: 'Grace period (hours)', type: 'number', value: o.graceHours ?? '0', min: 0, max: MAX_GRACE_HOURS, hint: `How long the current key keeps working beside the new one, 0 to ${MAX_GRACE_HOURS} hours.` }) : ''}
   <button type="submit"${rotate ? '' : html` class="danger"`}>${rotate ? 'Rotate key' : 'Revoke key'}</button>
   <a class="button secondary" href="/settings/api-keys">Cancel</a>
-</form>`,
+</form>`}`,
   });
 }
 
@@ -211,14 +213,16 @@ function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: st
     active: 'settings',
     narrow: true,
     body: html`<h1>Limits of key “${k.name}”</h1>
-${errorSummary(errors)}
+${s.userRole !== 'admin'
+  ? html`${adminOnlyNote('change an API key’s limits or handling')}<dl class="facts"><dt>Requests per minute</dt><dd>${values.per_minute}</dd><dt>Requests per day</dt><dd>${values.per_day}</dd><dt>Strict handling</dt><dd>${values.strict ? 'on' : 'off'}</dd></dl><p><a href="/settings/api-keys">← All API keys</a></p>`
+  : html`${errorSummary(errors)}
 <form class="stack" method="post" action="/settings/api-keys/${segment(k.id)}/limits" novalidate>
   ${csrfField(s.csrfToken)}
   ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${strictCheckbox(values.strict)}
   <div class="actions"><button type="submit">Save limits</button><a class="button secondary" href="/settings/api-keys">Cancel</a></div>
-</form>`,
+</form>`}`,
   });
 }
 

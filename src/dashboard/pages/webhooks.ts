@@ -7,7 +7,7 @@ import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/web
 import { actorOf, checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
-import { csrfField, errorSummary, field, notice, page, pager, settingsTabs, when, type FieldErrors } from '../layout.js';
+import { adminOnlyNote, csrfField, errorSummary, field, notice, page, pager, settingsTabs, when, type FieldErrors } from '../layout.js';
 
 const DONE: Record<string, string> = {
   deleted: 'The endpoint is deleted, with its delivery log.',
@@ -81,7 +81,8 @@ ${autoDisabled.length
 <h2>Webhook endpoints</h2>
 <p>Every change to your customers, carriers, locations, loads and market rates is sent to these endpoints as it commits, signed
 (Standard Webhooks), retried for about three days when the receiver fails.</p>
-<section class="card" aria-labelledby="add-endpoint-title">
+${s.userRole === 'admin'
+  ? html`<section class="card" aria-labelledby="add-endpoint-title">
   <h3 id="add-endpoint-title">Add an endpoint</h3>
   ${errorSummary(errors)}
   <form class="stack" method="post" action="/settings/webhooks" novalidate>
@@ -89,7 +90,8 @@ ${autoDisabled.length
     ${endpointFormFields(values, errors)}
     <div><button type="submit">Add endpoint</button></div>
   </form>
-</section>
+</section>`
+  : adminOnlyNote('add, test, disable, replay, rotate or delete webhook endpoints')}
 <h3>Endpoints</h3>
 ${endpoints.length
   ? html`<div class="table-wrap"><table>
@@ -198,7 +200,8 @@ ${e.disabled_reason === 'gone' || e.disabled_reason === 'failing' ? notice('erro
   <dt>Created</dt><dd>${utc(e.created_at)}</dd>
   <dt>Signing secret</dt><dd>${e.previous_secret_until ? `Rotated: the previous secret also signs until ${utc(e.previous_secret_until)}` : 'One secret (shown only when it was made)'}</dd>
 </dl>
-<h2>Actions</h2>
+${s.userRole === 'admin'
+  ? html`<h2>Actions</h2>
 <div class="actions">
   <form method="post" action="${path}/test">${csrfField(s.csrfToken)}<button type="submit">Send test event</button></form>
   <form method="post" action="${path}/status">${csrfField(s.csrfToken)}<input type="hidden" name="status" value="${e.status === 'enabled' ? 'disabled' : 'enabled'}"><button type="submit" class="secondary">${e.status === 'enabled' ? 'Disable' : 'Enable'}</button></form>
@@ -214,7 +217,8 @@ ${e.disabled_reason === 'gone' || e.disabled_reason === 'failing' ? notice('erro
     ${field({ name: 'after_sequence', label: 'Send again every event after sequence', hint: 'Events this endpoint was already sent (at most 10,000 per replay), oldest first, with their original webhook-id.', type: 'number', value: o.replayValue ?? '', errors: replayErrors, required: true, min: 0 })}
     <div><button type="submit">Replay events</button></div>
   </form>
-</section>
+</section>`
+  : adminOnlyNote('test, disable, replay, rotate or delete this endpoint')}
 <h2>Delivery log</h2>
 <p class="hint">One row per event sent (a replay adds one), newest first; every attempt it took is kept beneath it, with the receiver's answer. Kept as long as the events (EVENT_RETENTION_DAYS, 30 days by default).</p>
 ${log.items.length
@@ -241,11 +245,13 @@ function confirmPage(s: DashboardSession, e: EndpointOverview, action: 'rotate' 
 ${rotate
   ? html`<p>A new secret is made and shown once. For 24 hours every delivery carries two signatures, one with each secret, so your receiver can switch without losing events.</p>`
   : html`<p>No more events are sent to it, and its delivery log is deleted. This cannot be undone.</p>`}
-<form method="post" action="/settings/webhooks/${segment(e.id)}/${action}" class="actions">
+${s.userRole === 'admin'
+  ? html`<form method="post" action="/settings/webhooks/${segment(e.id)}/${action}" class="actions">
   ${csrfField(s.csrfToken)}
   <button type="submit"${rotate ? '' : html` class="danger"`}>${rotate ? 'Rotate secret' : 'Delete endpoint'}</button>
   <a class="button secondary" href="/settings/webhooks/${segment(e.id)}">Cancel</a>
-</form>`,
+</form>`
+  : html`${adminOnlyNote(rotate ? 'rotate an endpoint’s signing secret' : 'delete an endpoint')}<p><a href="/settings/webhooks/${segment(e.id)}">← Back to the endpoint</a></p>`}`,
   });
 }
 
