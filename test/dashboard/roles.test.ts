@@ -211,5 +211,17 @@ describe('audit log in the dashboard (D17)', () => {
     const today = started.slice(0, 10);
     expect((await v.get(`/settings/audit-log?from=${today}&to=${today}&actor_type=user`)).body).toContain('<code>user.role_changed</code>');
     expect((await v.get('/settings/audit-log?to=2001-01-01')).body).toContain('No entries match these filters.');
+    // A filter that cannot be applied is said; the list shows without it.
+    const odd = (await v.get('/settings/audit-log?from=2026-02-30&actor_type=evil&action=%3Cscript%3E')).body;
+    expect(odd).toContain('Not applied:');
+    expect(odd).toContain('From “2026-02-30” is not a day (YYYY-MM-DD)');
+    expect(odd).toContain('Done by “evil” is not user, key or cli');
+    expect(odd).toContain('Action “&lt;script&gt;” is not one of the actions listed');
+    expect(odd).not.toContain('<script>');
+    expect(odd).toContain('<code>webhook_endpoint.deleted</code>');
+    // Past the last page: the last page, filters kept.
+    const past = await v.get('/settings/audit-log?action=key.&page=99');
+    expect(past.statusCode).toBe(303);
+    expect(past.headers.location).toBe('/settings/audit-log?action=key.');
   });
 });

@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '../../modules/audit/audit.schema.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
-import { html } from '../html.js';
-import { page, pager, settingsTabs } from '../layout.js';
+import { href, html } from '../html.js';
+import { notice, page, pager, settingsTabs } from '../layout.js';
 
 const PAGE_SIZE = 50;
 const KINDS = [...new Set(AUDIT_ACTIONS.map((a) => `${a.split('.')[0]}.`))];
@@ -18,7 +18,9 @@ function queryValue(req: FastifyRequest, name: string, max = 64): string {
 function dayStart(text: string, plusDays = 0): string | undefined {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
   const ms = Date.parse(`${text}T00:00:00Z`);
-  return Number.isNaN(ms) ? undefined : new Date(ms + plusDays * 86_400_000).toISOString();
+  // A day that does not exist (February 30th) is not one, though Date.parse rolls it over.
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) return undefined;
+  return new Date(ms + plusDays * 86_400_000).toISOString();
 }
 
 /** Settings → Audit log (D17): who changed users, keys, webhooks, imports and settings, newest first. */
@@ -47,12 +49,24 @@ export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
     });
     const users = await ctx.services.accounts.listUsers(s.orgId);
     const query = { action: action || undefined, actor_type: actorType, actor_id: actorId || undefined, from: since ? from : undefined, to: before ? to : undefined };
+    // Past the last page (an old link, a typed number): the last page, with the same filters.
+    if (result.items.length === 0 && pageNo > 1 && result.pagination.total_pages >= 1) {
+      return reply.redirect(href('/settings/audit-log', { ...query, page: result.pagination.total_pages === 1 ? undefined : result.pagination.total_pages }), 303);
+    }
+    // A filter the page cannot apply is said, not silently dropped (the list shows without it).
+    const notApplied = [
+      ...(actionParam && !action ? [html`Action “${actionParam}” is not one of the actions listed`] : []),
+      ...(actorParam && !actorType ? [html`Done by “${actorParam}” is not user, key or cli`] : []),
+      ...(from && !since ? [html`From “${from}” is not a day (YYYY-MM-DD)`] : []),
+      ...(to && !before ? [html`To “${to}” is not a day (YYYY-MM-DD)`] : []),
+    ];
     const filtered = Object.values(query).some((v) => v !== undefined);
     const body = html`<h1>Settings</h1>
 ${settingsTabs('audit-log')}
 <h2>Audit log</h2>
 <p>Every change to users, API keys, webhook endpoints, imports and settings, newest first, with who made it and from which
 address. Entries are kept 400 days. Integrations read the same log from <code>GET /v2/tms-api/audit-log</code> (scope <code>read:audit</code>).</p>
+${notApplied.length ? notice('error', html`<p>Not applied:</p><ul>${notApplied.map((n) => html`<li>${n}</li>`)}</ul>`, 'alert') : ''}
 <form class="inline" method="get" action="/settings/audit-log" role="search">
   <div><label for="action">Action</label><select id="action" name="action">
     <option value=""${action === '' ? html` selected` : ''}>Every action</option>
