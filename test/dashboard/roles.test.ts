@@ -173,6 +173,9 @@ describe('audit log in the dashboard (D17)', () => {
     const rotated = await v.post(`/settings/api-keys/${key.id}/rotate`, { _csrf: await csrf(), grace_hours: '24' });
     expect(rotated.statusCode).toBe(200);
     expect(rotated.body).toContain('keeps working until');
+    const again = await v.post(`/settings/api-keys/${key.id}/rotate`, { _csrf: await csrf(), grace_hours: '24' });
+    expect(again.statusCode).toBe(409);
+    expect(again.body).toContain('was rotated already: rotate its replacement instead.');
     const newKey = (await t.services.accounts.listKeys(o.orgId)).find((k) => k.id !== key.id)!;
     expect((await v.post(`/settings/api-keys/${newKey.id}/revoke`, { _csrf: await csrf() })).statusCode).toBe(303);
     expect((await v.post('/settings/webhooks', { _csrf: await csrf(), url: 'https://93.184.216.34/hooks' })).statusCode).toBeLessThan(400);

@@ -113,7 +113,7 @@ function keysTable(keys: KeySummary[], caption: string, withActions: boolean): S
 </table></div>`;
 }
 
-async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?: KeyForm; errors?: FieldErrors; done?: string; message?: string } = {}) {
+async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?: KeyForm; errors?: FieldErrors; done?: string; message?: string; refused?: string } = {}) {
   const { accounts } = ctx.services;
   const [connected, keys] = await Promise.all([accounts.isIntegrationConnected(s.orgId), accounts.listKeys(s.orgId)]);
   const active = keys.filter((k) => k.status === 'active').reverse();
@@ -128,6 +128,7 @@ async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?
     body: html`<h1>Settings</h1>
 ${settingsTabs('api-keys')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
+${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
 <h2>API Keys of the TMS API integration</h2>
 ${!admin
   ? adminOnlyNote('create, rotate or revoke API keys or change their limits')
@@ -310,7 +311,9 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!s) return reply;
     checkSessionCsrf(req);
     const old = await accounts.getKey(s.orgId, keyIdOf(req.params));
-    if (old.status !== 'active' || old.replaced_by_key_id) return reply.redirect('/settings/api-keys', 303);
+    // Sent twice (a second tab, the back button): said, as the command line says it.
+    if (old.replaced_by_key_id) return sendPage(reply, await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) was rotated already: rotate its replacement instead.` }), 409);
+    if (old.status !== 'active') return sendPage(reply, await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) is ${old.status}: only an active key can be rotated.` }), 409);
     const graceText = formText(req.body, 'grace_hours').trim() || '0';
     const graceHours = /^\d{1,4}$/.test(graceText) ? Number(graceText) : NaN;
     if (!Number.isInteger(graceHours) || graceHours > MAX_GRACE_HOURS) {
