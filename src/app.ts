@@ -284,7 +284,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   await app.register(
     dashboardPlugin({
       writeRoutes: dashboardWriteRoutes,
-      services: { ...services, insights, lanes, usage, audit, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q) }, imports: imports.service },
+      services: { ...services, insights, lanes, usage, audit, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q), retentionDays: config.eventRetentionDays }, imports: imports.service },
       webhooks: webhooks.service,
       store,
       clock,

@@ -40,7 +40,8 @@ export interface DashboardServices {
   /** The change feed, newest first (the Events page). */
   /** The audit log (D17). */
   audit: AuditService;
-  events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]> };
+  /** `retentionDays`: how long events are kept (EVENT_RETENTION_DAYS). */
+  events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]>; retentionDays: number };
   /** D15: imports (the Imports page). */
   imports?: ImportsService;
 }

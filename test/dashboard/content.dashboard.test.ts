@@ -46,7 +46,8 @@ function section(body: string, start: string, end: string): string {
 }
 
 beforeAll(async () => {
-  t = await startDashboardApp();
+  // A retention other than the default: the Events page says the one in force.
+  t = await startDashboardApp({ config: { eventRetentionDays: 45 } });
   const org = await orgWithUser(t);
   orgId = org.orgId;
   key = (await t.services.accounts.createKey(orgId, { name: 'Content sync', externalSystem: 'McLeod', scopes: [...SCOPES] })).key;
@@ -131,6 +132,7 @@ describe('reps matched to users', () => {
 
 describe('events link to their records', () => {
   it('each row links to its record while it exists; a deleted load is named, not linked; a market rate links to its lane', async () => {
+    expect((await visitor.get('/events')).body).toContain('Events are kept 45 days.');
     const body = await bodyOf('/events');
     const rows = [...body.matchAll(/<tr><td class="num">\d+<\/td><td class="nowrap">[^<]*<\/td><td><code>([a-z_.]+)<\/code><\/td><td>(.*?)<\/td>\s*<td><details>/gs)].map((m) => ({ type: m[1]!, cell: m[2]! }));
     const cellOf = (type: string, ref: string) => rows.find((r) => r.type === type && r.cell.includes(ref))?.cell;

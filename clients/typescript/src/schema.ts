@@ -315,7 +315,7 @@ export interface paths {
         };
         /**
          * The change feed: every committed change, oldest first
-         * @description Store `next_after` and ask again with `after=next_after`; page at once while `has_more` is true. A 410 means the events after your `after` were pruned (retention 30 days): resynchronise with the list endpoints and `updated_since`, then continue from the sequence in the `X-Events-Kept-After` header.
+         * @description Store `next_after` and ask again with `after=next_after`; page at once while `has_more` is true. A 410 means the events after your `after` were pruned (retention EVENT_RETENTION_DAYS, 30 days by default): resynchronise with the list endpoints and `updated_since`, then continue from the sequence in the `X-Events-Kept-After` header.
          */
         get: operations["listEvents"];
         put?: never;
@@ -6446,7 +6446,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Return the events after this sequence: 0 (the default) for the oldest kept, else the `next_after` of your last page. */
+                /** @description Return the events after this sequence: 0 (the default) to start from the first event, else the `next_after` of your last page. Once events have been pruned (EVENT_RETENTION_DAYS), 0 is answered 410 like any position before the oldest kept: continue from the sequence in `X-Events-Kept-After`. */
                 after?: number;
                 /** @description Only these event types, comma-separated (one or more of: customer.created, customer.updated, customer.deleted, carrier.created, carrier.updated, carrier.deleted, location.created, location.updated, location.deleted, load.created, load.updated, load.deleted, load.status_changed, load.recommendations_changed, load.stop_arrived, load.stop_departed, market_rate.created, import.completed). */
                 types?: string;

@@ -94,7 +94,7 @@ export function eventRoutes(app: FastifyInstance, ctx: DashboardContext) {
 </form>`;
     const body = html`<h1>Events</h1>
 <p>Every change committed to your data, newest first: what your integration reads from <code>GET /v2/tms-api/events</code>
-(or receives by webhook), in the same order and with the same data. Events are kept 30 days.</p>
+(or receives by webhook), in the same order and with the same data. Events are kept ${ctx.services.events.retentionDays} days.</p>
 ${typeSelect}
 ${shown.length === 0
   ? html`<p>${before ? 'No older events.' : type ? 'No events of this type yet.' : 'No events yet: they appear as your TMS writes customers, carriers, locations, loads and market rates.'}</p>`

@@ -16,7 +16,7 @@ export function eventRoutes(app: FastifyInstance, events: EventsService, reader:
       operationId: 'listEvents',
       summary: 'The change feed: every committed change, oldest first',
       description:
-        'Store `next_after` and ask again with `after=next_after`; page at once while `has_more` is true. A 410 means the events after your `after` were pruned (retention 30 days): resynchronise with the list endpoints and `updated_since`, then continue from the sequence in the `X-Events-Kept-After` header.',
+        'Store `next_after` and ask again with `after=next_after`; page at once while `has_more` is true. A 410 means the events after your `after` were pruned (retention EVENT_RETENTION_DAYS, 30 days by default): resynchronise with the list endpoints and `updated_since`, then continue from the sequence in the `X-Events-Kept-After` header.',
       querystring: EventListQuery,
       response: { 200: Type.Ref(EventPage, { description: 'Events after `after`, oldest first, of the kinds the key may read.' }) },
     },

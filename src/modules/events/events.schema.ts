@@ -15,7 +15,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const MAX_EVENTS_PAGE = 500;
 
 export const EventListQuery = Type.Object({
-  after: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Return the events after this sequence: 0 (the default) for the oldest kept, else the `next_after` of your last page.' }),
+  after: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Return the events after this sequence: 0 (the default) to start from the first event, else the `next_after` of your last page. Once events have been pruned (EVENT_RETENTION_DAYS), 0 is answered 410 like any position before the oldest kept: continue from the sequence in `X-Events-Kept-After`.' }),
   types: Type.Optional(Type.String({ maxLength: 1000, description: `Only these event types, comma-separated (one or more of: ${EVENT_TYPES.join(', ')}).` })),
   limit: Type.Integer({ minimum: 1, maximum: MAX_EVENTS_PAGE, default: 100, description: 'Events per page, 1 to 500.' }),
 });
