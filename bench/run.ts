@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { allUsZipCodes } from '../src/geo/postal.js';
+import { rssMb } from './servers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -80,15 +81,6 @@ async function waitFor(url: string, timeoutMs = 600_000) {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`${url} did not come up`);
-}
-
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 interface Scenario {

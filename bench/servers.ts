@@ -88,3 +88,13 @@ export function cpuMs(pid: number): number {
     return 0;
   }
 }
+
+/** A process's resident memory in MB (Linux /proc; 0 elsewhere or once it has exited). */
+export function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { mainPlaceIn, nearestPlace } from '../../src/geo/index.js';
 import type { TestApp } from '../helpers.js';
-import { Visitor, orgWithUser, startDashboardApp } from './support.js';
+import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './support.js';
 
 /**
  * Issue 30's dashboard content, through app.inject on both engines: a rep matched to a user shows the
@@ -22,14 +22,8 @@ const repEmail = `rosa-${unique}@broker.example`;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function api(method: string, url: string, body?: unknown) {
-  return t.app.inject({ method: method as 'POST', url: `/v2/tms-api${url}`, headers: { 'x-api-key': key }, ...(body === undefined ? {} : { payload: body as never }) });
-}
-
-async function seed(url: string, body: unknown) {
-  const res = await api('POST', url, body);
-  expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
-}
+const api = (method: string, url: string, body?: unknown) => apiAs(t, key, method, url, body);
+const seed = (url: string, body: unknown) => seedAs(t, key, url, body);
 
 const bodyOf = async (url: string, status = 200) => {
   // As a browser does, the fragment stays on this side.

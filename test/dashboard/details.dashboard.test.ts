@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import type { TestApp } from '../helpers.js';
-import { Visitor, orgWithUser, startDashboardApp } from './support.js';
+import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './support.js';
 
 /**
  * Issue 19 through app.inject, on both engines: detail pages (location, carrier, customer, D7 lane),
@@ -18,14 +18,8 @@ const DAY = 86_400_000;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function api(method: string, url: string, body?: unknown) {
-  return t.app.inject({ method: method as 'POST', url: `/v2/tms-api${url}`, headers: { 'x-api-key': key }, ...(body === undefined ? {} : { payload: body as never }) });
-}
-
-async function seed(url: string, body: unknown) {
-  const res = await api('POST', url, body);
-  expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
-}
+const api = (method: string, url: string, body?: unknown) => apiAs(t, key, method, url, body);
+const seed = (url: string, body: unknown) => seedAs(t, key, url, body);
 
 beforeAll(async () => {
   t = await startDashboardApp();
