@@ -401,7 +401,7 @@ ${rows.length === 0
   : html`${mapSvg({
       id: 'lanes-map',
       title: 'Map of the lanes on this page',
-      description: `${rows.length} lanes from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
+      description: `${rows.length} lane${rows.length === 1 ? '' : 's'} from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
       // Drawn between the ends' areas (as the rows name them), busiest first so their names are placed first.
       lines: rows.map((r, i) => {
         const a = areas[i]!;

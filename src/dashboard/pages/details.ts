@@ -115,7 +115,7 @@ async function locationPage(ctx: DashboardContext, orgId: string, ref: string) {
 ${mapSvg({ id: 'location-map', title: `Map of ${loc.name}`, description: `${loc.name} at ${loc.latitude.toFixed(3)}, ${loc.longitude.toFixed(3)}.`, points: [{ latitude: loc.latitude, longitude: loc.longitude, label: loc.name, name: loc.name, kind: 'origin' }] })}
 </div>
 <h2 id="loc-loads">Loads through this location</h2>
-${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(`The ${loads.length === 25 ? '25 newest' : count(loads.length)} loads with a stop here (times in UTC)`, loads, { customer: true, carrier: true })}`;
+${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(loads.length === 1 ? 'The load with a stop here (times in UTC)' : `The ${loads.length === 25 ? '25 newest' : count(loads.length)} loads with a stop here (times in UTC)`, loads, { customer: true, carrier: true })}`;
   return { title: loc.name, body };
 }
 

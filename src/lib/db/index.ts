@@ -170,6 +170,8 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   raw.pragma('synchronous = NORMAL');
   raw.pragma('foreign_keys = ON');
   raw.pragma('busy_timeout = 5000');
+  // The log file is cut back to 64 MiB when it is reset (it keeps its largest size otherwise).
+  raw.pragma('journal_size_limit = 67108864');
   // 16 MiB of page cache: the OS caches the file too, and the server stays within 300 MB (BENCHMARKS.md).
   raw.pragma('cache_size = -16384');
   // Checkpoints beside the requests, not inside the commit that crosses the log's limit.

@@ -35,7 +35,13 @@ let lastRestart = 0;
 const timer = setInterval(() => {
   try {
     const r = passive.get();
-    if (r && r.log > workerData.restartPages && Date.now() - lastRestart >= workerData.restartEveryMs) {
+    if (r && r.log > workerData.restartPages * 4) {
+      // Far past the mark (the short waits kept missing the writer's gaps): wait as long as it takes,
+      // up to a second a tick, so the log never grows without end.
+      db.pragma('busy_timeout = 1000');
+      try { restart.get(); } finally { db.pragma('busy_timeout = ' + workerData.restartWaitMs); }
+      lastRestart = Date.now();
+    } else if (r && r.log > workerData.restartPages && Date.now() - lastRestart >= workerData.restartEveryMs) {
       lastRestart = Date.now();
       restart.get();
     }

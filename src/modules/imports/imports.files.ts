@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,7 +33,8 @@ export function importFiles(root: string) {
     async stagePart(importId: string, n: number, body: Readable): Promise<{ bytes: number; keep(): Promise<void>; discard(): Promise<void> }> {
       const dir = dirOf(importId);
       await mkdir(dir, { recursive: true });
-      const tmp = join(dir, `${partName(n)}.${process.pid}.${Date.now()}.tmp`);
+      // Its own name: two uploads of one part at once never write into the same file.
+      const tmp = join(dir, `${partName(n)}.${randomUUID()}.tmp`);
       let size = 0;
       const limit = new Transform({
         transform(chunk: Buffer, _enc, done) {

@@ -48,6 +48,8 @@ export interface ImportRunnerDeps {
 const EXPIRY_SWEEP_MS = 60_000;
 // How long an import the database could not take a chunk of is left before this process claims it again.
 const RESUME_AFTER_MS = 2_000;
+// Pauses in a row at one checkpoint before the import fails with the database's error (waits 2, 4 … 20 s: about 2 minutes).
+const MAX_PAUSES = 10;
 
 /** The claim was lost (another instance took the import over) or the import was cancelled: the chunk rolls back. */
 class ClaimLost extends Error {
@@ -167,6 +169,8 @@ export function importRunner(deps: ImportRunnerDeps) {
   // Imports this process leaves alone until a time: those whose parts it cannot see (another IMPORTS_DIR),
   // for a minute, to an instance that can; those the database could not take a chunk of, for a moment.
   const resting = new Map<string, number>();
+  // Imports paused because the database could not take a chunk: the checkpoint they paused at, and how often in a row.
+  const paused = new Map<string, { at: number; count: number }>();
 
   /** Runs a claimed import to its end, or until it is lost, cancelled or this process stops. */
   async function run(imp: ImportsTable, claim: string): Promise<void> {
@@ -228,16 +232,22 @@ export function importRunner(deps: ImportRunnerDeps) {
         return;
       }
       if (err instanceof UnreadableUpload) return fail(imp, claim, err.message);
-      if (isDatabaseUnavailable(err)) {
-        // The database could not take a chunk now (SQLite busy past its wait, PostgreSQL restarting or
-        // unreachable, a statement past its timeout): the chunk rolled back whole, so the import is given
-        // back and resumed after its checkpoint (here or by another instance), not failed: a million rows
-        // are not thrown away for a moment's lock.
-        deps.log.warn({ err, import: imp.id }, 'import paused: the database could not take a chunk; resumed after its checkpoint');
-        resting.set(imp.id, Date.now() + RESUME_AFTER_MS);
+      // The database could not take a chunk now (SQLite busy past its wait, PostgreSQL restarting or
+      // unreachable, a statement past its timeout): the chunk rolled back whole, so the import is given
+      // back and resumed after its checkpoint (here or by another instance), not failed: a million rows
+      // are not thrown away for a moment's lock. A cause that does not pass (a full disk, a chunk whose
+      // statement always times out) fails it after MAX_PAUSES pauses in a row without a row gained.
+      const at = Number((await importRow(db, imp.id).catch(() => null))?.checkpoint_row ?? -1);
+      const last = paused.get(imp.id);
+      const pauses = last && last.at === at ? last.count + 1 : 1;
+      if (isDatabaseUnavailable(err) && pauses <= MAX_PAUSES) {
+        paused.set(imp.id, { at, count: pauses });
+        deps.log.warn({ err, import: imp.id, pauses }, 'import paused: the database could not take a chunk; resumed after its checkpoint');
+        resting.set(imp.id, Date.now() + RESUME_AFTER_MS * pauses);
         await releaseImport(db, imp.id, claim).catch(() => undefined);
         return;
       }
+      paused.delete(imp.id);
       deps.log.warn({ err, import: imp.id }, 'import failed');
       await fail(imp, claim, (err as Error).message).catch(() => undefined);
     } finally {

@@ -198,19 +198,27 @@ export function importsService(deps: ImportsServiceDeps) {
       // Kept under the import's row lock, only while the upload is open: `complete` takes the same lock
       // before it counts the parts, so a part is either counted and run, or refused here and never replaces
       // one that was counted. The upload's last activity moves too (its expiry counts from here).
-      const kept =
-        staged !== null &&
-        (await db.transaction().execute(async (tx) => {
-          if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
-          try {
-            await staged.keep();
-          } catch (err) {
-            // Its folder removed while the part streamed in (by hand): not kept, said below.
-            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-            return false;
-          }
-          return true;
-        }));
+      let kept = false;
+      try {
+        kept =
+          staged !== null &&
+          (await db.transaction().execute(async (tx) => {
+            if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
+            try {
+              await staged.keep();
+            } catch (err) {
+              // Its folder removed while the part streamed in (by hand): not kept, said below.
+              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+              return false;
+            }
+            return true;
+          }));
+      } catch (err) {
+        // Not kept: the staged copy goes. (A commit that failed after the rename leaves the part in place,
+        // as sent; the client is answered 5xx and sends it again, which replaces it with the same bytes.)
+        await staged?.discard();
+        throw err;
+      }
       if (staged === null || !kept) {
         await staged?.discard();
         const now = await importById(db, orgId, id);
