@@ -299,10 +299,11 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   app.addHook('onClose', () => webhooks.worker.stop());
   // An import in flight stops after its chunk and is given back (any instance resumes it).
   app.addHook('onClose', () => imports.runner.stop());
-  // Redis is connected now that the synchronous boot work is done; requests that arrived before it
-  // answers would be counted in process, so wait a moment for it (never fails: see createRateLimiter).
-  await rateLimiter.ready(1000);
   await app.ready();
+  // Redis is connected now that the synchronous boot work (geocoder data, route schemas) is done;
+  // requests that arrived before it answers would be counted in process, so wait a moment for it
+  // (never fails: see createRateLimiter).
+  await rateLimiter.ready(1000);
   const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();

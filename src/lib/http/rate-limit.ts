@@ -201,7 +201,10 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout,
-    connectTimeout: 1000,
+    // No request waits for a connection (they are counted in process until it is ready), so this only
+    // bounds how long a connection attempt may take. It is ioredis's default: a short one fires on a
+    // busy boot (timers run before the pending connect is read) and was taken for an outage.
+    connectTimeout: 10_000,
     // Keep reconnecting (quickly at first, then every second) for as long as the process lives.
     retryStrategy: (times) => Math.min(times * 100, 1000),
     // Connected by ready(), once the app is built: a command in flight while the boot runs synchronous
