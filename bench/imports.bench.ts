@@ -4,7 +4,7 @@
  * carriers, rates on every load, pickups over two years), uploaded in parts of 64 MiB, completed, and run
  * by the import runner inside `serve` (as a single-process deployment runs it):
  *
- *   npx tsx bench/imports.bench.ts [--db sqlite|postgres|both] [--loads 1000000] [--probe-ms 100]
+ *   npx tsx bench/imports.bench.ts [--db sqlite|postgres|both] [--loads 1000000] [--probe-ms 100] [--profile DIR]
  *
  * For each engine: a fresh database, an organization and key made with the CLI, the server pinned to core
  * 0 (taskset, when present; PostgreSQL and this process on core 1). Figures:
@@ -19,7 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -32,6 +32,8 @@ const { values: args } = parseArgs({
     db: { type: 'string', default: 'both' },
     loads: { type: 'string', default: '1000000' },
     'probe-ms': { type: 'string', default: '100' },
+    // Writes a V8 CPU profile of each server into this folder when it stops (where the time goes).
+    profile: { type: 'string' },
   },
 });
 const LOADS = Number(args.loads);
@@ -155,7 +157,7 @@ try {
     const org = cli(databaseUrl, ['org', 'create', '--name', `imports bench ${engine}`]);
     const key = String(cli(databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']).key);
     const importsDir = join(dir, `parts-${engine}`);
-    const child = startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(PORT), RATE_LIMITS: 'off', IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned);
+    const child = startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(PORT), RATE_LIMITS: 'off', IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []);
     const pid = child.pid!;
     let peakRss = 0;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 200);

@@ -18,9 +18,12 @@ export function pinLoadGenerator(): boolean {
   }
 }
 
-/** `bin` (a path under `cwd`) `serve` with `env` over the environment, on core 0 when pinned; its pid is node's (taskset execs it). */
-export function startServer(cwd: string, bin: string, env: Record<string, string>, pinned: boolean): ChildProcess {
-  const argv = [bin, 'serve'];
+/**
+ * `bin` (a path under `cwd`) `serve` with `env` over the environment, on core 0 when pinned; its pid is
+ * node's (taskset execs it). `nodeArgs` go to node before the script (`--cpu-prof`…).
+ */
+export function startServer(cwd: string, bin: string, env: Record<string, string>, pinned: boolean, nodeArgs: string[] = []): ChildProcess {
+  const argv = [...nodeArgs, bin, 'serve'];
   const [cmd, args] = pinned ? ['taskset', ['-c', '0', process.execPath, ...argv]] : [process.execPath, argv];
   return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
