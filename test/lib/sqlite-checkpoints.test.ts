@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
@@ -40,5 +42,40 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
     expect(largest).toBeLessThan(16 * 1024 * 1024);
     const count = await sql<{ n: number }>`select count(*) as n from filler`.execute(store.db);
     expect(Number(count.rows[0]!.n)).toBe(480);
+  });
+
+  // The checkpoint worker's RESTART holds the write lock for a moment, as does another process on the
+  // file (the CLI beside `serve`). A transaction that reads before it writes (every PUT, every batch)
+  // waits for it: with a plain BEGIN SQLite refused the write at once (SQLITE_BUSY, its busy wait is not
+  // tried once the transaction holds a read snapshot), which the API answered 503.
+  it('a transaction that reads, then writes, waits for another connection’s write lock instead of failing', async () => {
+    const holder = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const db = new (require(workerData.driver))(workerData.path);
+       db.exec('begin immediate');
+       db.prepare('insert into filler (body) values (zeroblob(10))').run();
+       parentPort.postMessage('held');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+       db.exec('commit');
+       db.close();
+       parentPort.postMessage('released');`,
+      { eval: true, workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path: join(dir, 'wal.db') } },
+    );
+    const messages: string[] = [];
+    const released = new Promise<void>((done) => holder.on('message', (m: string) => (messages.push(m), m === 'released' && done())));
+    await new Promise<void>((held) => holder.once('message', () => held()));
+    const started = Date.now();
+    const written = await store.db.transaction().execute(async (tx) => {
+      const before = await sql<{ n: number }>`select count(*) as n from filler`.execute(tx);
+      await sql`insert into filler (body) values (zeroblob(10))`.execute(tx);
+      return Number(before.rows[0]!.n);
+    });
+    await released;
+    await holder.terminate();
+    // It waited for the holder (its row was committed first and counted), and did not fail.
+    expect(messages).toEqual(['held', 'released']);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    const count = await sql<{ n: number }>`select count(*) as n from filler`.execute(store.db);
+    expect(Number(count.rows[0]!.n)).toBe(written + 1);
   });
 });

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect as KyselyDialect } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type DatabaseConnection, type Dialect as KyselyDialect, type Driver } from 'kysely';
 import { tracedDialect } from './tracing.js';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
@@ -159,6 +159,24 @@ async function ensurePostgresDatabase(url: string, onCreated?: (message: string)
   );
 }
 
+/**
+ * SQLite transactions begin IMMEDIATE: they take the write lock at BEGIN, where SQLite waits for it
+ * (busy_timeout) when another connection holds it. A plain BEGIN takes it at the first write, and a
+ * transaction that has read by then is refused at once (SQLITE_BUSY: the busy wait is not tried while
+ * it holds a read snapshot): the checkpoint worker's RESTART (src/lib/db/sqlite-checkpoints.ts) or
+ * another process on the file turned a PUT into a 503 and an import chunk into a retry. One
+ * transaction runs at a time on this process's connection anyway, so beginning IMMEDIATE costs nothing.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection: DatabaseConnection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
+}
+
 function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   const path = sqlitePathFromUrl(url);
   const isNew = path !== ':memory:' && !existsSync(path);
@@ -178,7 +196,7 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   const checkpoints = path === ':memory:' ? null : backgroundCheckpoints(raw, path);
   const log = statementLog();
   const statements = cachingStatements(raw, 500, log);
-  const db = new Kysely<Database>({ dialect: maybeTraced(new SqliteDialect({ database: statements }), 'sqlite', opts) });
+  const db = new Kysely<Database>({ dialect: maybeTraced(new ImmediateSqliteDialect({ database: statements }), 'sqlite', opts) });
   // Without statistics SQLite takes `org_id = ?` (every index leads with it) for selective and walks an
   // organization; `optimize` refreshes stale statistics at start and hourly.
   const refreshPlannerStatistics = () => {
