@@ -221,6 +221,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     log: app.log,
     leaseMs: config.importLeaseMs,
     chunkRows: config.importChunkRows,
+    chunkMs: config.importChunkMs,
     uploadExpiryMs: config.importUploadExpiryMs,
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });

@@ -70,8 +70,14 @@ const EnvSchema = Type.Object({
   IMPORT_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
   /** How long a claimed import stays with its process without news before another instance may resume it, in seconds. */
   IMPORT_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
-  /** Rows per import chunk: one transaction, one checkpoint and one analytics run each. */
+  /** Rows per import chunk at most: one transaction, one checkpoint and one analytics run each. */
   IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
+  /**
+   * How long an import chunk's transaction should take, in ms: chunks are sized to it (up to
+   * IMPORT_CHUNK_ROWS), so the API's writes beside an import wait for at most about this long.
+   * 0: every chunk has IMPORT_CHUNK_ROWS rows.
+   */
+  IMPORT_CHUNK_MS: Type.Integer({ default: 50, minimum: 0, maximum: 60_000 }),
   /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
   IMPORT_UPLOAD_EXPIRY_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
   /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
@@ -138,6 +144,8 @@ export type Config = {
   importLeaseMs: number;
   /** Rows per import chunk (default 1000). */
   importChunkRows: number;
+  /** How long an import chunk should take (ms; 0: fixed chunks of importChunkRows). */
+  importChunkMs: number;
   /** Milliseconds an import may wait for its upload after its last part (IMPORT_UPLOAD_EXPIRY_HOURS, default 24 h). */
   importUploadExpiryMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
@@ -237,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importWorker: env2.IMPORT_WORKER === 'on',
     importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
     importChunkRows: env2.IMPORT_CHUNK_ROWS,
+    importChunkMs: env2.IMPORT_CHUNK_MS,
     importUploadExpiryMs: env2.IMPORT_UPLOAD_EXPIRY_HOURS * 3_600_000,
     otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
     otelServiceName: env2.OTEL_SERVICE_NAME,

@@ -34,8 +34,14 @@ export interface ImportRunnerDeps {
   /** The API's pipeline: the import.completed event is written through it with the import's end. */
   pipeline: WritePipeline;
   log: ImportLog;
-  /** Rows per chunk (one transaction, one checkpoint, one analytics run). */
+  /** Rows per chunk at most (one transaction, one checkpoint, one analytics run). */
   chunkRows?: number;
+  /**
+   * How long a chunk's transaction should take (ms): each chunk is sized from the time per row of the
+   * last ones, up to `chunkRows`. On SQLite's one connection the API's writes wait for the chunk in
+   * flight; this bounds that wait. 0: every chunk has `chunkRows` rows.
+   */
+  chunkMs?: number;
   leaseMs?: number;
   pollMs?: number;
   /** A chunk that fails as a whole (not a row's refusal) is tried again this many times before the import fails. */
@@ -50,6 +56,24 @@ const EXPIRY_SWEEP_MS = 60_000;
 const RESUME_AFTER_MS = 2_000;
 // Pauses in a row at one checkpoint before the import fails with the database's error (waits 2, 4 … 20 s: about 2 minutes).
 const MAX_PAUSES = 10;
+
+const FIRST_CHUNK_ROWS = 128;
+const MIN_CHUNK_ROWS = 16;
+
+/**
+ * The rows of an import's next chunk: `chunkRows` when chunks are not timed (`chunkMs` 0); else 128 for
+ * a run's first chunk (its time per row is not known yet), then the power of two nearest halfway from
+ * the last chunk's size to the one that would have taken `chunkMs` at its time per row, between 16 and
+ * `chunkRows`. Halfway: steady as the time per row drifts (it grows with the tables) and through one
+ * slow chunk (a collection, a checkpoint). Powers of two: few sizes, so few statement texts (a size's
+ * lists of references and multi-row inserts are statements of their own, each compiled and kept).
+ */
+export function nextChunkSize(last: { rows: number; ms: number } | null, opts: { chunkMs: number; chunkRows: number }): number {
+  if (opts.chunkMs <= 0) return opts.chunkRows;
+  if (!last) return Math.min(opts.chunkRows, FIRST_CHUNK_ROWS);
+  const fitting = (opts.chunkMs * last.rows) / Math.max(1, last.ms);
+  return Math.min(opts.chunkRows, Math.max(MIN_CHUNK_ROWS, 2 ** Math.round(Math.log2((last.rows + fitting) / 2))));
+}
 
 /** The claim was lost (another instance took the import over) or the import was cancelled: the chunk rolls back. */
 class ClaimLost extends Error {
@@ -91,6 +115,7 @@ const refOf = (record: unknown): string | null => {
 export function importRunner(deps: ImportRunnerDeps) {
   const { db, clock, files } = deps;
   const chunkRows = deps.chunkRows ?? 1000;
+  const chunkMs = deps.chunkMs ?? 50;
   const leaseMs = deps.leaseMs ?? 30_000;
   const maxAttempts = deps.maxChunkAttempts ?? 5;
   const nowIso = () => toIso(clock.now());
@@ -203,13 +228,20 @@ export function importRunner(deps: ImportRunnerDeps) {
       }
       let checkpoint = Number(imp.checkpoint_row);
       let chunk: UploadRow[] = [];
+      let size = nextChunkSize(null, { chunkMs, chunkRows });
       const rows = uploadRows(files.open(imp.id, imp.parts), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
       try {
         for await (const r of rows) {
           chunk.push(r);
-          if (chunk.length < chunkRows) continue;
+          if (chunk.length < size) continue;
+          const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
+          size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
           chunk = [];
+          // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some
+          // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
+          // (a PUT, a status read) were not even read for many chunks in a row.
+          await new Promise<void>((resolve) => setImmediate(resolve));
           if (lost) throw new ClaimLost();
           if (stopping) {
             // Given back at once: another instance (or this one, restarted) resumes after the checkpoint.

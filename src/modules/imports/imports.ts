@@ -23,6 +23,7 @@ export function importsModule(deps: {
   log: ImportLog;
   leaseMs?: number;
   chunkRows?: number;
+  chunkMs?: number;
   pollMs?: number;
   uploadExpiryMs?: number;
 }) {
@@ -37,6 +38,7 @@ export function importsModule(deps: {
     log: deps.log,
     ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
     ...(deps.chunkRows ? { chunkRows: deps.chunkRows } : {}),
+    ...(deps.chunkMs !== undefined ? { chunkMs: deps.chunkMs } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
   });

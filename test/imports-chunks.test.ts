@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { nextChunkSize } from '../src/modules/imports/imports.runner.js';
+
+// An import's chunk is one transaction: on SQLite a PUT beside the import waits for the chunk in
+// flight, so chunks are sized to take about IMPORT_CHUNK_MS (docs/imports.md).
+describe('the size of an import chunk', () => {
+  const timed = { chunkMs: 50, chunkRows: 1000 };
+
+  it('is IMPORT_CHUNK_ROWS every time when chunks are not timed', () => {
+    expect(nextChunkSize(null, { chunkMs: 0, chunkRows: 1000 })).toBe(1000);
+    expect(nextChunkSize({ rows: 1000, ms: 5000 }, { chunkMs: 0, chunkRows: 1000 })).toBe(1000);
+  });
+
+  it('starts at 128 rows (or IMPORT_CHUNK_ROWS if fewer)', () => {
+    expect(nextChunkSize(null, timed)).toBe(128);
+    expect(nextChunkSize(null, { chunkMs: 50, chunkRows: 100 })).toBe(100);
+  });
+
+  it('moves halfway to the size that takes IMPORT_CHUNK_MS, to the nearest power of two', () => {
+    // 128 rows in 25 ms: 256 would take 50 ms; halfway is 192, nearest power of two 256 (log2 7.58).
+    expect(nextChunkSize({ rows: 128, ms: 25 }, timed)).toBe(256);
+    // 256 rows in 200 ms: 64 would take 50 ms; halfway 160, nearest power of two 128 (log2 7.32).
+    expect(nextChunkSize({ rows: 256, ms: 200 }, timed)).toBe(128);
+    // On target: stays.
+    expect(nextChunkSize({ rows: 128, ms: 50 }, timed)).toBe(128);
+  });
+
+  it('stays between 16 rows and IMPORT_CHUNK_ROWS, whatever the time (a chunk of no measurable time included)', () => {
+    expect(nextChunkSize({ rows: 512, ms: 0 }, timed)).toBe(1000);
+    expect(nextChunkSize({ rows: 1000, ms: 1 }, timed)).toBe(1000);
+    expect(nextChunkSize({ rows: 16, ms: 60_000 }, timed)).toBe(16);
+    expect(nextChunkSize({ rows: 128, ms: 5_000 }, timed)).toBe(64);
+  });
+
+  it('takes few sizes over a run whose time per row drifts (few statement texts)', () => {
+    const sizes = new Set<number>();
+    let size = nextChunkSize(null, timed);
+    for (let i = 0; i < 2000; i++) {
+      const msPerRow = 0.05 + i * 0.0005 + (i % 7 === 0 ? 0.3 : 0);
+      size = nextChunkSize({ rows: size, ms: size * msPerRow }, timed);
+      sizes.add(size);
+    }
+    expect(sizes.size).toBeLessThanOrEqual(8);
+    expect([...sizes].every((s) => s === 1000 || Number.isInteger(Math.log2(s)))).toBe(true);
+  });
+});
