@@ -4,7 +4,11 @@
  * carriers, rates on every load, pickups over two years), uploaded in parts of 64 MiB, completed, and run
  * by the import runner inside `serve` (as a single-process deployment runs it):
  *
- *   npx tsx bench/imports.bench.ts [--db sqlite|postgres|both] [--loads 1000000] [--probe-ms 100] [--profile DIR]
+ *   npx tsx bench/imports.bench.ts [--db sqlite|postgres|both] [--loads 1000000] [--probe-ms 100] [--profile DIR] [--tree DIR]
+ *
+ * `--tree DIR`: the server and the CLI run from that checkout (an earlier commit, for a before/after in
+ * one session; default this one). BENCH_SERVER_NODE_ARGS: node options for the server; BENCH_SERVER_LOG:
+ * a file for its log.
  *
  * For each engine: a fresh database, an organization and key made with the CLI, the server pinned to core
  * 0 (taskset, when present; PostgreSQL and this process on core 1). Figures:
@@ -26,7 +30,6 @@ import { parseArgs } from 'node:util';
 import { onScratchDatabases } from './scratch-databases.js';
 import { pinLoadGenerator, rssMb, startServer, stopServer, waitFor } from './servers.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
   options: {
     db: { type: 'string', default: 'both' },
@@ -34,6 +37,7 @@ const { values: args } = parseArgs({
     'probe-ms': { type: 'string', default: '100' },
     // Writes a V8 CPU profile of each server into this folder when it stops (where the time goes).
     profile: { type: 'string' },
+    tree: { type: 'string' },
   },
 });
 const LOADS = Number(args.loads);
@@ -43,6 +47,8 @@ const LOCATIONS = 50;
 const CARRIERS = 200;
 const CUSTOMERS = 20;
 const PORT = 18_700;
+// The checkout whose server and CLI are measured.
+const root = args.tree ? resolve(args.tree) : join(dirname(fileURLToPath(import.meta.url)), '..');
 const pinned = pinLoadGenerator();
 
 const log = (msg: string) => process.stderr.write(`[imports-bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -157,7 +163,7 @@ try {
     const org = cli(databaseUrl, ['org', 'create', '--name', `imports bench ${engine}`]);
     const key = String(cli(databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']).key);
     const importsDir = join(dir, `parts-${engine}`);
-    const child = startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(PORT), RATE_LIMITS: 'off', IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []);
+    const child = startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(PORT), RATE_LIMITS: 'off', IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])]);
     const pid = child.pid!;
     let peakRss = 0;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 200);
@@ -175,7 +181,11 @@ try {
       // A probe answered other than 200 is counted (with its status), not fatal: what the import does to writes beside it is the point.
       const probe = async () => {
         const r = await request(key, 'PUT', `/v2/tms-api/loads/${probeRefs[probes % probeRefs.length]}`, JSON.stringify({ description: `probe ${probes++}` }));
-        if (r.status !== 200) refused.push(r.status);
+        if (r.status !== 200) {
+          // The first refusal's answer is shown: what the integrator's client would read.
+          if (refused.length === 0) log(`probe answered ${r.status} after ${r.ms.toFixed(0)} ms: ${JSON.stringify(r.json).slice(0, 300)}`);
+          refused.push(r.status);
+        }
         return r.ms;
       };
 

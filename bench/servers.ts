@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
 /**
@@ -25,7 +25,9 @@ export function pinLoadGenerator(): boolean {
 export function startServer(cwd: string, bin: string, env: Record<string, string>, pinned: boolean, nodeArgs: string[] = []): ChildProcess {
   const argv = [...nodeArgs, bin, 'serve'];
   const [cmd, args] = pinned ? ['taskset', ['-c', '0', process.execPath, ...argv]] : [process.execPath, argv];
-  return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_SERVER_LOG=<file>: the server's log (its stdout) is appended there instead of dropped.
+  const out = process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'a') : 'ignore';
+  return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', out, 'inherit'] });
 }
 
 export async function waitFor(url: string, timeoutMs = 600_000): Promise<void> {
