@@ -19,17 +19,17 @@ describe('the size of an import chunk', () => {
   it('moves halfway to the size that takes IMPORT_CHUNK_MS, to the nearest power of two', () => {
     // 128 rows in 25 ms: 256 would take 50 ms; halfway is 192, nearest power of two 256 (log2 7.58).
     expect(nextChunkSize({ rows: 128, ms: 25 }, timed)).toBe(256);
-    // 256 rows in 200 ms: 64 would take 50 ms; halfway 160, nearest power of two 128 (log2 7.32).
-    expect(nextChunkSize({ rows: 256, ms: 200 }, timed)).toBe(128);
+    // 512 rows in 200 ms: 128 would take 50 ms; halfway 320, nearest power of two 256 (log2 8.32).
+    expect(nextChunkSize({ rows: 512, ms: 200 }, timed)).toBe(256);
     // On target: stays.
-    expect(nextChunkSize({ rows: 128, ms: 50 }, timed)).toBe(128);
+    expect(nextChunkSize({ rows: 256, ms: 50 }, timed)).toBe(256);
   });
 
-  it('stays between 16 rows and IMPORT_CHUNK_ROWS, whatever the time (a chunk of no measurable time included)', () => {
+  it('stays between 128 rows and IMPORT_CHUNK_ROWS, whatever the time (a chunk of no measurable time included)', () => {
     expect(nextChunkSize({ rows: 512, ms: 0 }, timed)).toBe(1000);
     expect(nextChunkSize({ rows: 1000, ms: 1 }, timed)).toBe(1000);
-    expect(nextChunkSize({ rows: 16, ms: 60_000 }, timed)).toBe(16);
-    expect(nextChunkSize({ rows: 128, ms: 5_000 }, timed)).toBe(64);
+    expect(nextChunkSize({ rows: 128, ms: 60_000 }, timed)).toBe(128);
+    expect(nextChunkSize({ rows: 512, ms: 5_000 }, timed)).toBe(256);
   });
 
   it('takes few sizes over a run whose time per row drifts (few statement texts)', () => {
@@ -40,7 +40,7 @@ describe('the size of an import chunk', () => {
       size = nextChunkSize({ rows: size, ms: size * msPerRow }, timed);
       sizes.add(size);
     }
-    expect(sizes.size).toBeLessThanOrEqual(8);
+    expect(sizes.size).toBeLessThanOrEqual(4);
     expect([...sizes].every((s) => s === 1000 || Number.isInteger(Math.log2(s)))).toBe(true);
   });
 });
