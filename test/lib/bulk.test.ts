@@ -12,7 +12,7 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
   });
   afterAll(() => t.close());
 
-  it('write every row, with at most 8 statement texts per table whatever the counts', async () => {
+  it('write every row: a set of up to 100 rows in one statement, a larger one with 8 statement texts per table whatever its count', async () => {
     const insert = bulkInsert('lane_stats', ['org_id', 'equipment_type', 'origin_cell', 'destination_cell', 'load_count', 'carrier_count', 'last_delivered_at', 'refreshed_at']);
     const texts = new Set<string>();
     const stop = t.store.statements.watch((s) => {
@@ -21,7 +21,7 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
     let cell = 0;
     let total = 0;
     try {
-      for (let count = 1; count <= 250; count++) {
+      for (let count = 101; count <= 350; count++) {
         const rows = Array.from({ length: count }, () => ({
           org_id: 'org_bulk_test',
           equipment_type: 'DRY_VAN',
@@ -42,5 +42,18 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
     expect(Number(stored.n)).toBe(total);
     // 100 rows, then 64, 32, 16, 8, 4, 2, 1.
     expect(texts.size).toBe(8);
+    // Up to 100 rows: one statement.
+    const single: string[] = [];
+    const stopSingle = t.store.statements.watch((s) => {
+      if (s.includes('insert into "lane_stats"')) single.push(s);
+    });
+    try {
+      await t.store.db.transaction().execute((tx) =>
+        insert(tx, Array.from({ length: 90 }, (_, i) => ({ org_id: 'org_bulk_test', equipment_type: 'REEFER', origin_cell: i, destination_cell: 2, load_count: 1, carrier_count: 1, last_delivered_at: '2026-01-01T00:00:00Z', refreshed_at: '2026-01-01T00:00:00Z' }))),
+      );
+    } finally {
+      stopSingle();
+    }
+    expect(single).toHaveLength(1);
   });
 });

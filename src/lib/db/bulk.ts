@@ -3,10 +3,11 @@ import { dialectOf, type Executor } from './executor.js';
 import { preparedInsert } from './prepared.js';
 import type { Database } from './types.js';
 
-// Rows per INSERT: a batch of 100 loads is one statement per table; larger sets go in slices of this
-// size, and what is left in slices of 64, 32 … 1 rows. Each row count is a statement text compiled and
-// kept (SQLite's multi-row insert of 100 rows is a large program): 8 texts per table, not 100 (an
-// import's chunks of varying size filled the statement cache with them, 60 MB more memory).
+// Rows per INSERT: up to this many rows (a batch of 100 loads) are one statement per table; larger sets
+// go in slices of this size, and what is left after them in slices of 64, 32 … 1 rows. Each row count
+// is a statement text compiled and kept (SQLite's multi-row insert of 100 rows is a large program): an
+// import's chunks of varying size left a text for every count from 1 to 100 per table in the statement
+// cache (60 MB more memory); larger sets now add 7 texts per table at most.
 const ROWS_PER_STATEMENT = 100;
 // Ids per DELETE … IN (…): far below both engines' parameter limits.
 const IDS_PER_STATEMENT = 500;
@@ -44,6 +45,7 @@ export function bulkInsert<T extends keyof Database & string>(table: T, columns:
       await tx.executeQuery({ ...arrays, parameters, queryId: createQueryId() });
       return;
     }
+    if (rows.length <= ROWS_PER_STATEMENT) return insert(tx, rows);
     let i = 0;
     for (; i + ROWS_PER_STATEMENT <= rows.length; i += ROWS_PER_STATEMENT) await insert(tx, rows.slice(i, i + ROWS_PER_STATEMENT));
     for (let size = 64; size >= 1; size >>= 1) {
