@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { importFiles } from '../src/modules/imports/imports.files.js';
-import { ndjsonLines } from '../src/modules/imports/imports.rows.js';
+import { Type } from '@sinclair/typebox';
+import { countRows, ndjsonLines, readCsvHeader, uploadRows } from '../src/modules/imports/imports.rows.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'lanebridge-import-files-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,5 +40,28 @@ describe('an upload read back', () => {
       for await (const _chunk of files.open('imp_gap', 2)) void _chunk;
     };
     await expect(read()).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe('a CSV upload with a part gone', () => {
+  it('fails its count, its rows and its header read with the file system’s error, and the process goes on', async () => {
+    const files = importFiles(dir);
+    await (await files.stagePart('imp_csv_gap', 1, Readable.from([Buffer.from('external_reference_id,name\nC-1,One\n')]))).keep();
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      await expect(countRows(files.open('imp_csv_gap', 2), 'csv', {})).rejects.toThrow(/ENOENT/);
+      const rows = async () => {
+        for await (const _row of uploadRows(files.open('imp_csv_gap', 2), 'csv', { csv: {}, createSchema: Type.Object({ external_reference_id: Type.String(), name: Type.String() }) })) void _row;
+      };
+      await expect(rows()).rejects.toThrow(/ENOENT/);
+      // The header is in part 1: read whole, the missing part is never needed.
+      expect(await readCsvHeader(files.open('imp_csv_gap', 2), {})).toEqual(['external_reference_id', 'name']);
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+    expect(uncaught).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidationIssue } from '../../lib/http/errors.js';
@@ -182,9 +182,22 @@ function csvParser(opts: CsvOptions) {
   });
 }
 
+/**
+ * The records of a CSV upload: the upload and the parser in one pipeline, so that the upload's read
+ * error (a part gone under a running import) fails the records instead of going unheard (`pipe` does
+ * not forward it: an uncaught error that stopped the process), and a consumer that stops early (a
+ * parse error, the header read) closes the upload's file too.
+ */
+function csvRecords(stream: Readable, opts: CsvOptions): ReturnType<typeof csvParser> {
+  const parser = csvParser(opts);
+  // The error reaches the consumer through the parser, which the pipeline destroys with it.
+  pipeline(stream, parser, () => undefined);
+  return parser;
+}
+
 /** The first record of a CSV stream (its header), or null when it has none. */
 export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise<string[] | null> {
-  const parser = stream.pipe(csvParser(opts));
+  const parser = csvRecords(stream, opts);
   try {
     for await (const record of parser) return record as string[];
     return null;
@@ -229,7 +242,7 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
     return;
   }
   const schema = opts.createSchema as unknown as JsonSchema;
-  const parser = stream.pipe(csvParser(opts.csv));
+  const parser = csvRecords(stream, opts.csv);
   let header: CsvHeader | null = null;
   let cellSchemas: JsonSchema[][] = [];
   let row = 0;
@@ -274,6 +287,6 @@ export async function countRows(stream: Readable, format: 'ndjson' | 'csv', csv:
     return n;
   }
   let n = -1;
-  for await (const _record of stream.pipe(csvParser(csv))) n++;
+  for await (const _record of csvRecords(stream, csv)) n++;
   return Math.max(0, n);
 }
