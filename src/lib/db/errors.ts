@@ -31,7 +31,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as DriverError;
   if (!e || typeof e !== 'object') return false;
   if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
-  if (typeof e.code === 'string' && e.code.startsWith('SQLITE_IOERR')) return true;
+  // Extended codes: SQLITE_IOERR_WRITE, SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT, SQLITE_LOCKED_SHAREDCACHE …
+  if (typeof e.code === 'string' && /^SQLITE_(IOERR|BUSY|LOCKED)_/.test(e.code)) return true;
   const msg = e.message ?? '';
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|driver has already been destroyed/i.test(msg);
 }
