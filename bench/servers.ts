@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
 /**
@@ -27,7 +27,10 @@ export function startServer(cwd: string, bin: string, env: Record<string, string
   const [cmd, args] = pinned ? ['taskset', ['-c', '0', process.execPath, ...argv]] : [process.execPath, argv];
   // BENCH_SERVER_LOG=<file>: the server's log (its stdout) is appended there instead of dropped.
   const out = process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'a') : 'ignore';
-  return spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', out, 'inherit'] });
+  const child = spawn(cmd as string, args as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', out, 'inherit'] });
+  // The child has its own copy of the log's descriptor.
+  if (typeof out === 'number') closeSync(out);
+  return child;
 }
 
 export async function waitFor(url: string, timeoutMs = 600_000): Promise<void> {

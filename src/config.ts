@@ -73,9 +73,9 @@ const EnvSchema = Type.Object({
   /** Rows per import chunk at most: one transaction, one checkpoint and one analytics run each. */
   IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
   /**
-   * How long an import chunk's transaction should take, in ms: chunks are sized to it (up to
-   * IMPORT_CHUNK_ROWS), so the API's writes beside an import wait for at most about this long.
-   * 0: every chunk has IMPORT_CHUNK_ROWS rows.
+   * How long an import chunk's transaction should take, in ms: chunks are sized to it (128 rows to
+   * IMPORT_CHUNK_ROWS), so the API's writes beside an import wait for about this long (longer where
+   * 128 rows take longer). 0: every chunk has IMPORT_CHUNK_ROWS rows.
    */
   IMPORT_CHUNK_MS: Type.Integer({ default: 50, minimum: 0, maximum: 60_000 }),
   /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
