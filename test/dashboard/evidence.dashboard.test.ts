@@ -9,12 +9,13 @@ import { Visitor, apiPost, orgWithUser, startDashboardApp } from './support.js';
 let t: TestApp;
 let visitor: Visitor;
 let key = '';
+let ratesKey = '';
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 async function seed(url: string, body: unknown) {
-  const res = await apiPost(t, key, `/v2/tms-api${url}`, body);
+  const res = await apiPost(t, url === '/market-rates' ? ratesKey : key, `/v2/tms-api${url}`, body);
   expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
 }
 
@@ -22,6 +23,7 @@ beforeAll(async () => {
   t = await startDashboardApp();
   const org = await orgWithUser(t);
   key = org.key!;
+  ratesKey = (await t.services.accounts.createKey(org.orgId, { name: 'rates', externalSystem: 'vitest', scopes: ['write:rates'] })).key;
   visitor = new Visitor(t);
   await visitor.signIn(org.email, org.password);
   const now = t.clock.now().getTime();
@@ -80,6 +82,49 @@ describe('recommendation evidence on the dashboard (D14)', () => {
     expect(balanced.body).toContain('<strong>balanced score</strong>');
     expect(balanced.body).toContain('Best first by balanced score');
     expect(balanced.body).toMatch(/Balanced score \d+\.\d{4} = score ×/);
+  });
+
+  it('the carrier page shows its price against market per lane and over its lanes, as the recommendations price it', async () => {
+    const now = t.clock.now().getTime();
+    await seed('/locations', { external_reference_id: 'AUS', name: 'Austin Yard', latitude: 30.2672, longitude: -97.7431 });
+    await seed('/locations', { external_reference_id: 'ELP', name: 'El Paso Cross-dock', latitude: 31.7619, longitude: -106.485 });
+    await seed('/carriers', { external_reference_id: 'CAR-PRICED', name: 'Priced Lines' });
+    // D14's example: 2.00 $/mi on the lane before the deliveries, then 2.50 $/mi after the first.
+    await seed('/market-rates', { origin: { location_external_reference_id: 'AUS' }, destination: { location_external_reference_id: 'ELP' }, equipment_type: 'DRY_VAN', rate_per_mile: 2, as_of: iso(now - 30 * DAY) });
+    await seed('/market-rates', { origin: { location_external_reference_id: 'AUS' }, destination: { location_external_reference_id: 'ELP' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5, as_of: iso(now - 15 * DAY) });
+    const priced = (ref: string, daysAgo: number, total: number | null) =>
+      seed('/loads', {
+        external_reference_id: ref,
+        equipment_type: 'DRY_VAN',
+        transport_mode: 'FTL',
+        customer_external_reference_id: 'CUST',
+        status: 'DELIVERED',
+        carrier_external_reference_id: 'CAR-PRICED',
+        total_distance: 1000,
+        ...(total !== null ? { financial_rates: [{ rate_entity: 'CARRIER', amount: total, currency: 'USD', rate_type: 'LINEHAUL' }] } : {}),
+        stops: [
+          { stop_type: 'Pickup', location_external_reference_id: 'AUS', early_arrival: iso(now - daysAgo * DAY - 2 * DAY), late_arrival: iso(now - daysAgo * DAY - 2 * DAY + HOUR) },
+          { stop_type: 'Delivery', location_external_reference_id: 'ELP', early_arrival: iso(now - daysAgo * DAY - 2 * HOUR), late_arrival: iso(now - daysAgo * DAY) },
+        ],
+      });
+    // Each priced at the market as of its delivery (the delivery stop's window end).
+    await priced('P-1', 20, 1900);
+    await priced('P-2', 10, 2600);
+    await priced('P-3', 5, null);
+    const res = await visitor.get('/carriers/CAR-PRICED');
+    expect(res.statusCode).toBe(200);
+    // P-1 delivered 20 days ago, when the market was 2.00: 1,900 ÷ (2.00 × 1,000) = 0.95 (D14's example);
+    // P-2 10 days ago, at 2.50: 2,600 ÷ (2.50 × 1,000) = 1.04. The lower middle of the two is 0.95; the
+    // load without a carrier rate is not priced.
+    const cell = res.body.slice(res.body.indexOf('data-price-vs-market>'), res.body.indexOf('</td>', res.body.indexOf('data-price-vs-market>')));
+    expect(cell).toContain('0.95×');
+    expect(cell).toContain('(2 priced)');
+    expect(res.body).toContain('<p data-price-summary>0.95× the market: the median over 2 priced deliveries on the lanes above');
+    expect(res.body).toContain('5% under market');
+    // The lane with no snapshot (CAR-ONE's Dallas → Houston) prices nothing, and says why.
+    const one = await visitor.get('/carriers/CAR-ONE');
+    expect(one.body).toContain('No delivery of this carrier on the lanes above could be priced');
+    expect(one.body.slice(one.body.indexOf('data-price-vs-market>'), one.body.indexOf('data-price-vs-market>') + 40)).toContain('—');
   });
 
   it('the carrier page shows its on-time trend', async () => {

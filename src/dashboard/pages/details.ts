@@ -121,7 +121,9 @@ ${loads.length === 0 ? emptyState('No load stops here yet.') : loadTable(loads.l
 
 async function carrierPage(ctx: DashboardContext, orgId: string, ref: string) {
   const carrier = await ctx.services.carriers.get(orgId, ref);
-  const { loads, total, lanes, history, places, recommended, onTime, graceMinutes } = await ctx.services.insights.carrierActivity(orgId, carrier.id);
+  const { loads, total, lanes, history, places, recommended, onTime, graceMinutes, price } = await ctx.services.insights.carrierActivity(orgId, carrier.id);
+  const vsMarket = (p: { rate_vs_market: number | null; priced_loads: number } | undefined) =>
+    p?.rate_vs_market != null ? html`${p.rate_vs_market.toFixed(2)}× <span class="muted">(${count(p.priced_loads)} priced)</span>` : '—';
   const months = onTime.slice(-12);
   const scoredAll = onTime.reduce((n, m) => n + m.scored, 0);
   const onTimeAll = onTime.reduce((n, m) => n + m.onTime, 0);
@@ -163,12 +165,12 @@ ${lanes.length === 0
     })}
 <div class="table-wrap"><table aria-labelledby="carrier-lanes">
   <caption>Delivered loads by origin, destination and equipment (the newest ${count(history)} history loads)</caption>
-  <thead><tr><th scope="col">Lane</th><th scope="col">Equipment</th><th scope="col" class="num">Loads</th><th scope="col">Last delivered</th></tr></thead>
+  <thead><tr><th scope="col">Lane</th><th scope="col">Equipment</th><th scope="col" class="num">Loads</th><th scope="col">Last delivered</th><th scope="col" class="num">Price vs market</th></tr></thead>
   <tbody>${lanes.map((l) => {
     const o = places.get(l.origin_location_id);
     const d = places.get(l.destination_location_id);
     return html`<tr><th scope="row">${o && d ? html`<a href="${lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type)}">${o.name} → ${d.name}</a>` : '—'}</th>
-    <td>${label(l.equipment_type)}</td><td class="num">${count(l.loads)}</td><td class="nowrap">${utc(l.last_delivered_at)}</td></tr>`;
+    <td>${label(l.equipment_type)}</td><td class="num">${count(l.loads)}</td><td class="nowrap">${utc(l.last_delivered_at)}</td><td class="num nowrap" data-price-vs-market>${vsMarket(l.price)}</td></tr>`;
   })}</tbody></table></div>`}
 <h2 id="carrier-on-time">On-time delivery</h2>
 ${scoredAll === 0
@@ -185,7 +187,12 @@ ${lineChart({
 <div class="table-wrap"><table aria-labelledby="carrier-on-time"><caption>Scored deliveries per month</caption>
   <thead><tr><th scope="col">Month</th><th scope="col" class="num">Scored</th><th scope="col" class="num">On time</th><th scope="col" class="num">Rate</th></tr></thead>
   <tbody>${months.map((m) => html`<tr><th scope="row">${m.month}</th><td class="num">${m.scored}</td><td class="num">${m.onTime}</td><td class="num">${m.scored ? `${Math.round((m.onTime / m.scored) * 100)}%` : '—'}</td></tr>`)}</tbody></table></div>`}
-<p>Price against market: each lane's page ranks this carrier with its price against the market at each delivery date (open a lane above).</p>
+<h2 id="carrier-price">Price against market</h2>
+${price.rate_vs_market === null
+  ? html`<p>No delivery of this carrier on the lanes above could be priced: that takes a carrier rate, a total distance and a market rate snapshot on the lane as of its delivery date, in the rate’s currency.</p>`
+  : html`<p data-price-summary>${price.rate_vs_market.toFixed(2)}× the market: the median over ${count(price.priced_loads)} priced ${price.priced_loads === 1 ? 'delivery' : 'deliveries'} on the lanes above of the carrier total ÷ (the lane’s market rate per mile at the delivery date × miles)${
+      price.rate_vs_market < 0.97 ? `, ${Math.round((1 - price.rate_vs_market) * 100)}% under market` : price.rate_vs_market > 1.03 ? `, ${Math.round((price.rate_vs_market - 1) * 100)}% over market` : ', about the market'
+    }. Each lane’s figure is in the table above; its page ranks this carrier against the others.</p>`}
 <h2 id="carrier-recommended">Recommended for</h2>
 ${recommended.length === 0
   ? html`<p>No open load has this carrier among its recommendations right now.</p>`

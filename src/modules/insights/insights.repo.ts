@@ -226,7 +226,7 @@ export async function countLoadsOf(db: Executor, orgId: string, by: LoadsBy): Pr
 export function carrierDeliveries(db: Executor, orgId: string, carrierId: string) {
   return db
     .selectFrom('lane_history')
-    .select(['equipment_type', 'origin_location_id', 'destination_location_id', 'delivered_at', 'stop_outcomes', 'carrier_rate_total', 'total_distance'])
+    .select(['equipment_type', 'origin_location_id', 'destination_location_id', 'delivered_at', 'stop_outcomes', 'carrier_rate_total', 'carrier_rate_currency', 'total_distance'])
     .where('org_id', '=', orgId)
     .where('carrier_id', '=', carrierId)
     .orderBy('delivered_at', 'desc')

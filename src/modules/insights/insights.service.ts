@@ -1,4 +1,4 @@
-import { DEFAULT_GRACE_MINUTES, parseOutcomes } from '../../domain/evidence.js';
+import { DEFAULT_GRACE_MINUTES, parseOutcomes, weightedMedian } from '../../domain/evidence.js';
 import { graceMinutesOf } from '../lanes/lanes.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
@@ -42,7 +42,20 @@ export interface CarrierLane {
   destination_location_id: string;
   loads: number;
   last_delivered_at: string;
+  /** D14's price against the market of the carrier's deliveries on the lane (see carrierActivity). */
+  price?: PriceAgainstMarket;
 }
+
+/** The median of total ÷ (market $/mi at the delivery date × miles) over the priced deliveries (null: none priced). */
+export interface PriceAgainstMarket {
+  rate_vs_market: number | null;
+  priced_loads: number;
+}
+
+const priceOf = (ratios: readonly number[]): PriceAgainstMarket => {
+  const median = weightedMedian(ratios.map((value) => ({ value, w: 1 })));
+  return { rate_vs_market: median === null ? null : Math.round(median * 1000) / 1000, priced_loads: ratios.length };
+};
 
 export interface LaneHistoryLoad {
   load_id: string;
@@ -99,7 +112,7 @@ function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: str
  * The reads the dashboard shows beyond the API's own: counts, the loads search, the busiest lanes, and
  * what the detail pages (a location, a carrier, a customer, a D7 lane) show of a record's activity.
  */
-export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules'> }) {
+export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'> }) {
   /** Each carrier's primary contact (else its first), with the carrier's own phone and email as fallback. */
   async function primaryContacts(orgId: string, carrierIds: string[]): Promise<Map<string, PrimaryContact>> {
     const out = new Map<string, PrimaryContact>();
@@ -222,7 +235,19 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
       const lanes = groupByLane(deliveries).slice(0, CARRIER_LANES_SHOWN);
       const places = new Map((await locationsByIds(reader, orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
       const graceMinutes = (await graceMinutesOf(reader, orgId)) ?? deps.lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
-      return { loads, total, lanes, history: deliveries.length, places, recommended, onTime: onTimeByMonth(deliveries, graceMinutes), graceMinutes };
+      // D14's price against the market on each lane shown, and over them all: its deliveries priced as
+      // the recommendations price them (the lane's snapshot as of the delivery date), the median of each.
+      const priceable = lanes.flatMap((lane) => {
+        const origin = places.get(lane.origin_location_id);
+        const destination = places.get(lane.destination_location_id);
+        if (!origin || !destination) return [];
+        const rows = deliveries.filter((r) => r.equipment_type === lane.equipment_type && r.origin_location_id === lane.origin_location_id && r.destination_location_id === lane.destination_location_id);
+        return [{ lane, equipmentType: lane.equipment_type, origin, destination, rows }];
+      });
+      const ratios = await deps.lanes.priceAgainstMarket(reader, orgId, priceable);
+      priceable.forEach((p, i) => (p.lane.price = priceOf(ratios[i]!)));
+      const price = priceOf(ratios.flat());
+      return { loads, total, lanes, history: deliveries.length, places, recommended, onTime: onTimeByMonth(deliveries, graceMinutes), graceMinutes, price };
     },
 
     /**

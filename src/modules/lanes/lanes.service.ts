@@ -141,6 +141,31 @@ function backhaulFor(lane: LaneRequest, loads: readonly UnderwayLoad[]): Backhau
 // The newest few snapshots on a lane are nearly always the answer; the rest are read only when none is within the radius.
 const NEWEST_SNAPSHOTS = 20;
 
+type MarketSnapshot = Awaited<ReturnType<typeof marketHistoryOnLane>>[number];
+
+/**
+ * D14: a lane's market rate per mile as of a delivery date, in a currency (none: USD): of `market` (an
+ * area's snapshots, newest first), the first with both ends within the radius of the lane's ends and as
+ * of that date; null when there is none.
+ */
+function marketRateOn(market: readonly MarketSnapshot[], origin: Coordinates, destination: Coordinates, radiusMiles: number) {
+  const onLane = market.filter(
+    (m) => withinRadius(origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, radiusMiles) && withinRadius(destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, radiusMiles),
+  );
+  return (deliveredAt: string, currency: string | null): number | null => {
+    const snap = onLane.find((m) => m.as_of <= deliveredAt && m.currency === (currency ?? 'USD'));
+    return snap ? Number(snap.rate_per_mile) : null;
+  };
+}
+
+/** A delivery as the carrier page prices it against the market. */
+export interface PricedDelivery {
+  delivered_at: string;
+  carrier_rate_total: number | null;
+  carrier_rate_currency: string | null;
+  total_distance: number | null;
+}
+
 export function lanesService(clock: Clock, rules: LaneRules) {
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
     laneAreaOf(orgId, equipmentType, origin, destination, rules.radiusMiles);
@@ -224,13 +249,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       let work = perLane.get(key);
       if (work) return work;
       const rowsOf = weightedRows(l, history, new Set(ranked.map((r) => r.carrierId)), now, laneRules);
-      const onLane = market.filter((m) => withinRadius(l.origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, laneRules.radiusMiles) && withinRadius(l.destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, laneRules.radiusMiles));
-      const marketAt = (row: WeightedRow) => {
-        const currency = row.carrierRateCurrency ?? 'USD';
-        // Newest first: the first snapshot as of the delivery date, in the row's currency.
-        const snap = onLane.find((m) => m.as_of <= row.deliveredAt && m.currency === currency);
-        return snap ? Number(snap.rate_per_mile) : null;
-      };
+      const rateOn = marketRateOn(market, l.origin, l.destination, laneRules.radiusMiles);
+      const marketAt = (row: WeightedRow) => rateOn(row.deliveredAt, row.carrierRateCurrency);
       perLane.set(key, (work = { rowsOf, marketAt, plain: new Map() }));
       return work;
     };
@@ -300,6 +320,26 @@ export function lanesService(clock: Clock, rules: LaneRules) {
 
   return {
     rules,
+
+    /**
+     * D14's price against the market of deliveries, per lane (two places and an equipment type; the
+     * carrier page): for each of a lane's rows with a carrier total, a distance and a market snapshot on
+     * the lane as of its delivery date in its currency, total ÷ (market $/mi × miles). One read of the
+     * lane's snapshots for each lane with a row to price.
+     */
+    async priceAgainstMarket(tx: Executor, orgId: string, lanes: readonly { equipmentType: string; origin: Coordinates; destination: Coordinates; rows: readonly PricedDelivery[] }[]): Promise<number[][]> {
+      const priced = (r: PricedDelivery) => r.carrier_rate_total !== null && r.total_distance !== null && r.total_distance > 0;
+      return Promise.all(
+        lanes.map(async (l) => {
+          if (!l.rows.some(priced)) return [];
+          const rateOn = marketRateOn(await marketHistoryOnLane(tx, areaOf(orgId, l.equipmentType, l.origin, l.destination)), l.origin, l.destination, rules.radiusMiles);
+          return l.rows.filter(priced).flatMap((r) => {
+            const rate = rateOn(r.delivered_at, r.carrier_rate_currency);
+            return rate !== null && rate > 0 ? [r.carrier_rate_total! / (rate * r.total_distance!)] : [];
+          });
+        }),
+      );
+    },
 
     /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
     async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
