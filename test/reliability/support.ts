@@ -57,6 +57,8 @@ export interface HttpOptions {
   agent?: http.Agent | false;
   /** Called once the whole request body has been handed to the socket. */
   onSent?: () => void;
+  /** The body's last byte is held back until this settles: the request stays in flight, waiting for it. */
+  holdLastByte?: Promise<unknown>;
 }
 
 export function httpRequest(port: number, opts: HttpOptions): Promise<HttpResult> {
@@ -87,7 +89,12 @@ export function httpRequest(port: number, opts: HttpOptions): Promise<HttpResult
     req.setTimeout(opts.timeoutMs ?? 15_000, () => req.destroy(Object.assign(new Error('client timeout'), { code: 'CLIENT_TIMEOUT' })));
     req.on('error', reject);
     if (opts.onSent) req.on('finish', opts.onSent);
-    req.end(payload);
+    const hold = opts.holdLastByte;
+    if (hold && payload !== undefined && payload.length > 1) {
+      // JSON bodies end in an ASCII character: the last character is the last byte.
+      req.write(payload.slice(0, -1));
+      void hold.then(() => req.end(payload.slice(-1)));
+    } else req.end(payload);
   });
 }
 
