@@ -148,6 +148,18 @@ export function confidenceOf(effectiveLoads: number, ratesPerMile: readonly numb
 
 const DAY_MS = 86_400_000;
 
+/** D14: a delivery's price against the market, total ÷ (market $/mi × miles); null when it cannot be priced. */
+export function priceRatio(total: number | null, miles: number | null, marketPerMile: number | null): number | null {
+  if (total === null || !miles || miles <= 0 || marketPerMile === null || marketPerMile <= 0) return null;
+  return total / (marketPerMile * miles);
+}
+
+/** D14's `price`: the weighted median of the priced deliveries' ratios (3 decimals) and how many there were. */
+export function priceSummary(ratios: readonly { value: number; w: number }[]): { rate_vs_market: number | null; priced_loads: number } {
+  const median = weightedMedian(ratios);
+  return { rate_vs_market: median === null ? null : round(median, 3), priced_loads: ratios.length };
+}
+
 /**
  * One carrier's evidence on the lane. `marketAt(row)`: the market rate per mile on the lane as of the
  * row's delivery date in the row's rate currency (null: no snapshot then).
@@ -168,18 +180,18 @@ export function carrierEvidence(
   const ratesPerMile: number[] = [];
   for (const r of rows) {
     if (r.carrierRateTotal === null || !r.totalDistance || r.totalDistance <= 0) continue;
-    const market = opts.marketAt(r);
-    if (market === null || market <= 0) continue;
-    ratios.push({ value: r.carrierRateTotal / (market * r.totalDistance), w: r.w });
+    const value = priceRatio(r.carrierRateTotal, r.totalDistance, opts.marketAt(r));
+    if (value === null) continue;
+    ratios.push({ value, w: r.w });
     ratesPerMile.push(r.carrierRateTotal / r.totalDistance);
   }
-  const median = weightedMedian(ratios);
-  const rateVsMarket = median === null ? null : round(median, 3);
+  const price = priceSummary(ratios);
+  const rateVsMarket = price.rate_vs_market;
 
   const evidence: Evidence = {
     effective_loads: round(effective, 2),
     on_time: { pickup: pickup.summary, delivery: delivery.summary, grace_minutes: opts.graceMinutes },
-    price: { rate_vs_market: rateVsMarket, priced_loads: ratios.length },
+    price,
     backhaul: opts.backhaul,
     confidence: confidenceOf(effective, ratesPerMile, pickup.summary.coverage, delivery.summary.coverage),
   };

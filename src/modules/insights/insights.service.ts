@@ -1,4 +1,4 @@
-import { DEFAULT_GRACE_MINUTES, parseOutcomes, weightedMedian } from '../../domain/evidence.js';
+import { DEFAULT_GRACE_MINUTES, parseOutcomes, priceSummary } from '../../domain/evidence.js';
 import { graceMinutesOf } from '../lanes/lanes.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
@@ -47,15 +47,10 @@ export interface CarrierLane {
 }
 
 /** The median of total ÷ (market $/mi at the delivery date × miles) over the priced deliveries (null: none priced). */
-export interface PriceAgainstMarket {
-  rate_vs_market: number | null;
-  priced_loads: number;
-}
+export type PriceAgainstMarket = ReturnType<typeof priceSummary>;
 
-const priceOf = (ratios: readonly number[]): PriceAgainstMarket => {
-  const median = weightedMedian(ratios.map((value) => ({ value, w: 1 })));
-  return { rate_vs_market: median === null ? null : Math.round(median * 1000) / 1000, priced_loads: ratios.length };
-};
+// Each delivery counts once on the page (the recommendations weigh them by recency).
+const priceOf = (ratios: readonly number[]): PriceAgainstMarket => priceSummary(ratios.map((value) => ({ value, w: 1 })));
 
 export interface LaneHistoryLoad {
   load_id: string;

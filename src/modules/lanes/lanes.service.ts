@@ -5,7 +5,7 @@ import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey } from '../../domain/lane.js';
 import { MAX_RECOMMENDATIONS, WIDENED_RINGS, proximityWeight, rankCarriers, recencyWeight, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
-import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
+import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import {
@@ -334,8 +334,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
           if (!l.rows.some(priced)) return [];
           const rateOn = marketRateOn(await marketHistoryOnLane(tx, areaOf(orgId, l.equipmentType, l.origin, l.destination)), l.origin, l.destination, rules.radiusMiles);
           return l.rows.filter(priced).flatMap((r) => {
-            const rate = rateOn(r.delivered_at, r.carrier_rate_currency);
-            return rate !== null && rate > 0 ? [r.carrier_rate_total! / (rate * r.total_distance!)] : [];
+            const ratio = priceRatio(r.carrier_rate_total, r.total_distance, rateOn(r.delivered_at, r.carrier_rate_currency));
+            return ratio === null ? [] : [ratio];
           });
         }),
       );
