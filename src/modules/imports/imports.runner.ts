@@ -259,6 +259,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       }
       if (chunk.length > 0) await commitChunk(imp, claim, chunk, checkpoint);
       await finish(imp, claim);
+      paused.delete(imp.id);
     } catch (err) {
       if (err instanceof ClaimLost) {
         // Cancelled: its parts go now. Taken over: the new holder runs it.
