@@ -4,7 +4,8 @@
  * analytics), one third open (ACTIVE, recommendations follow-up), events on. This tree against another
  * checkout, in one run:
  *
- *   npx tsx bench/batch-new-loads.bench.ts --base ../base [--db sqlite|postgres|both] [--batches 30] [--warmup 5] [--profile DIR] [--no-pin]
+ *   npx tsx bench/batch-new-loads.bench.ts --base ../base [--db sqlite|postgres|both] [--batches 30] [--warmup 5]
+ *     [--block 1] [--settle 1500] [--compiled] [--profile DIR] [--no-pin]
  *
  * For each engine, each tree gets a fresh database (a SQLite file; a PostgreSQL database beside
  * LANEBRIDGE_BENCH_PG_URL's), an organization and key made with its own CLI, its records (10 locations,
@@ -14,7 +15,7 @@
  * --base only this tree is measured.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,10 +37,20 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     // Each server free to use both cores (its SQLite checkpoint thread beside its event loop), not pinned.
     'no-pin': { type: 'boolean', default: false },
+    // Batches sent to one tree in a row before the other tree's turn (1: the trees alternate batch by
+    // batch, and one tree's follow-up runs beside the other's batches); with more, each block is followed
+    // by --settle ms of quiet so its follow-up ends before the other tree's block.
+    block: { type: 'string', default: '1' },
+    settle: { type: 'string', default: '1500' },
+    // Each tree's compiled build (`npm run build` in it first; bin/lanebridge-compiled), as production runs
+    // it, instead of the TypeScript sources through tsx's loader: profiles then name every function.
+    compiled: { type: 'boolean', default: false },
   },
 });
 const BATCHES = Number(args.batches);
 const WARMUP = Number(args.warmup);
+const BLOCK = Math.max(1, Number(args.block));
+const SETTLE_MS = Number(args.settle);
 // Each tree's server on a core of its own (taskset, when present): the recommendations follow-up a
 // batch leaves behind (beside the requests, D11) then runs beside that server's own next batch, as in a
 // deployment, not beside the other tree's batch. The load generator and PostgreSQL share the cores.
@@ -49,10 +60,19 @@ if (hasTaskset) try {
 } catch {
   hasTaskset = false;
 }
+const BIN = args.compiled ? 'bin/lanebridge-compiled' : 'bin/lanebridge';
 function startServer(cwd: string, bin: string, env: Record<string, string>, core: number): ChildProcess {
-  const argv = [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), bin, 'serve'];
+  // BENCH_SERVER_NODE_ARGS: node options for each server (a --require'd statement timer, say).
+  const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const argv = [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), ...nodeArgs, bin, 'serve'];
   const [cmd, cmdArgs] = hasTaskset ? ['taskset', ['-c', String(core), process.execPath, ...argv]] : [process.execPath, argv];
-  return spawn(cmd as string, cmdArgs as string[], { cwd, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_SERVER_LOG=<file>: each server's log (its stdout, at BENCH_SERVER_LOG_LEVEL, default warn) is
+  // appended there instead of dropped; at info it has each request's responseTime as the server saw it.
+  const out = process.env.BENCH_SERVER_LOG ? openSync(process.env.BENCH_SERVER_LOG, 'a') : 'ignore';
+  const level = process.env.BENCH_SERVER_LOG_LEVEL ?? 'warn';
+  const child = spawn(cmd as string, cmdArgs as string[], { cwd, env: { ...process.env, LOG_LEVEL: level, ...env }, stdio: ['ignore', out, 'inherit'] });
+  if (typeof out === 'number') closeSync(out);
+  return child;
 }
 
 const CITIES = [
@@ -144,7 +164,7 @@ async function send(port: number, key: string, path: string, body: unknown): Pro
 async function start(running: Running[], tree: Tree, databaseUrl: string, port: number): Promise<void> {
   const org = cli(tree, databaseUrl, ['org', 'create', '--name', `bench ${tree.name}`]);
   const key = cli(tree, databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']);
-  const child = startServer(tree.dir, join(tree.dir, 'bin/lanebridge'), { DATABASE_URL: databaseUrl, PORT: String(port), RATE_LIMITS: 'off' }, running.length % 2);
+  const child = startServer(tree.dir, join(tree.dir, BIN), { DATABASE_URL: databaseUrl, PORT: String(port), RATE_LIMITS: 'off' }, running.length % 2);
   const k = String(key.key);
   running.push({ tree, port, key: k, child, ms: [], cpuMs: 0 });
   await waitFor(`http://127.0.0.1:${port}/readyz`);
@@ -192,6 +212,7 @@ async function databases(engine: 'sqlite' | 'postgres', count: number): Promise<
 }
 
 const trees: Tree[] = [{ name: 'this tree', dir: root }, ...(args.base ? [{ name: `base (${args.base})`, dir: resolve(args.base) }] : [])];
+if (args.compiled) for (const tree of trees) execFileSync('npm', ['run', 'build'], { cwd: tree.dir, stdio: ['ignore', 'ignore', 'inherit'] });
 const engines = (args.db === 'both' ? ['sqlite', 'postgres'] : [args.db]) as ('sqlite' | 'postgres')[];
 const rows: string[] = [];
 for (const engine of engines) {
@@ -199,13 +220,18 @@ for (const engine of engines) {
   const running: Running[] = [];
   try {
     for (const [i, tree] of trees.entries()) await start(running, tree, dbs.urls[i]!, 18_700 + i);
-    for (let round = 0; round < WARMUP + BATCHES; round++) {
+    for (let first = 0; first < WARMUP + BATCHES; first += BLOCK) {
       // Alternate which tree goes first, so neither always follows the other's work.
-      const order = round % 2 === 0 ? running : [...running].reverse();
+      const order = (first / BLOCK) % 2 === 0 ? running : [...running].reverse();
       for (const r of order) {
-        if (round === WARMUP) r.cpuMs = -cpuTimeMs(r.child.pid);
-        const { ms } = await send(r.port, r.key, '/v2/tms-api/batch/loads', newLoads(r.tree.name.slice(0, 4), round));
-        if (round >= WARMUP) r.ms.push(ms);
+        for (let round = first; round < Math.min(first + BLOCK, WARMUP + BATCHES); round++) {
+          if (round === WARMUP) r.cpuMs = -cpuTimeMs(r.child.pid);
+          const { ms } = await send(r.port, r.key, '/v2/tms-api/batch/loads', newLoads(r.tree.name.slice(0, 4), round));
+          if (round >= WARMUP) r.ms.push(ms);
+        }
+        // A block's follow-up finishes before the other tree's block starts (it runs beside its own tree's
+        // next batches, as in a deployment, not beside the other tree's).
+        if (BLOCK > 1 && running.length > 1) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       }
     }
     // What the measured batches left behind (the follow-up) counts too: a moment for it to finish.
