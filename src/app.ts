@@ -11,6 +11,7 @@ import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
 import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId, refuseBatchItems } from './lib/http/plumbing.js';
 import { installIgnoredFields } from './lib/http/ignored-fields.js';
+import { foreground } from './lib/http/foreground.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { BatchResultSchema } from './modules/shared/batch.js';
@@ -200,7 +201,14 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes });
-  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log });
+  // The requests in flight: the recommendations follow-up gives way to them between its steps.
+  const requests = foreground();
+  app.addHook('onRequest', (req, reply, done) => {
+    // 'close' comes once the answer is sent or the connection is gone, whichever way the request ended.
+    reply.raw.once('close', requests.enter());
+    done();
+  });
+  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log, foreground: requests });
   /** The record services over a write pipeline (the API's; an import's quiet one). */
   const recordServices = (p: WritePipeline) => ({
     customers: customersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),

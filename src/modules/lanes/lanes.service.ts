@@ -8,6 +8,7 @@ import { MAX_RECOMMENDATIONS, WIDENED_RINGS, proximityWeight, rankCarriers, rece
 import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
+
 import {
   carrierCards,
   equipmentWithSnapshots,
@@ -24,6 +25,9 @@ import {
 } from './lanes.repo.js';
 
 export type { LaneStop };
+
+/** A turn of the event loop: what arrived meanwhile is read before the work goes on. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface LaneLoad {
   id: string;
@@ -368,7 +372,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
      * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
      * (rows outside a load's radius weigh nothing).
      */
-    async recommendMany(tx: Executor, orgId: string, loads: readonly LaneRequest[]): Promise<CarrierRecommendation[][]> {
+    async recommendMany(tx: Executor, orgId: string, loads: readonly LaneRequest[], between: () => Promise<void> = nextTurn): Promise<CarrierRecommendation[][]> {
       const out: CarrierRecommendation[][] = loads.map(() => []);
       const byEquipment = new Map<string, (LaneRequest & { index: number })[]>();
       loads.forEach(({ load, origin, destination, pickupAt }, index) => {
@@ -390,8 +394,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
           const ranked = await recommendOnLanes(tx, orgId, equipment, members, { rules, rankBy: 'history' });
           members.forEach((m, i) => (out[m.index] = ranked[i]!));
           // Requests go first between groups: on SQLite the reads are synchronous, and thousands of
-          // rankings in one go would hold the event loop for seconds.
-          await new Promise((resolve) => setImmediate(resolve));
+          // rankings in one go would hold the event loop for seconds (the follow-up waits for quiet).
+          await between();
         }
       }
       return out;

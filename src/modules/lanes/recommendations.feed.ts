@@ -5,6 +5,7 @@ import { OPEN_STATUSES } from '../../domain/enums.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { LanesService } from './lanes.service.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
+import { NO_FOREGROUND, type Foreground } from '../../lib/http/foreground.js';
 import {
   advanceCursor,
   followUpPosition,
@@ -29,6 +30,9 @@ const WINDOW = 1000;
 const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
 // Announcements written per transaction (about 6 KB each with their evidence).
 const SLICE = 100;
+// The longest a step of a pass waits for the requests in flight to end (a steady stream of requests
+// slows the follow-up down, it never stops it).
+const FOLLOW_UP_WAIT_MS = 250;
 
 export interface FollowUpLog {
   warn(obj: object, msg: string): void;
@@ -64,8 +68,21 @@ const rankedIds = (recs: readonly CarrierRecommendation[]) => JSON.stringify(rec
  *
  * It runs beside the requests, never inside one: a write is answered before its follow-up starts.
  */
-export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: LanesService; radiusMiles: number; gapMs?: number; slice?: number; log?: FollowUpLog }) {
+export function recommendationsFeed(deps: {
+  pipeline: WritePipeline;
+  lanes: LanesService;
+  radiusMiles: number;
+  gapMs?: number;
+  slice?: number;
+  log?: FollowUpLog;
+  /** This process's requests: a pass goes on between its steps once none is in flight (or after `quietWaitMs`). */
+  foreground?: Foreground;
+  quietWaitMs?: number;
+}) {
   const { pipeline, lanes } = deps;
+  const fg = deps.foreground ?? NO_FOREGROUND;
+  const quietWaitMs = deps.quietWaitMs ?? FOLLOW_UP_WAIT_MS;
+  const quiet = () => fg.quiet(quietWaitMs);
   const slice = deps.slice ?? SLICE;
   const reader: Executor = pipeline.reader;
   const near = (cell: number) => cellsWithin(cellCentre(cell).latitude, cellCentre(cell).longitude, deps.radiusMiles + HALF_CELL_DIAGONAL_MILES);
@@ -136,6 +153,7 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
     // share one read of the history: a busy lane has hundreds of open loads).
     const rows = [...targets.values()];
     const pickups = await pickupTimes(reader, orgId, rows.map((w) => w.load_id));
+    await quiet();
     const ranked = await lanes.recommendMany(
       reader,
       orgId,
@@ -145,6 +163,7 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
         destination: { latitude: w.destination_latitude, longitude: w.destination_longitude },
         pickupAt: pickups.get(w.load_id) ?? null,
       })),
+      quiet,
     );
     stats.ranked += rows.length;
 
@@ -162,6 +181,7 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
         const part = rows.slice(s * slice, (s + 1) * slice);
         const partRanked = ranked.slice(s * slice, (s + 1) * slice);
         const last = s === slices - 1;
+        await quiet();
         await pipeline.write(orgId, async (tx, changes) => {
           if ((await followUpTurn(tx, orgId)) !== after) throw new CursorMoved();
           const announced = await watchRows(tx, part.map((r) => r.load_id));
@@ -209,8 +229,9 @@ export function recommendationsFeed(deps: { pipeline: WritePipeline; lanes: Lane
       return busy;
     }
     const run = (async () => {
-      // After the write's answer has gone out (the follow-up is never part of a request).
-      await new Promise((resolve) => setImmediate(resolve));
+      // After the write's answer has gone out (the follow-up is never part of a request), and once the
+      // requests in flight have ended: a push's next batch goes before the follow-up of its last one.
+      await quiet();
       try {
         await pause((lastEnded.get(orgId) ?? -Infinity) + gapMs - Date.now());
         do {

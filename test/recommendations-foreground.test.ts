@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foreground } from '../src/lib/http/foreground.js';
+import { lanesService } from '../src/modules/lanes/lanes.service.js';
+import { recommendationsFeed } from '../src/modules/lanes/recommendations.feed.js';
+import { json, newTenant, startApp, type TestApp } from './helpers.js';
+import { dallasToHouston, seedFreight } from './fixtures.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('foreground: the requests in flight that background work gives way to', () => {
+  it('quiet() goes on at once without requests, when the last one ends, or after its wait', async () => {
+    const fg = foreground();
+    let t0 = performance.now();
+    await fg.quiet(5_000);
+    expect(performance.now() - t0).toBeLessThan(1_000);
+
+    const endA = fg.enter();
+    const endB = fg.enter();
+    expect(fg.inFlight).toBe(2);
+    let done = false;
+    const waiting = fg.quiet(60_000).then(() => (done = true));
+    await sleep(30);
+    endA();
+    endA(); // a second call is ignored: B is still in flight
+    await sleep(30);
+    expect(fg.inFlight).toBe(1);
+    expect(done).toBe(false);
+    endB();
+    await waiting;
+    expect(fg.inFlight).toBe(0);
+
+    const endC = fg.enter();
+    t0 = performance.now();
+    await fg.quiet(80);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(75);
+    expect(fg.inFlight).toBe(1);
+    endC();
+  });
+});
+
+describe('the recommendations follow-up gives way to requests in flight', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // The app's own follow-up only when asked: the one under test is built below over its pipeline.
+    t = await startApp({}, { recommendationFollowUp: 'manual' });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('ranks and announces nothing while a request is in flight, and all of it once the request ends', async () => {
+    const a = await newTenant(t);
+    await seedFreight(a);
+    expect((await a.post('/v2/tms-api/loads', dallasToHouston('FG-OPEN'))).statusCode).toBe(201);
+    expect((await a.post('/v2/tms-api/loads', dallasToHouston('FG-H1', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }))).statusCode).toBe(201);
+
+    const fg = foreground();
+    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
+    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 60_000 });
+    const announcedFor = async (ref: string) =>
+      json(await a.get('/v2/tms-api/events?types=load.recommendations_changed&limit=500')).items.filter((e: { data: { external_reference_id: string } }) => e.data.external_reference_id === ref);
+
+    const endRequest = fg.enter();
+    const run = feed.schedule(a.orgId);
+    await sleep(150);
+    expect(feed.stats).toEqual({ passes: 0, ranked: 0, announced: 0 });
+    expect(await announcedFor('FG-OPEN')).toEqual([]);
+
+    endRequest();
+    await run;
+    expect(feed.stats.passes).toBe(1);
+    expect(feed.stats.announced).toBe(1);
+    const [event] = await announcedFor('FG-OPEN');
+    expect(event.data.carrier_recommendations.map((r: { carrier_external_reference_id: string }) => r.carrier_external_reference_id)).toEqual(['CAR-1']);
+  });
+
+  it('a request that never ends holds each step for the wait at most, not for ever', async () => {
+    const a = await newTenant(t);
+    await seedFreight(a);
+    await a.post('/v2/tms-api/loads', dallasToHouston('FG2-OPEN'));
+    await a.post('/v2/tms-api/loads', dallasToHouston('FG2-H1', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }));
+    const fg = foreground();
+    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
+    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 100 });
+    fg.enter();
+    const started = performance.now();
+    await feed.schedule(a.orgId);
+    // Each step waited its 100 ms: the start of the run, the ranking, its lane group, its one slice.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(feed.stats.announced).toBe(1);
+  });
+});
