@@ -176,7 +176,10 @@ export function lanesService(clock: Clock, rules: LaneRules) {
 
   /** Areas around several lanes at once: the union of their cells and boxes (a superset of each). */
   const unionArea = (orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[], radius = rules.radiusMiles): LaneArea => {
-    const areas = lanes.map((l) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius));
+    // Each distinct pair of places once: a busy lane's open loads mostly share their facilities (the
+    // follow-up ranks a hundred loads of one dock pair together).
+    const distinct = new Map(lanes.map((l) => [`${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}`, l]));
+    const areas = [...distinct.values()].map((l) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius));
     const box = (pick: (a: LaneArea) => LaneArea['originBox']) => ({
       minLat: Math.min(...areas.map((a) => pick(a).minLat)),
       maxLat: Math.max(...areas.map((a) => pick(a).maxLat)),
