@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+import { json, newTenant, startApp, startAppOn, type Tenant, type TestApp } from './helpers.js';
 
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const DAY = 86_400_000;
@@ -272,6 +272,48 @@ describe('market rate snapshots and max_buy_rate (D8)', () => {
     expect(json(await w.a.get('/v2/tms-api/loads/OPEN'))).toMatchObject({ max_buy_rate: 2000, max_buy_rate_source: 'caller' });
     await w.a.put('/v2/tms-api/loads/OPEN', { max_buy_rate: null });
     expect(json(await w.a.get('/v2/tms-api/loads/OPEN')).max_buy_rate_source).toBe('market');
+  });
+});
+
+describe('max_buy_rate from the market, kept per lane between requests', () => {
+  it('follows a snapshot another instance posted, and a batch prices many loads alike', async () => {
+    // A second app on the same database: another process's writes (its own memory, its own connection).
+    const other = await startAppOn(t.config.databaseUrl, {}, { clock: { now: () => new Date(NOW) } });
+    try {
+      const w = await world();
+      const o = await w.location(ORIGIN);
+      const d = await w.location(DEST);
+      const post = (app: TestApp, rate: number, asOf: string) =>
+        app.app.inject({ method: 'POST', url: '/v2/tms-api/market-rates', headers: w.a.headers, payload: { origin: ORIGIN, destination: DEST, equipment_type: 'DRY_VAN', rate_per_mile: rate, as_of: asOf } });
+      expect((await post(t, 2.0, '2026-05-01T00:00:00Z')).statusCode).toBe(201);
+      const open = await w.load('MEMO-OPEN', { from: o, to: d, status: 'ACTIVE' });
+      const miles = open.total_distance as number;
+      expect(open).toMatchObject({ max_buy_rate: Math.round(2.0 * miles * 100) / 100, max_buy_rate_source: 'market' });
+      // Read again (kept), then a newer snapshot through the other instance: the next read shows it.
+      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-OPEN')).max_buy_rate).toBe(Math.round(2.0 * miles * 100) / 100);
+      expect((await post(other, 2.4, '2026-05-20T00:00:00Z')).statusCode).toBe(201);
+      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-OPEN')).max_buy_rate).toBe(Math.round(2.4 * miles * 100) / 100);
+      // A batch of loads on the lane and on a lane without snapshots: each priced as its own read shows it.
+      const items = ['MEMO-B1', 'MEMO-B2'].map((ref, i) => ({
+        operation: 'upsert',
+        external_reference_id: ref,
+        load: {
+          equipment_type: i === 0 ? 'DRY_VAN' : 'REEFER',
+          transport_mode: 'FTL',
+          customer_external_reference_id: 'CUST',
+          status: 'ACTIVE',
+          stops: [
+            { stop_type: 'Pickup', location_external_reference_id: o, early_arrival: '2026-06-02T08:00:00Z', late_arrival: '2026-06-02T10:00:00Z' },
+            { stop_type: 'Delivery', location_external_reference_id: d, early_arrival: '2026-06-03T08:00:00Z', late_arrival: '2026-06-03T12:00:00Z' },
+          ],
+        },
+      }));
+      expect(json(await w.a.post('/v2/tms-api/batch/loads', { items })).success_count).toBe(2);
+      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-B1'))).toMatchObject({ max_buy_rate: Math.round(2.4 * miles * 100) / 100, max_buy_rate_source: 'market' });
+      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-B2'))).toMatchObject({ max_buy_rate: null, max_buy_rate_source: null });
+    } finally {
+      await other.close();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { boxWithin, cellsWithin } from '../../domain/grid.js';
+import type { LaneSnapshot } from '../../domain/lane.js';
 import type { Coordinates } from '../../geo/index.js';
 import { dialectOf, type Executor } from './executor.js';
 import type { Database } from './types.js';
@@ -119,3 +120,67 @@ export async function laneCandidates(tx: Executor, area: LaneArea): Promise<Lane
     .execute();
 }
 
+
+/** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
+export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null): Promise<LaneSnapshot[]> {
+  let q = tx
+    .selectFrom('market_rate_snapshots')
+    .select(SNAPSHOT_COLUMNS)
+    .where((eb) => onLaneIn(tx)(eb as never, area, ''))
+    .orderBy('as_of', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc');
+  if (limit !== null) q = q.limit(limit);
+  return q.execute();
+}
+
+const SNAPSHOT_COLUMNS = ['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'] as const;
+
+/**
+ * The newest `limit` market snapshots in each of `areas` (a list per area, newest first: as_of, then
+ * created_at, then id). PostgreSQL: ONE statement, the areas as a JSON recordset each read through the
+ * snapshots' lane index by a lateral subquery. The answers of a batch's hundred changed open loads each
+ * show a max_buy_rate from the market (D8); read one load at a time, inside the batch's transaction on
+ * its one connection, that was a hundred round trips (about 100 ms of a 124 ms batch, BENCHMARKS.md).
+ * SQLite: one read per area, in process (microseconds each).
+ */
+export async function newestSnapshotsOnLanes(tx: Executor, areas: readonly LaneArea[], limit: number): Promise<LaneSnapshot[][]> {
+  if (areas.length === 0) return [];
+  if (dialectOf(tx) !== 'postgres' || areas.length === 1) return Promise.all(areas.map((area) => snapshotsOnLane(tx, area, limit)));
+  const keys = JSON.stringify(
+    areas.map((a, i) => ({
+      i,
+      org_id: a.orgId,
+      equipment_type: a.equipmentType,
+      oc: a.originCells,
+      dc: a.destinationCells,
+      o0: a.originBox.minLat,
+      o1: a.originBox.maxLat,
+      o2: a.originBox.minLon,
+      o3: a.originBox.maxLon,
+      d0: a.destinationBox.minLat,
+      d1: a.destinationBox.maxLat,
+      d2: a.destinationBox.minLon,
+      d3: a.destinationBox.maxLon,
+    })),
+  );
+  const { rows } = await sql<LaneSnapshot & { i: number }>`
+    select k.i, s.origin_latitude, s.origin_longitude, s.destination_latitude, s.destination_longitude, s.rate_per_mile, s.rate_per_mile_high
+    from json_to_recordset(${keys}::json) as k(i integer, org_id text, equipment_type text, oc integer[], dc integer[],
+      o0 float8, o1 float8, o2 float8, o3 float8, d0 float8, d1 float8, d2 float8, d3 float8)
+    cross join lateral (
+      select m.origin_latitude, m.origin_longitude, m.destination_latitude, m.destination_longitude, m.rate_per_mile, m.rate_per_mile_high,
+             m.as_of, m.created_at, m.id
+      from market_rate_snapshots m
+      where m.org_id = k.org_id and m.equipment_type = k.equipment_type
+        and m.origin_cell = any(k.oc) and m.destination_cell = any(k.dc)
+        and m.origin_latitude >= k.o0 and m.origin_latitude <= k.o1 and m.origin_longitude >= k.o2 and m.origin_longitude <= k.o3
+        and m.destination_latitude >= k.d0 and m.destination_latitude <= k.d1 and m.destination_longitude >= k.d2 and m.destination_longitude <= k.d3
+      order by m.as_of desc, m.created_at desc, m.id desc
+      limit ${limit}
+    ) s
+    order by k.i, s.as_of desc, s.created_at desc, s.id desc`.execute(tx);
+  const out: LaneSnapshot[][] = areas.map(() => []);
+  for (const { i, ...row } of rows) out[i]!.push(row);
+  return out;
+}

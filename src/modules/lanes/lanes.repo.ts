@@ -4,10 +4,10 @@ import { BACKHAUL_STATUSES } from '../../domain/enums.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
-import { laneCandidates, onLane, onLaneIn, type LaneArea, type LaneCandidate } from '../../lib/db/lane-area.js';
+import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneCandidate } from '../../lib/db/lane-area.js';
 import { refreshLaneStats } from '../../lib/db/lane-stats.js';
 
-export { laneCandidates, onLane, refreshLaneStats, type LaneArea, type LaneCandidate };
+export { laneCandidates, onLane, refreshLaneStats, snapshotsOnLane, type LaneArea, type LaneCandidate };
 
 import { laneKeyOf as keyOf } from './lane-history.js';
 
@@ -203,25 +203,18 @@ export async function graceMinutesOf(tx: Executor, orgId: string): Promise<numbe
   return row?.on_time_grace_minutes ?? null;
 }
 
-const snapshotEquipment = prepared<{ orgId: string }, { equipment_type: string }>((db, p) =>
-  db.selectFrom('market_rate_snapshots').select('equipment_type').distinct().where('org_id', '=', p('orgId')),
+const anySnapshot = prepared<{ orgId: string; equipment: string }, { one: number }>((db, p) =>
+  db.selectFrom('market_rate_snapshots').select((eb) => eb.lit(1).as('one')).where('org_id', '=', p('orgId')).where('equipment_type', '=', p('equipment')).limit(1),
 );
 
-/** Equipment types that have any market snapshot in the organization. */
-export async function equipmentWithSnapshots(tx: Executor, orgId: string): Promise<Set<string>> {
-  return new Set((await snapshotEquipment(tx, { orgId })).map((r) => r.equipment_type));
+/**
+ * Which of `equipment` have any market snapshot in the organization: one index probe per type (a
+ * `select distinct` over the organization's snapshots read them all: 28 ms at 160,000 snapshots on
+ * PostgreSQL, in every changed batch's answers).
+ */
+export async function equipmentWithSnapshots(tx: Executor, orgId: string, equipment: Iterable<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const e of new Set(equipment)) if ((await anySnapshot(tx, { orgId, equipment: e })).length > 0) found.add(e);
+  return found;
 }
 
-/** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
-export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null) {
-  const onArea = onLaneIn(tx);
-  let q = tx
-    .selectFrom('market_rate_snapshots')
-    .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'])
-    .where((eb) => onArea(eb as never, area, ''))
-    .orderBy('as_of', 'desc')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc');
-  if (limit !== null) q = q.limit(limit);
-  return q.execute();
-}

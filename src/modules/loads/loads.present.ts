@@ -104,10 +104,12 @@ export function loadPresenter(lanes: LanesService) {
   /** D8: without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane. */
   async function marketRates(tx: Executor, orgId: string, rows: LoadsTable[], parts: LoadParts) {
     const wanted = rows.filter(parts.marketPriced);
-    const rates = await Promise.all(
+    const rates = await lanes.marketMaxBuyRates(
+      tx,
+      orgId,
       wanted.map((r) => {
         const { origin, destination } = laneEnds(parts.stopsByLoad.get(r.id) ?? []);
-        return lanes.marketMaxBuyRate(tx, orgId, { equipment_type: r.equipment_type, origin: origin ?? null, destination: destination ?? null }, r.total_distance);
+        return { equipment_type: r.equipment_type, origin: origin ?? null, destination: destination ?? null, miles: r.total_distance };
       }),
     );
     return new Map(wanted.map((r, i) => [r.id, rates[i]!]));
@@ -126,7 +128,7 @@ export function loadPresenter(lanes: LanesService) {
       namesByIds(tx, 'customers', orgId, unknown.map((r) => r.customer_id)),
       namesByIds(tx, 'carriers', orgId, unknown.flatMap((r) => (r.carrier_id ? [r.carrier_id] : []))),
       repUsers(tx, orgId, rows),
-      rows.some((r) => r.max_buy_rate_source !== 'caller') ? lanes.equipmentWithSnapshots(tx, orgId) : new Set<string>(),
+      lanes.equipmentWithSnapshots(tx, orgId, rows.flatMap((r) => (r.max_buy_rate_source !== 'caller' ? [r.equipment_type] : []))),
     ]);
     const parts: LoadParts = {
       stopsByLoad: groupByLoad(stops),
