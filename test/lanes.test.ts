@@ -277,7 +277,8 @@ describe('market rate snapshots and max_buy_rate (D8)', () => {
 
 describe('max_buy_rate from the market, kept per lane between requests', () => {
   it('follows a snapshot another instance posted, and a batch prices many loads alike', async () => {
-    // A second app on the same database: another process's writes (its own memory, its own connection).
+    // A second app on the same database (startAppOn takes a SQLite path as well): another process's
+    // writes, with its own memory and its own connection.
     const other = await startAppOn(t.config.databaseUrl, {}, { clock: { now: () => new Date(NOW) } });
     try {
       const w = await world();
@@ -289,10 +290,26 @@ describe('max_buy_rate from the market, kept per lane between requests', () => {
       const open = await w.load('MEMO-OPEN', { from: o, to: d, status: 'ACTIVE' });
       const miles = open.total_distance as number;
       expect(open).toMatchObject({ max_buy_rate: Math.round(2.0 * miles * 100) / 100, max_buy_rate_source: 'market' });
-      // Read again (kept), then a newer snapshot through the other instance: the next read shows it.
-      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-OPEN')).max_buy_rate).toBe(Math.round(2.0 * miles * 100) / 100);
+      // Read again: the kept price, no snapshot read. Then a newer snapshot through the other instance:
+      // the next read reads the lane's snapshots again and shows it.
+      const snapshotReads = async (ref: string) => {
+        const seen: string[] = [];
+        const stop = t.store.statements.watch((sql) => seen.push(sql));
+        try {
+          const body = json(await w.a.get(`/v2/tms-api/loads/${ref}`));
+          // The lane's snapshots (not the probe for whether the equipment has any: `select 1 as one`).
+          return { body, reads: seen.filter((sql) => sql.includes('market_rate_snapshots') && sql.includes('rate_per_mile')).length };
+        } finally {
+          stop();
+        }
+      };
+      const again = await snapshotReads('MEMO-OPEN');
+      expect(again.body.max_buy_rate).toBe(Math.round(2.0 * miles * 100) / 100);
+      expect(again.reads).toBe(0);
       expect((await post(other, 2.4, '2026-05-20T00:00:00Z')).statusCode).toBe(201);
-      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-OPEN')).max_buy_rate).toBe(Math.round(2.4 * miles * 100) / 100);
+      const after = await snapshotReads('MEMO-OPEN');
+      expect(after.body.max_buy_rate).toBe(Math.round(2.4 * miles * 100) / 100);
+      expect(after.reads).toBe(1);
       // A batch of loads on the lane and on a lane without snapshots: each priced as its own read shows it.
       const items = ['MEMO-B1', 'MEMO-B2'].map((ref, i) => ({
         operation: 'upsert',

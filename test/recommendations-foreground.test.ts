@@ -74,6 +74,33 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
     expect(event.data.carrier_recommendations.map((r: { carrier_external_reference_id: string }) => r.carrier_external_reference_id)).toEqual(['CAR-1']);
   });
 
+  it('under requests that never end, a pass waits four times the wait in all, not once per lane group', async () => {
+    const a = await newTenant(t);
+    await seedFreight(a);
+    // Twelve open loads on twelve lanes a few degrees apart: twelve groups ranked one after another.
+    for (let i = 0; i < 12; i++) {
+      const post = (ref: string, latitude: number, longitude: number) => a.post('/v2/tms-api/locations', { external_reference_id: ref, name: ref, latitude, longitude, country: 'US' });
+      expect((await post(`FG3-O${i}`, 31 + i * 1.5, -100)).statusCode).toBe(201);
+      expect((await post(`FG3-D${i}`, 31 + i * 1.5, -90)).statusCode).toBe(201);
+      const load = dallasToHouston(`FG3-L${i}`);
+      load.stops[0]!.location_external_reference_id = `FG3-O${i}`;
+      load.stops[1]!.location_external_reference_id = `FG3-D${i}`;
+      expect((await a.post('/v2/tms-api/loads', load)).statusCode).toBe(201);
+    }
+    const fg = foreground();
+    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
+    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 150 });
+    fg.enter();
+    const started = performance.now();
+    await feed.schedule(a.orgId);
+    const took = performance.now() - started;
+    // Waiting at every step would be 150 ms × (the start, the ranking, 12 groups, a slice) = 2.25 s; the
+    // start's wait and the pass's budget of 4 × 150 ms are 750 ms.
+    expect(took).toBeGreaterThanOrEqual(700);
+    expect(took).toBeLessThan(1_900);
+    expect(feed.stats.ranked).toBe(12);
+  });
+
   it('a request that never ends holds each step for the wait at most, not for ever', async () => {
     const a = await newTenant(t);
     await seedFreight(a);

@@ -171,14 +171,17 @@ export interface PricedDelivery {
   total_distance: number | null;
 }
 
-// Lanes whose latest market snapshot is kept (about 100 bytes each).
+// Lanes whose latest market snapshot is kept (a key of about 80 characters and a small entry each).
 const MARKET_MEMO_MAX = 20_000;
 
 export function lanesService(clock: Clock, rules: LaneRules) {
   /**
    * D8's latest snapshot per lane (organization, equipment and the two places), kept with the
    * organization's market counter it was read under: a market-rate write moves the counter in its own
-   * transaction (any process), so an entry under the current counter is what a read would find. A changed
+   * transaction (any process), so an entry under the current counter is what a read would find. (So a
+   * transaction that writes a snapshot must not price loads before it commits: it would keep its own
+   * uncommitted snapshot under the old counter. Only the market-rate write inserts snapshots, and its
+   * answer and event are the snapshot's.) A changed
    * batch's hundred open loads were a hundred lane reads of 400 cell pairs each, about 0.6 ms apiece on
    * PostgreSQL at 160,000 snapshots, in every batch's answers and every open load's GET.
    */
@@ -429,14 +432,17 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       tx: Executor,
       orgId: string,
       loads: readonly { equipment_type: string; origin: Coordinates | null; destination: Coordinates | null; miles: number | null }[],
+      /** The organization's market counter when the caller read it with the loads (one round trip saved). */
+      marketVersion?: number,
     ): Promise<(number | null)[]> {
       const keyOf = loads.map(({ equipment_type, origin, destination, miles }) =>
         miles === null || !origin || !destination ? null : `${orgId}|${equipment_type}|${origin.latitude},${origin.longitude}|${destination.latitude},${destination.longitude}`,
       );
       if (keyOf.every((k) => k === null)) return loads.map(() => null);
-      // The organization's market counter first, the snapshots after it: a snapshot committed between
-      // the two is at worst newer than the counter it is kept under, never older.
-      const version = (await readVersions(tx, orgId)).market_rates;
+      // The organization's market counter first (read here, or by the statement that read the loads), the
+      // snapshots after it: a snapshot committed between the two is at worst newer than the counter it is
+      // kept under, never older.
+      const version = marketVersion ?? (await readVersions(tx, orgId)).market_rates;
       const latestOf = new Map<string, LaneSnapshot | null>();
       const missing = new Map<string, { area: LaneArea; lane: { origin: Coordinates; destination: Coordinates } }>();
       for (const [i, key] of keyOf.entries()) {
@@ -444,6 +450,9 @@ export function lanesService(clock: Clock, rules: LaneRules) {
         const kept = marketMemo.get(key);
         if (kept && kept.version === version) {
           latestOf.set(key, kept.latest);
+          // Most recently used last: the first key is the one evicted.
+          marketMemo.delete(key);
+          marketMemo.set(key, kept);
           continue;
         }
         const { equipment_type, origin, destination } = loads[i]!;

@@ -31,7 +31,7 @@ const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
 // Announcements written per transaction (about 6 KB each with their evidence).
 const SLICE = 100;
 // The longest a step of a pass waits for the requests in flight to end (a steady stream of requests
-// slows the follow-up down, it never stops it).
+// slows the follow-up down, it never stops it); a pass waits four times this in all at most.
 const FOLLOW_UP_WAIT_MS = 250;
 
 export interface FollowUpLog {
@@ -82,7 +82,19 @@ export function recommendationsFeed(deps: {
   const { pipeline, lanes } = deps;
   const fg = deps.foreground ?? NO_FOREGROUND;
   const quietWaitMs = deps.quietWaitMs ?? FOLLOW_UP_WAIT_MS;
-  const quiet = () => fg.quiet(quietWaitMs);
+  // What a pass may spend waiting for requests in all: past it, its steps only let what arrived be read
+  // (a turn of the event loop). A process that always has a request in flight (a long upload, a steady
+  // push) slows each pass by this much at most, never by a wait per lane group.
+  const passBudgetMs = 4 * quietWaitMs;
+  /** A pass's way of giving way: each call waits for quiet, within what is left of the pass's budget. */
+  const giveWay = () => {
+    let waited = 0;
+    return async () => {
+      const started = performance.now();
+      await fg.quiet(Math.min(quietWaitMs, Math.max(0, passBudgetMs - waited)));
+      waited += performance.now() - started;
+    };
+  };
   const slice = deps.slice ?? SLICE;
   const reader: Executor = pipeline.reader;
   const near = (cell: number) => cellsWithin(cellCentre(cell).latitude, cellCentre(cell).longitude, deps.radiusMiles + HALF_CELL_DIAGONAL_MILES);
@@ -105,6 +117,7 @@ export function recommendationsFeed(deps: {
 
   /** One pass over the outbox after the cursor; true when more is left. */
   async function pass(orgId: string): Promise<boolean> {
+    const quiet = giveWay();
     const { after, last } = await followUpPosition(reader, orgId);
     if (last <= after) return false;
     const events = await loadEventsAfter(reader, orgId, after, WINDOW);
@@ -231,7 +244,7 @@ export function recommendationsFeed(deps: {
     const run = (async () => {
       // After the write's answer has gone out (the follow-up is never part of a request), and once the
       // requests in flight have ended: a push's next batch goes before the follow-up of its last one.
-      await quiet();
+      await giveWay()();
       try {
         await pause((lastEnded.get(orgId) ?? -Infinity) + gapMs - Date.now());
         do {

@@ -97,6 +97,8 @@ interface LoadParts {
   member: (json: string | null) => TeamMember | null;
   /** D8: whether the load's max_buy_rate comes from a market snapshot that may exist. */
   marketPriced: (row: LoadsTable) => boolean;
+  /** The organization's market counter, when the read that gave the parts had it (PostgreSQL's documents). */
+  marketVersion?: number;
 }
 
 /** The response records of stored loads: their stops, rates, customer and carrier, reps and D8 max_buy_rate. */
@@ -111,6 +113,7 @@ export function loadPresenter(lanes: LanesService) {
         const { origin, destination } = laneEnds(parts.stopsByLoad.get(r.id) ?? []);
         return { equipment_type: r.equipment_type, origin: origin ?? null, destination: destination ?? null, miles: r.total_distance };
       }),
+      parts.marketVersion,
     );
     return new Map(wanted.map((r, i) => [r.id, rates[i]!]));
   }
@@ -157,6 +160,7 @@ export function loadPresenter(lanes: LanesService) {
       carrierById: new Map(docs.flatMap((d) => (d.carrier_id && d.carrier_ref !== null ? [[d.carrier_id, { external_reference_id: d.carrier_ref, name: d.carrier_name ?? '' }] as const] : []))),
       member: teamMembers(docs.flatMap((d) => d.rep_users ?? [])),
       marketPriced: (r) => priced.has(r.id),
+      ...(docs[0] ? { marketVersion: docs[0].market_version } : {}),
     };
   }
 
