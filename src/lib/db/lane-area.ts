@@ -139,9 +139,10 @@ const SNAPSHOT_COLUMNS = ['origin_latitude', 'origin_longitude', 'destination_la
 /**
  * The newest `limit` market snapshots in each of `areas` (a list per area, newest first: as_of, then
  * created_at, then id). PostgreSQL: ONE statement, the areas as a JSON recordset each read through the
- * snapshots' lane index by a lateral subquery. The answers of a batch's hundred changed open loads each
- * show a max_buy_rate from the market (D8); read one load at a time, inside the batch's transaction on
- * its one connection, that was a hundred round trips (about 100 ms of a 124 ms batch, BENCHMARKS.md).
+ * snapshots' lane index by a lateral subquery, for the lanes the kept prices do not hold (lanes.service.ts).
+ * The answers of a batch's hundred changed open loads each show a max_buy_rate from the market (D8); read
+ * one load at a time, inside the batch's transaction on its one connection, that was a hundred reads in a
+ * row (about 50 ms of the 124 ms changed-load batch at 100,000 loads: BENCHMARKS.md, "sixth round").
  * SQLite: one read per area, in process (microseconds each).
  */
 export async function newestSnapshotsOnLanes(tx: Executor, areas: readonly LaneArea[], limit: number): Promise<LaneSnapshot[][]> {
