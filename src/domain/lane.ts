@@ -47,8 +47,13 @@ export function latestOnLane<S extends LaneSnapshot>(newestFirst: readonly S[], 
   );
 }
 
-/** D8: (rate_per_mile_high, else rate_per_mile) × miles, to the cent. */
-export const maxBuyRate = (snapshot: LaneSnapshot, miles: number) => Math.round((snapshot.rate_per_mile_high ?? snapshot.rate_per_mile) * miles * 100) / 100;
+/**
+ * D8: (rate_per_mile_high, else rate_per_mile) × miles, to the cent, half a cent up. The product in
+ * binary floating point can fall just short of a half cent that the decimal figures reach (1.15 × 100.5
+ * is 115.57499999999999): it is taken to 12 significant digits first, as the decimal product is.
+ */
+export const maxBuyRate = (snapshot: LaneSnapshot, miles: number) =>
+  Math.round(Number(((snapshot.rate_per_mile_high ?? snapshot.rate_per_mile) * miles * 100).toPrecision(12))) / 100;
 
 /** A lane as the stats table keys it: equipment and the grid cells of its two ends. */
 export interface LaneKey {

@@ -164,5 +164,8 @@ describe('lanes (D7, D8)', () => {
     expect(latestOnLane([far], lane, 100)).toBeUndefined();
     expect(maxBuyRate(near, 250.55)).toBe(501.1);
     expect(maxBuyRate(snap(DAL, 2.345), 100)).toBe(234.5);
+    // Half a cent goes up, also where the binary product falls just short of it (115.57499999999999).
+    expect(maxBuyRate(snap(DAL, 1.15), 100.5)).toBe(115.58);
+    expect(maxBuyRate(snap(DAL, 2.55), 965.6)).toBe(2462.28);
   });
 });
