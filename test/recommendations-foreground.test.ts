@@ -47,6 +47,12 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
   afterAll(async () => {
     await t?.close();
   });
+  /** A follow-up over the app's pipeline that gives way to `fg`'s requests, waiting `quietWaitMs` a step at most. */
+  const feedGivingWay = (quietWaitMs: number) => {
+    const fg = foreground();
+    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
+    return { fg, feed: recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs }) };
+  };
 
   it('ranks and announces nothing while a request is in flight, and all of it once the request ends', async () => {
     const a = await newTenant(t);
@@ -54,9 +60,7 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
     expect((await a.post('/v2/tms-api/loads', dallasToHouston('FG-OPEN'))).statusCode).toBe(201);
     expect((await a.post('/v2/tms-api/loads', dallasToHouston('FG-H1', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }))).statusCode).toBe(201);
 
-    const fg = foreground();
-    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
-    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 60_000 });
+    const { fg, feed } = feedGivingWay(60_000);
     const announcedFor = async (ref: string) =>
       json(await a.get('/v2/tms-api/events?types=load.recommendations_changed&limit=500')).items.filter((e: { data: { external_reference_id: string } }) => e.data.external_reference_id === ref);
 
@@ -87,9 +91,7 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
       load.stops[1]!.location_external_reference_id = `FG3-D${i}`;
       expect((await a.post('/v2/tms-api/loads', load)).statusCode).toBe(201);
     }
-    const fg = foreground();
-    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
-    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 150 });
+    const { fg, feed } = feedGivingWay(150);
     fg.enter();
     const started = performance.now();
     await feed.schedule(a.orgId);
@@ -106,9 +108,7 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
     await seedFreight(a);
     await a.post('/v2/tms-api/loads', dallasToHouston('FG2-OPEN'));
     await a.post('/v2/tms-api/loads', dallasToHouston('FG2-H1', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }));
-    const fg = foreground();
-    const lanes = lanesService(t.clock, { radiusMiles: t.config.laneRadiusMiles, graceMinutes: t.config.onTimeGraceMinutes });
-    const feed = recommendationsFeed({ pipeline: t.pipeline, lanes, radiusMiles: t.config.laneRadiusMiles, foreground: fg, quietWaitMs: 100 });
+    const { fg, feed } = feedGivingWay(100);
     fg.enter();
     const started = performance.now();
     await feed.schedule(a.orgId);
