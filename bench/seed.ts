@@ -332,6 +332,11 @@ async function main() {
      select org_id, equipment_type, origin_cell, destination_cell, count(*), count(distinct carrier_id), max(delivered_at), '${iso(now)}'
      from lane_history where org_id = '${orgId}' group by org_id, equipment_type, origin_cell, destination_cell`,
   );
+  await w.exec(
+    `insert into lane_carriers (org_id, equipment_type, origin_cell, destination_cell, carrier_id, loads)
+     select org_id, equipment_type, origin_cell, destination_cell, carrier_id, count(*)
+     from lane_history where org_id = '${orgId}' group by org_id, equipment_type, origin_cell, destination_cell, carrier_id`,
+  );
   await w.exec(`delete from load_status_counts where org_id = '${orgId}'`);
   await w.exec(`insert into load_status_counts (org_id, status, n) select org_id, status, count(*) from loads where org_id = '${orgId}' group by org_id, status`);
   // PostgreSQL: VACUUM sets the visibility map, so the lane query's index-only scans stay index-only.

@@ -4,7 +4,7 @@ import { dallasToHouston, seedFreight } from './fixtures.js';
 import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 // The one write path (src/modules/shared/write-pipeline.ts): whoever calls a service, the change
-// commits with its counters, and the lanes it moved get their stats refreshed after commit.
+// commits with its counters and the stats of the lanes it moved (in the same transaction).
 
 let t: TestApp;
 beforeAll(async () => {

@@ -143,6 +143,7 @@ async function snapshot(orgId: string): Promise<string> {
     child('load_rates', 'loads', 'load_id'),
     own('lane_history', ['load_id', 'delivered_at']),
     own('lane_stats', ['refreshed_at']),
+    own('lane_carriers', ['carrier_id', 'cast(loads as text)']),
     own('market_rate_snapshots', ['id']),
     own('users', []),
     own('api_keys', []),

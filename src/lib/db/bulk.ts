@@ -89,7 +89,7 @@ async function recordsetInsert(tx: Executor, table: string, columns: readonly st
 }
 
 /** Deletes the organization's rows of `table` whose `column` is one of `ids`. */
-export async function deleteWhereIn<T extends 'loads' | 'load_stops' | 'load_rates' | 'lane_history'>(tx: Executor, table: T, column: 'id' | 'load_id', orgId: string, ids: readonly string[]): Promise<void> {
+export async function deleteWhereIn<T extends 'loads' | 'load_stops' | 'load_rates'>(tx: Executor, table: T, column: 'id' | 'load_id', orgId: string, ids: readonly string[]): Promise<void> {
   const t = table as 'load_stops';
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
     await tx.deleteFrom(t).where('org_id', '=', orgId).where(column as 'load_id', 'in', ids.slice(i, i + IDS_PER_STATEMENT)).execute();

@@ -34,6 +34,19 @@ export async function holdFollowUp(tx: Executor, orgId: string): Promise<void> {
 const FOLLOW_UP_LOCK_CLASS = 7216;
 
 /**
+ * An organization's lane stats change one transaction at a time (PostgreSQL: an advisory lock held to
+ * commit, of a class of its own), so a recount never overwrites what another writer added meanwhile.
+ * Taken by a write as it finishes with the history, before the counters row it locks at seal. SQLite's
+ * transactions are serial already.
+ */
+export async function holdLaneStats(tx: Executor, orgId: string): Promise<void> {
+  if (dialectOf(tx) !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(${LANE_STATS_LOCK_CLASS}, hashtext(${orgId}))`.execute(tx);
+}
+
+const LANE_STATS_LOCK_CLASS = 7217;
+
+/**
  * Whether a savepoint costs round trips (PostgreSQL: two per item, a quarter of a changed load's) or
  * microseconds (SQLite, in process). A batch of immediate writes runs its items without savepoints where
  * they cost, and again with them only when an item fails.

@@ -237,6 +237,16 @@ export interface LaneStatsTable {
   refreshed_at: string;
 }
 
+/** A carrier's history loads on a lane (the lane stats' distinct carriers, kept as history is written). */
+export interface LaneCarriersTable {
+  org_id: string;
+  equipment_type: string;
+  origin_cell: number;
+  destination_cell: number;
+  carrier_id: string;
+  loads: number;
+}
+
 export interface MarketRateSnapshotsTable {
   id: string;
   org_id: string;
@@ -483,6 +493,7 @@ export interface Database {
   load_rates: LoadRatesTable;
   lane_history: LaneHistoryTable;
   lane_stats: LaneStatsTable;
+  lane_carriers: LaneCarriersTable;
   market_rate_snapshots: MarketRateSnapshotsTable;
   load_status_counts: LoadStatusCountsTable;
   dashboard_sessions: DashboardSessionsTable;

@@ -84,7 +84,7 @@ export function searchLoads(db: Executor, orgId: string, f: LoadFilters, page: P
   if (f.pickupTo) q = q.where('loads.pickup_at', '<=', `${f.pickupTo}T23:59:59.999Z`);
   if (f.customerRef) q = q.where('loads.customer_id', 'in', (eb) => eb.selectFrom('customers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.customerRef!));
   if (f.carrierRef) q = q.where('loads.carrier_id', 'in', (eb) => eb.selectFrom('carriers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.carrierRef!));
-  // From the subdivision's locations (locations_org_state_idx) to their stops (load_stops_location_idx):
+  // From the subdivision's locations (locations_org_state_idx) to their stops (load_stops_location_type_idx):
   // the stops of other states are never read.
   const byStopState = (state: string, types: string[]) =>
     q.where('loads.id', 'in', (eb) =>
@@ -192,7 +192,7 @@ function loadLines(db: Executor, orgId: string) {
     .where('loads.org_id', '=', orgId);
 }
 
-/** The newest loads with a stop at the location (load_stops_location_idx), at most `limit`. */
+/** The newest loads with a stop at the location (load_stops_location_type_idx, by its first column), at most `limit`. */
 export async function loadsThroughLocation(db: Executor, orgId: string, locationId: string, limit = DETAIL_LIST): Promise<LoadLine[]> {
   return loadLines(db, orgId)
     .where('loads.id', 'in', (eb) => eb.selectFrom('load_stops').select('load_stops.load_id').where('load_stops.location_id', '=', locationId).where('load_stops.org_id', '=', orgId))

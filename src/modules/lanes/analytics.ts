@@ -2,7 +2,6 @@ import type { DataStore } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import type { Metrics } from '../../lib/http/metrics.js';
 import type { AfterCommit } from '../shared/write-pipeline.js';
-import { refreshLaneStatsAtomically } from '../../lib/db/lane-stats.js';
 import { historyLanes, replaceLaneStats } from './lanes.repo.js';
 
 export interface WarnLog {
@@ -10,23 +9,15 @@ export interface WarnLog {
 }
 
 /**
- * The lane analytics run (D7): after a write commits, the stats of the lanes whose history it moved
- * are refreshed (the lanes the dashboard lists). Recommendations never wait for it: they read the lane
- * history, which every load write keeps current in its own transaction. One run is counted in
+ * The lane analytics run (D7): the stats of the lanes whose history a write moved (the lanes the
+ * dashboard lists) are brought up to date by the write's own transaction, as it writes the history
+ * (src/lib/db/lane-stats.ts: what was added adds up, a lane that lost rows is recounted), so they are
+ * never behind the history nor lost with a process. One run is counted in
  * lanebridge_analytics_runs_total per load write and per load batch, however many items it had.
  */
 export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock: Clock; log?: WarnLog }) {
-  const afterCommit: AfterCommit = async (orgId, committed, opts) => {
+  const afterCommit: AfterCommit = async (_orgId, _committed, opts) => {
     if (opts.analyticsRun) deps.metrics.analyticsRuns.inc();
-    if (committed.lanes.size === 0) return;
-    try {
-      const lanes = [...committed.lanes.values()];
-      const now = toIso(deps.clock.now());
-      await refreshLaneStatsAtomically(deps.store, orgId, lanes, now);
-    } catch (err) {
-      // The stats are derived and rebuilt by the next run on the lane; the write itself is answered.
-      deps.log?.warn({ err }, 'lane stats refresh failed');
-    }
   };
 
   return {

@@ -5,7 +5,7 @@ import { prepared } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
 import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneCandidate } from '../../lib/db/lane-area.js';
-import { refreshLaneStats } from '../../lib/db/lane-stats.js';
+import { refreshLaneStats, updateLaneStats } from '../../lib/db/lane-stats.js';
 
 export { laneCandidates, onLane, refreshLaneStats, snapshotsOnLane, type LaneArea, type LaneCandidate };
 
@@ -65,8 +65,8 @@ export async function historyLanesOf(tx: Executor, orgId: string, loadIds: strin
   return new Map(rows.map((r) => [r.load_id, keyOf({ ...r, origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) })]));
 }
 
-/** A location moved (re-geocoded): the history rows that start or end there follow it. */
-export async function relocateLaneHistory(tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }): Promise<LaneKey[]> {
+/** A location moved (re-geocoded): the history rows that start or end there follow it, and the stats of the lanes they left and joined. */
+export async function relocateLaneHistory(tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }, now: string): Promise<LaneKey[]> {
   // Two indexed lookups, not one OR (which SQLite answers by scanning every history row).
   const affected = async () => [
     ...(await tx
@@ -99,7 +99,9 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
     .where('org_id', '=', orgId)
     .where('destination_location_id', '=', location.id)
     .execute();
-  return [...before, ...(await affected())].map(keyOf);
+  const moved = [...before, ...(await affected())].map(keyOf);
+  await updateLaneStats(tx, orgId, { added: [], removed: [], moved }, now);
+  return moved;
 }
 
 /** What a recommendation shows of each ranked carrier: from the candidates when they carry it, else read. */
@@ -124,10 +126,11 @@ export function historyLanes(tx: Executor, orgId: string): Promise<LaneKey[]> {
   return tx.selectFrom('lane_history').select(['equipment_type', 'origin_cell', 'destination_cell']).distinct().where('org_id', '=', orgId).execute();
 }
 
-/** The organization's lane stats rebuilt from scratch for `lanes`. */
+/** The organization's lane stats (and lane carriers) rebuilt from scratch for `lanes`. */
 export async function replaceLaneStats(tx: Executor, orgId: string, lanes: LaneKey[], now: string): Promise<void> {
   await tx.deleteFrom('lane_stats').where('org_id', '=', orgId).execute();
-  for (let i = 0; i < lanes.length; i += 500) await refreshLaneStats(tx, orgId, lanes.slice(i, i + 500), now);
+  await tx.deleteFrom('lane_carriers').where('org_id', '=', orgId).execute();
+  await refreshLaneStats(tx, orgId, lanes, now);
 }
 
 /** The lane a load's history row sits on, if it has one. */

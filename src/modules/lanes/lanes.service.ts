@@ -1,7 +1,7 @@
 import { laneAreaOf, newestSnapshotsOnLanes } from '../../lib/db/lane-area.js';
 import { readVersions } from '../../lib/db/versions.js';
 import type { Executor } from '../../lib/db/index.js';
-import type { Clock } from '../../lib/clock.js';
+import { toIso, type Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey, type LaneSnapshot } from '../../domain/lane.js';
@@ -478,7 +478,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
 
     /** A re-geocoded location moves the lane history that starts or ends there; the lanes it moved. */
     locationMoved: (tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }): Promise<LaneKey[]> =>
-      relocateLaneHistory(tx, orgId, location),
+      relocateLaneHistory(tx, orgId, location, toIso(clock.now())),
   };
 }
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
+import { removeHistory, updateLaneStats } from '../../lib/db/lane-stats.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
 import { loadDocumentsPage } from '../../lib/db/load-documents.js';
@@ -115,18 +116,20 @@ export interface LoadChanges {
 /**
  * A unit of work's load changes, set-based: the deletes first (a reference deleted and created again in
  * one batch never meets itself in the unique index), then one multi-row insert per table. Updates of
- * stored rows are one statement each (their columns differ).
+ * stored rows are one statement each (their columns differ). The lane stats follow the history in the
+ * same transaction: the rows it leaves (replaced, or their load deleted) are read as they go.
  */
-export async function writeLoadChanges(tx: Executor, orgId: string, c: LoadChanges): Promise<void> {
+export async function writeLoadChanges(tx: Executor, orgId: string, c: LoadChanges, now: string): Promise<void> {
+  const removed = await removeHistory(tx, orgId, [...new Set([...c.historyOf, ...c.deleted])]);
   await deleteWhereIn(tx, 'loads', 'id', orgId, c.deleted);
   await deleteWhereIn(tx, 'load_stops', 'load_id', orgId, c.stopsOf);
   await deleteWhereIn(tx, 'load_rates', 'load_id', orgId, c.ratesOf);
-  await deleteWhereIn(tx, 'lane_history', 'load_id', orgId, c.historyOf);
   await insertLoads(tx, c.inserted);
   for (const { id, patch } of c.updated) await tx.updateTable('loads').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
   await insertStops(tx, c.stops);
   await insertRates(tx, c.rates);
   await insertHistory(tx, c.history);
+  await updateLaneStats(tx, orgId, { added: c.history, removed }, now);
 }
 
 const byRef = {

@@ -47,6 +47,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   const { pipeline, lanes } = deps;
   const reader = pipeline.reader;
   const writes = loadWrites(clock, options);
+  const stamp = () => toIso(clock.now());
   const { present, presentDocuments } = loadPresenter(lanes);
   // PostgreSQL: a read is one round trip (the load and its parts, and the caller's key, in one statement).
   const oneStatementReads = readsLoadsAsDocuments(reader);
@@ -81,7 +82,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     // A unit of work's loads are held in its workspace and written set-based when it ends; a batch reads
     // its loads and everything they name at once (and locks its loads on PostgreSQL).
     workspace: {
-      open: (orgId) => new LoadWorkspace(orgId),
+      open: (orgId) => new LoadWorkspace(orgId, stamp),
       rows: {
         findByRef: (tx, ws, _orgId, ref) => ws.find(tx, ref),
         findById: (tx, ws, _orgId, id) => ws.findById(tx, id),
@@ -183,7 +184,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
         return answer;
       },
       // Two requests with one new event_id: the loser's insert fails the unique key and runs again, finding the winner's.
-      { workspace: () => new LoadWorkspace(orgId), analyticsRun: true, retryUniqueRace: true },
+      { workspace: () => new LoadWorkspace(orgId, stamp), analyticsRun: true, retryUniqueRace: true },
     );
   }
 

@@ -55,7 +55,11 @@ export class LoadWorkspace implements Workspace {
   private readonly removed = new Set<string>();
   private journal: { entries: Map<string, LoadEntry | undefined>; refs: Map<string, string | null | undefined> } | null = null;
 
-  constructor(readonly orgId: string) {}
+  /** `now`: the time the lane stats it moves are stamped with. */
+  constructor(
+    readonly orgId: string,
+    private readonly now: () => string,
+  ) {}
 
   /**
    * A batch's reads, all at once at its start: the loads its items name (locked on PostgreSQL, in
@@ -325,7 +329,7 @@ export class LoadWorkspace implements Workspace {
       flushed.push(e);
     }
     if (flushed.length === 0) return;
-    await writeLoadChanges(tx, this.orgId, changes);
+    await writeLoadChanges(tx, this.orgId, changes, this.now());
     for (const e of flushed) {
       if (e.deleted) {
         this.entries.delete(e.row.id);

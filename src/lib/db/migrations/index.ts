@@ -18,6 +18,7 @@ import { migration0016 } from './0016_stop_actuals_evidence.js';
 import { migration0017 } from './0017_imports.js';
 import { migration0018 } from './0018_team_accounts.js';
 import { migration0019 } from './0019_strict_handling.js';
+import { migration0020 } from './0020_lane_carriers.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -40,6 +41,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0017_imports': migration0017(dialect),
     '0018_team_accounts': migration0018(dialect),
     '0019_strict_handling': migration0019(dialect),
+    '0020_lane_carriers': migration0020(dialect),
   };
 }
 
