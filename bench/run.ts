@@ -239,20 +239,23 @@ function startPeer(port: number, databaseUrl: string): ChildProcess {
   });
 }
 
-// Tables that migrations of this tree add, by migration: a compared older tree's migrator must not
-// find migrations it does not know, so its copy of the database goes without them.
+// What migrations of this tree changed, undone, by migration: a compared older tree's migrator must not
+// find migrations it does not know, so its copy of the database goes without them (and gets back what
+// they removed).
+const dropTables = (...tables: string[]) => tables.map((t) => `drop table if exists ${t}`);
 const NEWER_MIGRATIONS: Record<string, string[]> = {
-  '0009_org_versions': ['org_versions'],
-  '0010_events': ['events', 'recommendation_watch'],
-  '0011_idempotency': ['idempotency_keys'],
-  '0012_webhooks': ['webhook_deliveries', 'webhook_endpoints'],
+  '0009_org_versions': dropTables('org_versions'),
+  '0010_events': dropTables('events', 'recommendation_watch'),
+  '0011_idempotency': dropTables('idempotency_keys'),
+  '0012_webhooks': dropTables('webhook_deliveries', 'webhook_endpoints'),
+  '0020_lane_carriers': [...dropTables('lane_carriers'), 'create index if not exists load_stops_location_idx on load_stops (location_id)'],
 };
 
 /** A copy of the seeded database for the compared tree's servers (writes on one side never touch the other). */
 async function copyForCompare(engine: string, url: string, compareDir: string): Promise<string> {
   const known = execFileSync('grep', ['-rhoE', "'[0-9]{4}_[a-z0-9_]+'", join(compareDir, 'src/lib/db')], { encoding: 'utf8' });
   const unknown = Object.keys(NEWER_MIGRATIONS).filter((m) => !known.includes(m));
-  const prune = [...unknown.flatMap((m) => NEWER_MIGRATIONS[m]!.map((t) => `drop table if exists ${t}`)), ...unknown.map((m) => `delete from kysely_migration where name = '${m}'`)];
+  const prune = [...unknown.flatMap((m) => NEWER_MIGRATIONS[m]!), ...unknown.map((m) => `delete from kysely_migration where name = '${m}'`)];
   if (engine === 'sqlite') {
     const copy = url.replace(/\.db$/, '-before.db');
     execFileSync(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(process.argv[1]);d.pragma('wal_checkpoint(TRUNCATE)');d.close();`, url], { cwd: root });

@@ -149,4 +149,33 @@ describe('lane stats kept by the history writes', () => {
     expect(seen.filter((s) => /lane_stats|lane_carriers/.test(s))).toEqual([]);
     await expectStatsToMatchHistory(a.orgId);
   });
+  it('stay right under concurrent writers: a locations batch moving two places beside load writes and deletes on them', async () => {
+    const a = await tenantWithLanes();
+    expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'ELP', name: 'El Paso', postal_code: '79901', state: 'TX' })).statusCode).toBe(201);
+    await batch(a, upserts([delivered('C-1', 'CAR-1', 3, 'DAL', 'AUS'), delivered('C-2', 'CAR-2', 4, 'HOU', 'ELP'), delivered('C-3', 'CAR-3', 5, 'DAL', 'ELP'), delivered('C-4', 'CAR-1', 6, 'HOU', 'AUS')]));
+    const zips = [
+      ['73301', '79902'],
+      ['78701', '79901'],
+    ];
+    for (let round = 0; round < 6; round++) {
+      const [aus, elp] = zips[round % 2]!;
+      const moves = {
+        items: [
+          { operation: 'upsert', external_reference_id: 'AUS', location: { external_reference_id: 'AUS', name: 'Austin DC', postal_code: aus, state: 'TX' } },
+          { operation: 'upsert', external_reference_id: 'ELP', location: { external_reference_id: 'ELP', name: 'El Paso', postal_code: elp, state: 'TX' } },
+        ],
+      };
+      const answers = await Promise.all([
+        a.post('/v2/tms-api/batch/locations', moves),
+        a.put('/v2/tms-api/loads/C-2', delivered('C-2', round % 2 ? 'CAR-2' : 'CAR-3', 4 + round, 'HOU', 'ELP')),
+        a.put('/v2/tms-api/loads/C-1', delivered('C-1', 'CAR-1', 3 + round, 'DAL', 'AUS')),
+        a.post('/v2/tms-api/batch/loads', upserts([delivered(`C-N${round}`, 'CAR-2', 7, 'DAL', 'ELP'), delivered('C-4', 'CAR-3', 8 + round, 'HOU', 'AUS')])),
+        a.del(round % 2 ? `/v2/tms-api/loads/C-N${round - 1}` : '/v2/tms-api/loads/NONE'),
+      ]);
+      expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, round % 2 ? 204 : 404]);
+      for (const r of answers.slice(0, 4)) expect(json(r).error_count ?? 0, r.body).toBe(0);
+    }
+    const s = await expectStatsToMatchHistory(a.orgId);
+    expect(s.stored.length).toBeGreaterThan(1);
+  });
 });

@@ -38,7 +38,17 @@ const factOf = (r: HistoryFact): HistoryFact => ({ ...keyOf(r), carrier_id: r.ca
 const factId = (f: HistoryFact) => `${laneKeyId(f)}|${f.carrier_id}|${f.delivered_at}`;
 const slices = <T>(xs: readonly T[], n: number): T[][] => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, (i + 1) * n));
 
-/** Deletes the history rows of `loadIds`, answering what they counted for. */
+/**
+ * Takes the organization's turn at its lane stats before a write touches its history (PostgreSQL: an
+ * advisory lock to commit). Taken before the first history row is locked, always: a writer that held
+ * history rows while waiting for the turn, beside one that held the turn while waiting for those rows,
+ * would deadlock (a location batch re-geocoding two places beside a load write on one of them).
+ */
+export async function beginHistoryChange(tx: Executor, orgId: string): Promise<void> {
+  await holdLaneStats(tx, orgId);
+}
+
+/** Deletes the history rows of `loadIds`, answering what they counted for (after beginHistoryChange). */
 export async function removeHistory(tx: Executor, orgId: string, loadIds: readonly string[]): Promise<HistoryFact[]> {
   const out: HistoryFact[] = [];
   for (const ids of slices(loadIds, IDS_PER_STATEMENT)) {
@@ -65,7 +75,8 @@ export async function updateLaneStats(tx: Executor, orgId: string, change: Histo
   const grown = added.filter((f) => !recount.has(laneKeyId(f)));
   if (grown.length === 0 && recount.size === 0) return;
   // PostgreSQL: an organization's stats change one transaction at a time (until commit), so an addition
-  // and a recount of the same lane never overwrite each other.
+  // and a recount of the same lane never overwrite each other. Held already when the caller began the
+  // change as it should (beginHistoryChange); taking it again is free.
   await holdLaneStats(tx, orgId);
   if (grown.length > 0) await addToLanes(tx, orgId, grown, now);
   if (recount.size > 0) await refreshLaneStats(tx, orgId, [...recount.values()], now);
@@ -123,6 +134,7 @@ async function addToLanes(tx: Executor, orgId: string, facts: readonly HistoryFa
  * deleted); SQLite: a grouped read and a rewrite of each (in the caller's transaction).
  */
 export async function refreshLaneStats(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
+  await holdLaneStats(tx, orgId);
   for (const part of slices(lanes, LANES_PER_STATEMENT)) {
     if (dialectOf(tx) === 'postgres') await recountOnPostgres(tx, orgId, part, now);
     else await recountOnSqlite(tx, orgId, part, now);

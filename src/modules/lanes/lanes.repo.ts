@@ -5,7 +5,7 @@ import { prepared } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
 import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneCandidate } from '../../lib/db/lane-area.js';
-import { refreshLaneStats, updateLaneStats } from '../../lib/db/lane-stats.js';
+import { beginHistoryChange, refreshLaneStats, updateLaneStats } from '../../lib/db/lane-stats.js';
 
 export { laneCandidates, onLane, refreshLaneStats, snapshotsOnLane, type LaneArea, type LaneCandidate };
 
@@ -86,6 +86,7 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
   ];
   const before = await affected();
   if (before.length === 0) return [];
+  await beginHistoryChange(tx, orgId);
   const cell = cellOf(location.latitude, location.longitude);
   await tx
     .updateTable('lane_history')

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
-import { removeHistory, updateLaneStats } from '../../lib/db/lane-stats.js';
+import { beginHistoryChange, removeHistory, updateLaneStats } from '../../lib/db/lane-stats.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
 import { loadDocumentsPage } from '../../lib/db/load-documents.js';
@@ -120,7 +120,9 @@ export interface LoadChanges {
  * same transaction: the rows it leaves (replaced, or their load deleted) are read as they go.
  */
 export async function writeLoadChanges(tx: Executor, orgId: string, c: LoadChanges, now: string): Promise<void> {
-  const removed = await removeHistory(tx, orgId, [...new Set([...c.historyOf, ...c.deleted])]);
+  const leaving = [...new Set([...c.historyOf, ...c.deleted])];
+  if (leaving.length > 0 || c.history.length > 0) await beginHistoryChange(tx, orgId);
+  const removed = await removeHistory(tx, orgId, leaving);
   await deleteWhereIn(tx, 'loads', 'id', orgId, c.deleted);
   await deleteWhereIn(tx, 'load_stops', 'load_id', orgId, c.stopsOf);
   await deleteWhereIn(tx, 'load_rates', 'load_id', orgId, c.ratesOf);

@@ -24,6 +24,12 @@ export function migration0020(dialect: Dialect): Migration {
       await sql`insert into lane_carriers (org_id, equipment_type, origin_cell, destination_cell, carrier_id, loads)
         select org_id, equipment_type, origin_cell, destination_cell, carrier_id, count(*) from lane_history
         group by org_id, equipment_type, origin_cell, destination_cell, carrier_id`.execute(db);
+      // From here on the stats are added to, not recounted: they start from a count of the history (the
+      // recount after commit they replace could have been skipped by a process that stopped).
+      await sql`delete from lane_stats`.execute(db);
+      await sql`insert into lane_stats (org_id, equipment_type, origin_cell, destination_cell, load_count, carrier_count, last_delivered_at, refreshed_at)
+        select org_id, equipment_type, origin_cell, destination_cell, count(*), count(distinct carrier_id), max(delivered_at), ${new Date().toISOString()}
+        from lane_history group by org_id, equipment_type, origin_cell, destination_cell`.execute(db);
       // (location_id) is the first column of load_stops_location_type_idx: every lookup it served, that
       // index serves, and each stop written paid for both.
       await db.schema.dropIndex('load_stops_location_idx').execute();
