@@ -13,6 +13,8 @@ declare module 'autocannon' {
       url: string;
       connections?: number;
       duration?: number;
+      /** Requests to send in all, instead of a duration. */
+      amount?: number;
       requests?: Request[];
       timeout?: number;
     }
