@@ -58,7 +58,7 @@ export async function removeHistory(tx: Executor, orgId: string, loadIds: readon
   return out;
 }
 
-/** Brings the stats of the lanes `change` touched up to date, in the transaction that made it. */
+/** Brings the stats of the lanes `change` touched up to date, in the transaction that made it (begun with beginHistoryChange). */
 export async function updateLaneStats(tx: Executor, orgId: string, change: HistoryChange, now: string): Promise<void> {
   // A removed row given back unchanged (same lane, carrier and delivery) cancels out.
   const unmatched = new Map<string, number>();
@@ -74,12 +74,10 @@ export async function updateLaneStats(tx: Executor, orgId: string, change: Histo
   for (const k of change.moved ?? []) recount.set(laneKeyId(k), keyOf(k));
   const grown = added.filter((f) => !recount.has(laneKeyId(f)));
   if (grown.length === 0 && recount.size === 0) return;
-  // PostgreSQL: an organization's stats change one transaction at a time (until commit), so an addition
-  // and a recount of the same lane never overwrite each other. Held already when the caller began the
-  // change as it should (beginHistoryChange); taking it again is free.
-  await holdLaneStats(tx, orgId);
+  // The organization's turn (PostgreSQL) is held since beginHistoryChange: an addition and a recount of
+  // the same lane never overwrite each other, and a write takes it once (a round trip).
   if (grown.length > 0) await addToLanes(tx, orgId, grown, now);
-  if (recount.size > 0) await refreshLaneStats(tx, orgId, [...recount.values()], now);
+  if (recount.size > 0) await recountLanes(tx, orgId, [...recount.values()], now);
 }
 
 /** Adds history rows new to their lanes (no row of those lanes removed in the same change). */
@@ -135,6 +133,10 @@ async function addToLanes(tx: Executor, orgId: string, facts: readonly HistoryFa
  */
 export async function refreshLaneStats(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   await holdLaneStats(tx, orgId);
+  await recountLanes(tx, orgId, lanes, now);
+}
+
+async function recountLanes(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   for (const part of slices(lanes, LANES_PER_STATEMENT)) {
     if (dialectOf(tx) === 'postgres') await recountOnPostgres(tx, orgId, part, now);
     else await recountOnSqlite(tx, orgId, part, now);
