@@ -66,7 +66,9 @@ describe('a delivering process killed mid-delivery', () => {
     // Recorded as delivered.
     const store = openDataStore(databaseUrl, { poolSize: 1 });
     try {
-      for (let i = 0; i < 50; i++) {
+      // Up to 20 s, as the wait for the second receipt: on a slow machine the restarted worker records
+      // the delivery seconds after the receiver has it.
+      for (let i = 0; i < 200; i++) {
         const row = await store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
         if (row?.status === 'delivered') {
           // The killed attempt left no outcome: 1 when the kill came first, 2 on a slow machine where the
@@ -75,7 +77,7 @@ describe('a delivering process killed mid-delivery', () => {
           expect([1, 2]).toContain(Number(row.attempt));
           break;
         }
-        if (i === 49) throw new Error(`not recorded: ${JSON.stringify(row)}`);
+        if (i === 199) throw new Error(`not recorded: ${JSON.stringify(row)}`);
         await sleep(100);
       }
     } finally {
