@@ -36,6 +36,34 @@ describe('foreground: the requests in flight that background work gives way to',
     expect(fg.inFlight).toBe(1);
     endC();
   });
+
+  it('quiet() waits out the linger after the last request, so a client sending back to back goes first', async () => {
+    const fg = foreground({ lingerMs: 60 });
+    let done = false;
+    const end1 = fg.enter();
+    const waiting = fg.quiet(5_000).then(() => (done = true));
+    await sleep(20);
+    const t0 = performance.now();
+    end1();
+    // The client's next request, 20 ms after the last answer: within the linger, so it goes first.
+    await sleep(20);
+    expect(done).toBe(false);
+    const end2 = fg.enter();
+    await sleep(100);
+    expect(done).toBe(false);
+    end2();
+    const ended = performance.now();
+    await waiting;
+    // Resumed a linger after the second request ended, not when the first did.
+    expect(performance.now() - ended).toBeGreaterThanOrEqual(55);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(170);
+
+    // With nothing in flight for longer than the linger, it goes on at once.
+    await sleep(80);
+    const t1 = performance.now();
+    await fg.quiet(5_000);
+    expect(performance.now() - t1).toBeLessThan(40);
+  });
 });
 
 describe('the recommendations follow-up gives way to requests in flight', () => {

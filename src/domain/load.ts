@@ -77,7 +77,7 @@ export function carryActuals(sent: readonly StopRequest[], planned: readonly Pla
     const arrival = req?.actual_arrival === undefined ? old.actual_arrival : p.actual_arrival;
     const departure = req?.actual_departure === undefined ? old.actual_departure : p.actual_departure;
     const deadline = arrival === null ? null : arrival === old.actual_arrival && old.arrival_deadline !== null ? old.arrival_deadline : p.late_arrival;
-    return { ...p, actual_arrival: arrival, actual_departure: departure, arrival_deadline: deadline };
+    return Object.assign({}, p, { actual_arrival: arrival, actual_departure: departure, arrival_deadline: deadline });
   });
 }
 

@@ -37,12 +37,12 @@ export function bulkInsert<T extends keyof Database & string>(table: T, columns:
           const v = (r as unknown as Record<string, unknown>)[c] ?? null;
           return `"c${i}":${v !== null && jsonText.has(c) ? (v as string) : JSON.stringify(v)}`;
         }).join(',')}}`).join(',')}]`;
-        await tx.executeQuery({ ...recordset, parameters: [text], queryId: createQueryId() });
+        await tx.executeQuery(Object.assign({}, recordset, { parameters: [text], queryId: createQueryId() }));
         return;
       }
       arrays ??= await unnestInsert(tx, table, columns);
       const parameters = columns.map((c) => rows.map((r) => (r as unknown as Record<string, unknown>)[c] ?? null));
-      await tx.executeQuery({ ...arrays, parameters, queryId: createQueryId() });
+      await tx.executeQuery(Object.assign({}, arrays, { parameters, queryId: createQueryId() }));
       return;
     }
     if (rows.length <= ROWS_PER_STATEMENT) return insert(tx, rows);

@@ -85,7 +85,7 @@ const replaceClaim = prepared<IdempotencyRow & { previous: string }, { claim: st
  * still the one read (its claim token unchanged), so of two requests taking it over one wins.
  */
 export async function takeOverIdempotencyKey(executor: Executor, previousClaim: string, row: IdempotencyRow): Promise<boolean> {
-  return (await replaceClaim(executor, { ...row, previous: previousClaim })).length === 1;
+  return (await replaceClaim(executor, Object.assign({}, row, { previous: previousClaim }))).length === 1;
 }
 
 const completeClaim = prepared<{ orgId: string; key: string; claim: string; status: number; contentType: string | null; body: string }, never>((db, p) =>

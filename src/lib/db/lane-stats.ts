@@ -34,7 +34,7 @@ const LANES_PER_STATEMENT = 300;
 const ROWS_PER_STATEMENT = 500;
 
 const keyOf = (k: LaneKey): LaneKey => ({ equipment_type: k.equipment_type, origin_cell: Number(k.origin_cell), destination_cell: Number(k.destination_cell) });
-const factOf = (r: HistoryFact): HistoryFact => ({ ...keyOf(r), carrier_id: r.carrier_id, delivered_at: r.delivered_at });
+const factOf = (r: HistoryFact): HistoryFact => Object.assign(keyOf(r), { carrier_id: r.carrier_id, delivered_at: r.delivered_at });
 const factId = (f: HistoryFact) => `${laneKeyId(f)}|${f.carrier_id}|${f.delivered_at}`;
 const slices = <T>(xs: readonly T[], n: number): T[][] => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, (i + 1) * n));
 

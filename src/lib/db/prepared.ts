@@ -28,7 +28,7 @@ export function prepared<P extends Record<string, unknown>, R>(
     }
     const { compiled, slots } = entry;
     const parameters = compiled.parameters.map((p, i) => (slots[i] === null ? p : values[slots[i]!]));
-    const result = await executor.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
+    const result = await executor.executeQuery<R>(Object.assign({}, compiled, { parameters, queryId: createQueryId() }));
     return result.rows;
   };
 }
@@ -60,6 +60,6 @@ export function preparedInsert<T extends keyof Database & string>(table: T, colu
     const parameters: unknown[] = new Array(rows.length * columns.length);
     let k = 0;
     for (const row of rows) for (const c of columns) parameters[k++] = (row as unknown as Record<string, unknown>)[c] ?? null;
-    await executor.executeQuery({ ...compiled, parameters, queryId: createQueryId() });
+    await executor.executeQuery(Object.assign({}, compiled, { parameters, queryId: createQueryId() }));
   };
 }

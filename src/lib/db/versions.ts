@@ -33,10 +33,11 @@ function bumpStatement(kinds: VersionedKind[]) {
       .insertInto('org_versions')
       .values({ org_id: p('orgId'), ...Object.fromEntries(kinds.map((k) => [k, 1])), events: p('events') } as never)
       .onConflict((oc) =>
-        oc.column('org_id').doUpdateSet((eb) => ({
-          ...Object.fromEntries(kinds.map((k) => [k, eb(`org_versions.${k}`, '+', 1)])),
-          events: sql<number>`${eb.ref('org_versions.events')} + cast(${p('events')} as bigint)`,
-        })),
+        oc.column('org_id').doUpdateSet((eb) =>
+          Object.assign(Object.fromEntries(kinds.map((k) => [k, eb(`org_versions.${k}`, '+', 1)])), {
+            events: sql<number>`${eb.ref('org_versions.events')} + cast(${p('events')} as bigint)`,
+          }),
+        ),
       )
       .returning('events'),
   );

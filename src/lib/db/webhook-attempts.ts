@@ -33,7 +33,7 @@ export async function recordDeliveryAttempt(db: Executor, id: string, claim: str
   const write = async (tx: Executor) => {
     const r = await tx
       .updateTable('webhook_deliveries')
-      .set({ ...outcome, claim: null, leased_until: null })
+      .set(Object.assign({}, outcome, { claim: null, leased_until: null }))
       .where('id', '=', id)
       .where('claim', '=', claim)
       .where('status', '=', 'pending')

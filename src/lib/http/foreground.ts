@@ -16,11 +16,31 @@ export interface Foreground {
 }
 
 export const DEFAULT_QUIET_WAIT_MS = 250;
+/**
+ * How long no request must have been in flight before background work goes on. A client pushing batches
+ * back to back sends its next one a millisecond or two after the last answer: work started in that gap
+ * (a ranking step holds SQLite's event loop for milliseconds) delayed the next batch by its length.
+ */
+export const DEFAULT_LINGER_MS = 5;
 
-export function foreground(): Foreground {
+export function foreground(opts: { lingerMs?: number } = {}): Foreground {
+  const lingerMs = opts.lingerMs ?? DEFAULT_LINGER_MS;
   let inFlight = 0;
+  let lastEnded = -Infinity;
   const waiting = new Set<() => void>();
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+  /** Resolves when no request is in flight, or after `ms`. */
+  const noneInFlight = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        waiting.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      waiting.add(wake);
+    });
   return {
     enter() {
       inFlight++;
@@ -29,6 +49,7 @@ export function foreground(): Foreground {
         if (ended) return;
         ended = true;
         inFlight--;
+        lastEnded = performance.now();
         if (inFlight === 0) for (const wake of [...waiting]) wake();
       };
     },
@@ -38,16 +59,16 @@ export function foreground(): Foreground {
     async quiet(maxWaitMs = DEFAULT_QUIET_WAIT_MS) {
       // A turn first: a request whose bytes have arrived is read (and counted) before we look.
       await turn();
-      if (inFlight === 0 || maxWaitMs <= 0) return;
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          waiting.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(wake, maxWaitMs);
-        waiting.add(wake);
-      });
+      const deadline = performance.now() + Math.max(0, maxWaitMs);
+      for (;;) {
+        const now = performance.now();
+        if (now >= deadline) return;
+        if (inFlight > 0) await noneInFlight(deadline - now);
+        else if (now - lastEnded < lingerMs) await sleep(Math.min(deadline - now, lingerMs - (now - lastEnded)));
+        else return;
+        // Bytes that arrived while we slept are read (and counted) before we look again.
+        await turn();
+      }
     },
   };
 }

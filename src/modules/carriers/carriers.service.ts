@@ -150,7 +150,11 @@ export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: Se
     async insert(tx, input, base) {
       const orgId = base.org_id;
       const row: CarriersTable = {
-        ...base,
+        id: base.id,
+        org_id: base.org_id,
+        external_reference_id: base.external_reference_id,
+        created_at: base.created_at,
+        updated_at: base.updated_at,
         name: input.name,
         name_folded: foldCase(input.name),
         mc_number: input.mc_number ?? null,
@@ -176,13 +180,12 @@ export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: Se
     present,
   });
 
-  return {
-    ...lifecycle,
+  return Object.assign({}, lifecycle, {
     async list(orgId: string, query: CarrierListQuery) {
       const { rows, total } = await listCarriers(pipeline.reader, orgId, query, query);
       return { items: await present(pipeline.reader, orgId, rows), pagination: pagination(query.page, query.page_size, total) };
     },
-  };
+  });
 }
 
 export type CarriersService = ReturnType<typeof carriersService>;

@@ -42,7 +42,11 @@ export function customersService(pipeline: WritePipeline, clock: Clock, hooks: S
     batchOperations: ['create', 'update', 'upsert'],
     async insert(tx, input, base) {
       const row: CustomersTable = {
-        ...base,
+        id: base.id,
+        org_id: base.org_id,
+        external_reference_id: base.external_reference_id,
+        created_at: base.created_at,
+        updated_at: base.updated_at,
         name: input.name,
         name_folded: foldCase(input.name),
         reference_number: input.reference_number ?? null,
@@ -58,13 +62,12 @@ export function customersService(pipeline: WritePipeline, clock: Clock, hooks: S
     present: async (_tx, _orgId, rows) => rows.map(toCustomer),
   });
 
-  return {
-    ...lifecycle,
+  return Object.assign({}, lifecycle, {
     async list(orgId: string, query: CustomerListQuery) {
       const { rows, total } = await listCustomers(pipeline.reader, orgId, query, query);
       return { items: rows.map(toCustomer), pagination: pagination(query.page, query.page_size, total) };
     },
-  };
+  });
 }
 
 export type CustomersService = ReturnType<typeof customersService>;

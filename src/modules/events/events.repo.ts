@@ -97,5 +97,5 @@ export async function eventsNewestFirst(db: Executor, q: { orgId: string; before
   if (q.before !== null) query = query.where('sequence', '<', q.before);
   if (q.types) query = query.where('type', 'in', [...q.types]);
   const rows = await query.orderBy('sequence', 'desc').limit(q.limit).execute();
-  return rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+  return rows.map((r) => Object.assign({}, r, { sequence: Number(r.sequence) }));
 }

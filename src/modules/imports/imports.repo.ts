@@ -120,7 +120,7 @@ export const importErrorsAfter = (db: Executor, importId: string, afterRow: numb
 export async function finishImport(tx: Executor, id: string, claim: string, patch: Pick<ImportsTable, 'status' | 'finished_at' | 'updated_at'> & Partial<ImportsTable>): Promise<boolean> {
   const r = await tx
     .updateTable('imports')
-    .set({ ...patch, claim: null, leased_until: null })
+    .set(Object.assign({}, patch, { claim: null, leased_until: null }))
     .where('id', '=', id)
     .where('claim', '=', claim)
     .where('status', '=', 'running')

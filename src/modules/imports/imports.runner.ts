@@ -95,7 +95,7 @@ function rowDetail(detail: string | ValidationIssue[], index: number, noun: stri
     const loc = issue.loc;
     if (loc[0] === 'body' && loc[1] === 'items' && loc[2] === index) {
       const rest: LocPart[] = loc[3] === noun ? loc.slice(4) : loc.slice(3);
-      return { ...issue, loc: ['body', ...rest] };
+      return Object.assign({}, issue, { loc: ['body', ...rest] });
     }
     return issue;
   });
@@ -188,7 +188,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       const now = nowIso();
       if (!(await finishImport(tx, imp.id, claim, { status, finished_at: now, updated_at: now }))) throw new ClaimLost();
       // D15: one import.completed event with the counts (whatever emit_events said), with the import's end.
-      const done = presentImport({ ...row, status, finished_at: now, updated_at: now, claim: null, leased_until: null }, clock.now());
+      const done = presentImport(Object.assign({}, row, { status, finished_at: now, updated_at: now, claim: null, leased_until: null }), clock.now());
       changes.announce({ kind: imp.resource as ImportResource, type: 'import.completed', record_id: imp.id, data: done });
     });
     await files.remove(imp.id);

@@ -267,11 +267,11 @@ export function importsService(deps: ImportsServiceDeps) {
     async list(orgId: string, q: ImportListQuery) {
       const { field, direction } = parseSort(q.sort);
       const { rows, total } = await pageOfImports(db, orgId, {
-        ...(q.status ? { status: q.status.toLowerCase() } : {}),
         page: q.page,
         page_size: q.page_size,
         column: field === 'updated_at' ? 'updated_at' : 'created_at',
         direction,
+        ...(q.status ? { status: q.status.toLowerCase() } : {}),
       });
       const now = clock.now();
       return { items: rows.map((r) => presentImport(r, now)), pagination: pagination(q.page, q.page_size, total) };

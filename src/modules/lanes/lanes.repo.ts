@@ -62,7 +62,7 @@ export async function historyLanesOf(tx: Executor, orgId: string, loadIds: strin
     .where('org_id', '=', orgId)
     .where('load_id', 'in', loadIds)
     .execute();
-  return new Map(rows.map((r) => [r.load_id, keyOf({ ...r, origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) })]));
+  return new Map(rows.map((r) => [r.load_id, keyOf(Object.assign({}, r, { origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) }))]));
 }
 
 /** A location moved (re-geocoded): the history rows that start or end there follow it, and the stats of the lanes they left and joined. */

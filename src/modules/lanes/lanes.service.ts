@@ -333,7 +333,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     if (opts.widen) {
       for (const ring of WIDENED_RINGS) {
         if (items.length >= 3 || ring.miles <= radius) continue;
-        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: { ...rules, widenedToMiles: ring.miles }, rankBy }))[0]!;
+        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy }))[0]!;
         radius = ring.miles;
       }
     }

@@ -206,8 +206,8 @@ export function recommendationsFeed(deps: {
             if ((before?.ranked ?? '[]') !== now) {
               stats.announced++;
               changes.announce({ kind: 'loads', type: 'load.recommendations_changed', record_id: w.load_id, data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs } });
-              changed.push({ ...w, ranked: now });
-            } else if (!before || !sameWatch(before, w)) changed.push({ ...w, ranked: now });
+              changed.push(Object.assign({}, w, { ranked: now }));
+            } else if (!before || !sameWatch(before, w)) changed.push(Object.assign({}, w, { ranked: now }));
           });
           await upsertWatch(tx, changed);
           if (!last) return;

@@ -45,7 +45,7 @@ export async function loadEventsAfter(db: Executor, orgId: string, after: number
     .orderBy('sequence')
     .limit(limit)
     .execute();
-  return rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+  return rows.map((r) => Object.assign({}, r, { sequence: Number(r.sequence) }));
 }
 
 /**

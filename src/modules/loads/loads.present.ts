@@ -57,7 +57,7 @@ function teamMembers(users: readonly { id: string; email_lower: string; name: st
   return (json) => {
     if (json === null) return null;
     const rep = JSON.parse(json) as TeamMemberRecord;
-    return { ...rep, service_user_id: match(rep) };
+    return Object.assign({}, rep, { service_user_id: match(rep) });
   };
 }
 

@@ -118,12 +118,11 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   }
 
   /** The list filters in stored form (a named customer or carrier is matched by reference in the query). */
-  const listFilter = (query: LoadListQuery): LoadFilter => ({
-    ...query,
-    ...(query.status !== undefined ? { statuses: statusFilter(query.status) } : {}),
-    customer_ref: query.customer_external_reference_id,
-    carrier_ref: query.carrier_external_reference_id,
-  });
+  const listFilter = (query: LoadListQuery): LoadFilter =>
+    Object.assign({}, query, query.status !== undefined ? { statuses: statusFilter(query.status) } : {}, {
+      customer_ref: query.customer_external_reference_id,
+      carrier_ref: query.carrier_external_reference_id,
+    });
 
   /**
    * D14: a tracking event sets a stop's actual arrival or departure through the load's own update (its
@@ -188,14 +187,13 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     );
   }
 
-  return {
-    ...lifecycle,
+  return Object.assign({}, lifecycle, {
     present,
     trackingEvent,
     /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
       const { load, stops } = await readOne(orgId, ref, guard);
-      return { ...load, carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] };
+      return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] });
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
     async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
@@ -222,7 +220,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       const { rows, total } = await listLoads(reader, orgId, filter, query);
       return { items: await present(reader, orgId, rows), pagination: pageOf(total) };
     },
-  };
+  });
 }
 
 export type LoadsService = ReturnType<typeof loadsService>;

@@ -193,7 +193,7 @@ export class LoadWorkspace implements Workspace {
 
   private touch(id: string): LoadEntry | undefined {
     const e = this.entries.get(id);
-    if (this.journal && !this.journal.entries.has(id)) this.journal.entries.set(id, e && { ...e, patch: e.patch && { ...e.patch } });
+    if (this.journal && !this.journal.entries.has(id)) this.journal.entries.set(id, e && Object.assign({}, e, { patch: e.patch && { ...e.patch } }));
     return e;
   }
 
@@ -223,8 +223,8 @@ export class LoadWorkspace implements Workspace {
 
   update(id: string, patch: Partial<LoadsTable>): void {
     const e = this.touch(id)!;
-    e.row = { ...e.row, ...patch };
-    if (e.stored) e.patch = { ...e.patch, ...patch };
+    e.row = Object.assign({}, e.row, patch);
+    if (e.stored) e.patch = Object.assign({}, e.patch, patch);
   }
 
   replaceStops(id: string, stops: StopWithLocation[]): void {

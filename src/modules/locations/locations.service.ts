@@ -96,7 +96,11 @@ export function locationsService(pipeline: WritePipeline, clock: Clock, deps: Se
     async insert(tx, input, base) {
       const geo = geocodeLocation(input);
       const row: LocationsTable = {
-        ...base,
+        id: base.id,
+        org_id: base.org_id,
+        external_reference_id: base.external_reference_id,
+        created_at: base.created_at,
+        updated_at: base.updated_at,
         name: input.name,
         name_folded: foldCase(input.name),
         address_line1: input.address_line1 ?? null,
@@ -127,13 +131,12 @@ export function locationsService(pipeline: WritePipeline, clock: Clock, deps: Se
       previous && (previous.latitude !== row.latitude || previous.longitude !== row.longitude) ? lanes.locationMoved(tx, orgId, row) : [],
   });
 
-  return {
-    ...lifecycle,
+  return Object.assign({}, lifecycle, {
     async list(orgId: string, query: LocationListQuery) {
       const { rows, total } = await listLocations(pipeline.reader, orgId, listFilter(query), query);
       return { items: rows.map(toLocation), pagination: pagination(query.page, query.page_size, total) };
     },
-  };
+  });
 }
 
 export type LocationsService = ReturnType<typeof locationsService>;

@@ -68,7 +68,7 @@ export function batchRequestDocument(dataKey: string, operations: readonly Batch
   if (operations.includes('create')) {
     variants.push(
       Type.Object(
-        { operation: operation(['create']), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe({ ...(schemas.create as object), description: `The new ${dataKey}, as the single create takes it.` }) },
+        { operation: operation(['create']), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe(Object.assign({}, schemas.create as object, { description: `The new ${dataKey}, as the single create takes it.` })) },
         { title: `Create ${dataKey}`, description: 'Creates the record; 409 in its result when the external_reference_id exists.' },
       ),
     );
@@ -77,7 +77,7 @@ export function batchRequestDocument(dataKey: string, operations: readonly Batch
   if (changing.length > 0) {
     variants.push(
       Type.Object(
-        { operation: operation(changing), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe({ ...(schemas.update as object), description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).` }) },
+        { operation: operation(changing), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe(Object.assign({}, schemas.update as object, { description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).` })) },
         { title: `Update or upsert ${dataKey}`, description: 'update: 404 in its result when the record does not exist; upsert creates it then (with the create rules).' },
       ),
     );
@@ -206,7 +206,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
       );
     }
     // The item's reference stands in for the data's own (a copy: the parsed request is never changed).
-    const data = dataRef === undefined && itemRef !== undefined ? { ...sent, external_reference_id: itemRef } : sent;
+    const data = dataRef === undefined && itemRef !== undefined ? Object.assign({}, sent, { external_reference_id: itemRef }) : sent;
     const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
     if (issues) {
       // D1a: one entry per problem, the checks that need the database included (read in the item's turn).

@@ -177,8 +177,8 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     const changed = changedFields(row, patch);
     if (!changed && !touched) return row;
     const updatedAt = toIso(o.clock.now());
-    await rows.update(tx, ws, orgId, row.id, { ...changed, updated_at: updatedAt } as Partial<RowOf<T>>);
-    const updated = { ...row, ...changed, updated_at: updatedAt };
+    await rows.update(tx, ws, orgId, row.id, Object.assign({}, changed, { updated_at: updatedAt }) as Partial<RowOf<T>>);
+    const updated: RowOf<T> = Object.assign({}, row, changed, { updated_at: updatedAt });
     changes.record(changeOf('updated', updated, row, followUp === true), (await o.afterSave?.(tx, orgId, updated, row, ws)) ?? []);
     return updated;
   }
@@ -213,7 +213,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       assertSameReference(ref, input.external_reference_id);
       const found = await rows.findByRef(tx, ws, orgId, ref);
       if (found) return applyUpdate(tx, changes, ws, orgId, found, input);
-      const candidate = { ...input, external_reference_id: ref };
+      const candidate = Object.assign({}, input, { external_reference_id: ref });
       const issues = validateCreate(candidate, ['body']);
       if (issues) throw new ValidationError(await bodyProblems(tx, ws, orgId, issues, candidate, null));
       return insert(tx, changes, ws, orgId, candidate as unknown as Create);

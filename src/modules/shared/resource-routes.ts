@@ -174,11 +174,11 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
       return service.batch(orgId, req.body.items as BatchItem[], {
-        // D6a: one deadline for the whole request, counted from when it arrived.
-        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
         requestId: String(req.id),
         refusedItems: refusedBatchItems(req),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
+        // D6a: one deadline for the whole request, counted from when it arrived.
+        ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
       });
     },
   });

@@ -77,8 +77,8 @@ export class ChangeSet {
   record(change: RecordChange, lanes: readonly LaneKey[] = []): void {
     const parts = this.kept.get(change.id);
     if (parts !== undefined) this.kept.delete(change.id);
-    const withParts = parts !== undefined && change.op !== 'deleted' ? { ...change, parts } : change;
-    this.records.push(lanes.length > 0 ? { ...withParts, lanes } : withParts);
+    const withParts = parts !== undefined && change.op !== 'deleted' ? Object.assign({}, change, { parts }) : change;
+    this.records.push(lanes.length > 0 ? Object.assign({}, withParts, { lanes }) : withParts);
     this.touchLanes(lanes);
   }
 
