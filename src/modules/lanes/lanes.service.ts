@@ -143,6 +143,9 @@ function backhaulFor(lane: LaneRequest, loads: readonly UnderwayLoad[]): Backhau
 }
 
 
+// Loads whose evidence the follow-up works out between two chances for requests to go first (about 2 ms).
+const EVIDENCE_PART = 50;
+
 // The newest few snapshots on a lane are nearly always the answer; the rest are read only when none is within the radius.
 const NEWEST_SNAPSHOTS = 20;
 
@@ -217,7 +220,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     orgId: string,
     equipmentType: string,
     lanes: readonly LaneRequest[],
-    opts: { rules: LaneRules; rankBy: RankBy },
+    opts: { rules: LaneRules; rankBy: RankBy; between?: () => Promise<void> },
   ): Promise<CarrierRecommendation[][]> {
     const laneRules = opts.rules;
     const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
@@ -276,7 +279,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       perLane.set(key, (work = { rowsOf, marketAt, plain: new Map() }));
       return work;
     };
-    return lanes.map((l, i) => {
+    const answerOf = (l: LaneRequest, i: number): CarrierRecommendation[] => {
       const ranked = rankings[i]!;
       const { rowsOf, marketAt, plain } = laneWork(l, ranked);
       const entries = ranked.flatMap((r) => {
@@ -322,7 +325,15 @@ export function lanesService(clock: Clock, rules: LaneRules) {
             (x.carrier_external_reference_id < y.carrier_external_reference_id ? -1 : x.carrier_external_reference_id > y.carrier_external_reference_id ? 1 : 0),
         )
         .slice(0, MAX_RECOMMENDATIONS);
-    });
+    };
+    if (!opts.between) return lanes.map(answerOf);
+    // The follow-up ranks hundreds of loads of a lane at once: requests go first between parts of them.
+    const out: CarrierRecommendation[][] = [];
+    for (let i = 0; i < lanes.length; i++) {
+      if (i > 0 && i % EVIDENCE_PART === 0) await opts.between();
+      out.push(answerOf(lanes[i]!, i));
+    }
+    return out;
   }
 
   /** One lane's recommendations, widened (D14 `widen=true`) while fewer than 3 carriers are found. */
@@ -409,7 +420,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
           else byCells.set(key, [g]);
         }
         for (const members of byCells.values()) {
-          const ranked = await recommendOnLanes(tx, orgId, equipment, members, { rules, rankBy: 'history' });
+          const ranked = await recommendOnLanes(tx, orgId, equipment, members, { rules, rankBy: 'history', between });
           members.forEach((m, i) => (out[m.index] = ranked[i]!));
           // Requests go first between groups: on SQLite the reads are synchronous, and thousands of
           // rankings in one go would hold the event loop for seconds (the follow-up waits for quiet).

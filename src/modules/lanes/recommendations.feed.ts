@@ -29,7 +29,7 @@ const WINDOW = 1000;
 // Half the diagonal of a grid cell, in miles (a history row anywhere in a cell may be near a load).
 const HALF_CELL_DIAGONAL_MILES = 50 * CELL_DEGREES;
 // Announcements written per transaction (about 6 KB each with their evidence).
-const SLICE = 100;
+const SLICE = 50;
 // The longest a step of a pass waits for the requests in flight to end (a steady stream of requests
 // slows the follow-up down, it never stops it); a pass waits four times this in all at most.
 const FOLLOW_UP_WAIT_MS = 250;
@@ -121,6 +121,10 @@ export function recommendationsFeed(deps: {
     const { after, last } = await followUpPosition(reader, orgId);
     if (last <= after) return false;
     const events = await loadEventsAfter(reader, orgId, after, WINDOW);
+    // Requests go first between the reads too: on SQLite each is synchronous, and together (a window's
+    // events, its loads with their stops, the watched loads near its lanes, their pickups) they held the
+    // event loop for 20–40 ms in front of a push's next batch.
+    await quiet();
     // Without load or location events the cursor moves to what has been committed (nothing to follow up).
     const until = events.length === WINDOW ? events[events.length - 1]!.sequence : last;
     // Each lane once (a window of a busy push names the same few lanes hundreds of times).
@@ -134,6 +138,7 @@ export function recommendationsFeed(deps: {
     // or carrier changed (or they are new), or when history near them moved.
     const ownWrites = await loadsWithStops(reader, orgId, [...written]);
     const watched = await watchRows(reader, [...written]);
+    await quiet();
     const found = new Set(ownWrites.map((w) => w.load.id));
     const closed = new Set([...written].filter((id) => !found.has(id)));
     const targets = new Map<string, WatchRow>();
@@ -160,7 +165,10 @@ export function recommendationsFeed(deps: {
       };
       if (!before || !sameWatch(before, row) || atMoved.has(load.id)) targets.set(load.id, row);
     }
-    if (moved.length > 0) for (const w of await watchedNearLanes(orgId, moved)) if (!targets.has(w.load_id) && !closed.has(w.load_id)) targets.set(w.load_id, w);
+    if (moved.length > 0) {
+      for (const w of await watchedNearLanes(orgId, moved)) if (!targets.has(w.load_id) && !closed.has(w.load_id)) targets.set(w.load_id, w);
+      await quiet();
+    }
 
     // Outside the transaction: the recommendations as GET would show them now (loads on the same cells
     // share one read of the history: a busy lane has hundreds of open loads).
