@@ -43,11 +43,9 @@ export const ALL_CHECKS: TextChecks = { nul: true, surrogates: true };
  * and UTF-8 cannot encode a lone surrogate (the decoder turns such bytes into U+FFFD).
  */
 export function checksForJsonText(text: string): TextChecks | null {
-  const proto = text.includes('__proto__');
-  if (!proto && !text.includes('\\u')) return null;
-  const nul = text.includes('\\u0000');
-  const surrogates = /\\u[dD][89a-fA-F]/.test(text);
-  return nul || surrogates || proto ? { nul, surrogates, stripProto: proto } : null;
+  // A key may spell __proto__ with escapes ("\u005f_proto__"), so any escape means a walk that strips it.
+  if (!text.includes('__proto__') && !text.includes('\\u')) return null;
+  return { nul: text.includes('\\u0000'), surrogates: /\\u[dD][89a-fA-F]/.test(text), stripProto: true };
 }
 
 function problemOf(text: string, checks: TextChecks): Omit<ValidationIssue, 'loc'> | null {
