@@ -158,6 +158,14 @@ describe('loads: create and get', () => {
     expect(json(badTime).detail).toEqual([
       { type: 'datetime_parsing', loc: ['body', 'stops', 0, 'early_arrival'], msg: expect.stringContaining('valid datetime') },
     ]);
+    // An offset that carries the instant into year 10000 in UTC: refused, saying so (was stored as
+    // "+010000-01-01T13:00:00.000Z", which no endpoint accepts back).
+    const [p0, d0] = load('x').stops as any[];
+    const late = await a.post(base, load('L', { stops: [{ ...p0, early_arrival: '9999-12-31T22:00:00Z', late_arrival: '9999-12-31T23:00:00-14:00' }, { ...d0, early_arrival: '9999-12-31T23:00:00Z', late_arrival: '9999-12-31T23:30:00Z' }] }));
+    expect(late.statusCode).toBe(422);
+    expect(json(late).detail).toEqual([
+      { type: 'datetime_parsing', loc: ['body', 'stops', 0, 'late_arrival'], msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' },
+    ]);
   });
 
   it('refuses stops that break the D4 rules: windows, numbers, pickup/delivery, unknown locations', async () => {

@@ -2,6 +2,22 @@
 // (midnight UTC). Everything is stored and returned as UTC with milliseconds and a `Z`.
 const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
 
+/**
+ * The instant as this service stores it, or null when it falls outside years 0000–9999 in UTC: an offset
+ * can carry 9999-12-31T23:00:00-14:00 into year 10000, which JavaScript writes "+010000-…", a form no
+ * endpoint accepts back and that sorts wrongly as text (found by a new-user trial, 2026-11-27).
+ */
+function storedForm(t: number): string | null {
+  const iso = new Date(t).toISOString();
+  return iso.length === 24 ? iso : null;
+}
+
+/** A timestamp whose form is right but whose instant is outside years 0000–9999 in UTC. */
+export function isOutOfRangeTimestamp(value: string): boolean {
+  const m = ISO_RE.exec(value);
+  return m !== null && parseIsoTimestamp(value) === null && parseIsoTimestamp(`${value.slice(0, 4) === '9999' ? '9998' : '0001'}${value.slice(4)}`) !== null;
+}
+
 export function isIsoTimestamp(value: string): boolean {
   return parseIsoTimestamp(value) !== null;
 }
@@ -45,7 +61,7 @@ export function parseIsoTimestamp(value: string): string | null {
   // Reject dates JavaScript silently rolls over (2024-02-31 → March 2).
   const probe = new Date(Date.UTC(Number(y), month - 1, day));
   if (probe.getUTCDate() !== day) return null;
-  return new Date(t).toISOString();
+  return storedForm(t);
 }
 
 const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/;
@@ -79,5 +95,5 @@ export function parseLocalTimestamp(value: string, timeZone: string | null): str
   const first = wall - zoneOffsetMs(wall, timeZone);
   const second = wall - zoneOffsetMs(first, timeZone);
   const t = zoneOffsetMs(second, timeZone) === zoneOffsetMs(first, timeZone) ? Math.min(first, second) : first;
-  return new Date(t).toISOString();
+  return storedForm(t);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isIsoTimestamp, parseIsoTimestamp } from '../../src/lib/time.js';
+import { isIsoTimestamp, isOutOfRangeTimestamp, parseIsoTimestamp, parseLocalTimestamp } from '../../src/lib/time.js';
 
 describe('parseIsoTimestamp: what the API accepts as a timestamp, canonical (UTC, milliseconds, Z)', () => {
   it.each([
@@ -32,8 +32,23 @@ describe('parseIsoTimestamp: what the API accepts as a timestamp, canonical (UTC
     '2024-01-01T23:59:60Z',
     '2024-1-01T08:00:00Z',
     'yesterday',
+    '9999-12-31T23:00:00-14:00', // year 10000 in UTC (JavaScript writes +010000-01-01T13:00:00.000Z)
+    '0000-01-01T00:30:00+01:00', // year -1 in UTC
   ])('refuses %s', (input) => {
     expect(parseIsoTimestamp(input)).toBeNull();
     expect(isIsoTimestamp(input)).toBe(false);
+  });
+});
+
+describe('timestamps an offset or a zone moves outside years 0000–9999 in UTC', () => {
+  it('are refused, and told apart from malformed ones (their 422 says why)', () => {
+    expect(isOutOfRangeTimestamp('9999-12-31T23:00:00-14:00')).toBe(true);
+    expect(isOutOfRangeTimestamp('0000-01-01T00:30:00+01:00')).toBe(true);
+    expect(isOutOfRangeTimestamp('9999-12-31T23:00:00Z')).toBe(false);
+    expect(isOutOfRangeTimestamp('2024-02-31T00:00:00Z')).toBe(false);
+    expect(isOutOfRangeTimestamp('next tuesday')).toBe(false);
+    // A wall time in a zone behind UTC at the very end of year 9999.
+    expect(parseLocalTimestamp('9999-12-31T23:00:00', 'America/Chicago')).toBeNull();
+    expect(parseLocalTimestamp('9999-12-31T12:00:00', 'America/Chicago')).toBe('9999-12-31T18:00:00.000Z');
   });
 });

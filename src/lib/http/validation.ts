@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction, type AnySchema } from 'ajv';
-import { isIsoTimestamp, parseIsoTimestamp } from '../time.js';
+import { isIsoTimestamp, isOutOfRangeTimestamp, parseIsoTimestamp } from '../time.js';
 import type { LocPart, ValidationIssue } from './errors.js';
 
 
@@ -149,6 +149,9 @@ function toIssue(e: ErrorObject, root: string, prefix: LocPart[]): ValidationIss
       return { type: 'literal_error', loc, msg: `Input should be ${quoteList([p.allowedValue])}` };
     case 'format':
       if (p.format === 'date-time') {
+        if (typeof e.data === 'string' && isOutOfRangeTimestamp(e.data)) {
+          return { type: 'datetime_parsing', loc, msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' };
+        }
         return { type: 'datetime_parsing', loc, msg: 'Input should be a valid datetime in ISO 8601 form, e.g. 2025-01-31T14:00:00Z' };
       }
       return { type: 'value_error', loc, msg: `Value error, input is not a valid ${String(p.format)}` };
