@@ -194,6 +194,32 @@ describe('D16: Prefer: handling=strict', () => {
     expect((await a.get('/v2/tms-api/customers/S-3')).statusCode).toBe(200);
   });
 
+  it('a "__proto__" key (as sent, or spelled with escapes) is an unknown field: named when lenient, refused when strict', async () => {
+    const a = await newTenant(t);
+    const headers = { 'content-type': 'application/json' };
+    // Lenient: dropped as before, and now named like any other ignored field.
+    const lenient = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers, payload: '{"external_reference_id":"P-1","name":"x","nmae":"y","__proto__":{"phone":"666"}}' });
+    expect(lenient.statusCode, lenient.body).toBe(201);
+    expect(lenient.headers['lanebridge-ignored-fields']).toBe('body.nmae, body.__proto__');
+    expect(json(lenient).phone).toBeNull();
+    // Strict: 422 unknown_field, nothing written (it was 201 with Preference-Applied).
+    const refused = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: { ...headers, ...strict }, payload: '{"external_reference_id":"P-2","name":"x","\\u005f_proto__":{"phone":"666"}}' });
+    expect(refused.statusCode, refused.body).toBe(422);
+    expect(json(refused).detail).toEqual([{ type: 'unknown_field', loc: ['body', '__proto__'], msg: "Unknown field '__proto__'" }]);
+    expect((await a.get('/v2/tms-api/customers/P-2')).statusCode).toBe(404);
+    // In a batch item's data: that item fails alone.
+    const batch = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/batch/customers',
+      headers: { ...headers, ...strict },
+      payload: '{"items":[{"operation":"create","customer":{"external_reference_id":"P-3","name":"x"}},{"operation":"create","customer":{"external_reference_id":"P-4","name":"x","__proto__":{"phone":"666"}}}]}',
+    });
+    expect(batch.statusCode, batch.body).toBe(200);
+    expect(json(batch)).toMatchObject({ success_count: 1, error_count: 1 });
+    expect(json(batch).results[1].error).toEqual({ status: 422, detail: [{ type: 'unknown_field', loc: ['body', 'items', 1, 'customer', '__proto__'], msg: "Unknown field '__proto__' in items[1].customer" }] });
+    expect((await a.get('/v2/tms-api/customers/P-4')).statusCode).toBe(404);
+  });
+
   it('an unknown field of the batch envelope refuses the request', async () => {
     const a = await newTenant(t);
     const res = await post(a, '/v2/tms-api/batch/customers', { itmes: [], items: [{ operation: 'create', customer: { external_reference_id: 'E-1', name: 'One' } }] }, strict);

@@ -182,6 +182,13 @@ interface RequestFields {
 }
 
 const requestFields = new WeakMap<FastifyRequest, RequestFields>();
+/** `__proto__` keys the body parser dropped (they can never be a schema's field): where they stood. */
+const strippedKeys = new WeakMap<FastifyRequest, LocPart[][]>();
+
+/** The body parser dropped these `__proto__` keys: they are unknown fields like any other. */
+export function noteStrippedKeys(req: FastifyRequest, locs: LocPart[][]): void {
+  strippedKeys.set(req, locs);
+}
 
 /** Strict issues of a request that also failed its schema: one 422 names both (see asApiError). */
 export function strictIssuesOf(req: FastifyRequest): ValidationIssue[] | null {
@@ -218,6 +225,7 @@ function walkRequest(req: FastifyRequest, bodySchema: unknown, querySchema: unkn
       }
     }
   }
+  for (const loc of strippedKeys.get(req) ?? []) found.push({ loc, known: [] });
   return found;
 }
 

@@ -33,6 +33,8 @@ export interface TextChecks {
   surrogates: boolean;
   /** Delete own `__proto__` keys on the way (JSON.parse makes them data properties; Object.assign would not). */
   stripProto?: boolean;
+  /** Told where each stripped key stood (the API names it as an ignored field, D16). */
+  onStrip?: (loc: LocPart[]) => void;
 }
 
 export const ALL_CHECKS: TextChecks = { nul: true, surrogates: true };
@@ -107,6 +109,7 @@ export function textIssues(value: unknown, root: LocPart[], checks: TextChecks =
       const obj = f.container as Record<string, unknown>;
       if (checks.stripProto && k === '__proto__') {
         delete obj[k];
+        checks.onStrip?.(locOf(f, root, k));
         continue;
       }
       const p = problemOf(k, checks);

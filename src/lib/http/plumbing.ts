@@ -14,6 +14,7 @@ import {
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
   ValidationError,
+  type LocPart,
   type ValidationIssue,
 } from './errors.js';
 import { API_PREFIX } from './auth.js';
@@ -22,7 +23,7 @@ import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
 import { newRequestId } from './request-id.js';
 import { refusedBodyDrain, type RefusedBodyDrainOptions } from './refused-body.js';
-import { strictIssuesOf } from './ignored-fields.js';
+import { noteStrippedKeys, strictIssuesOf } from './ignored-fields.js';
 
 function send(reply: FastifyReply, err: ApiError) {
   const { status, headers, body } = renderError(err);
@@ -198,7 +199,12 @@ export function installPlumbing(
     const checks = checksForJsonText(text);
     if (checks) {
       // `__proto__` keys are dropped now (merged objects keep their prototypes); the rest is checked below.
-      if (checks.stripProto) textIssues(parsed, ['body'], { nul: false, surrogates: false, stripProto: true });
+      if (checks.stripProto) {
+        const stripped: LocPart[][] = [];
+        textIssues(parsed, ['body'], { nul: false, surrogates: false, stripProto: true, onStrip: (loc) => stripped.push(loc) });
+        // Named as ignored fields, or refused under strict handling (D16), like any field not in the schema.
+        if (stripped.length > 0) noteStrippedKeys(req, stripped);
+      }
       if (checks.nul || checks.surrogates) bodiesToCheck.set(req, { nul: checks.nul, surrogates: checks.surrogates });
     }
     done(null, parsed);
