@@ -3,6 +3,7 @@
 // engines: the surrogates used to be stored differently by each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, newTenant, startApp, type TestApp } from './helpers.js';
+import { checksForJsonText } from '../src/lib/http/input-text.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -60,6 +61,7 @@ describe('deeply nested bodies', () => {
     for (const [ref, key] of [
       ['ESC-1', '\\u005f_proto__'],
       ['ESC-2', '_\\u005f\\u0070roto__'],
+      ['ESC-3', '__p\\u0072o\\u0074o__'],
     ]) {
       const batch = await a.request({
         method: 'POST',
@@ -72,6 +74,13 @@ describe('deeply nested bodies', () => {
       expect(json(batch).results[0].error.detail).toEqual([expect.objectContaining({ type: 'missing', loc: ['body', 'items', 0, 'customer', 'name'] })]);
       expect((await a.get(`/v2/tms-api/customers/${ref}`)).statusCode).toBe(404);
     }
+  });
+
+  it('a body whose only escapes are of other letters (a client escaping all non-ASCII text) is not walked', () => {
+    expect(checksForJsonText('{"name":"Caf\\u00e9 \\u00dcber"}')).toBeNull();
+    expect(checksForJsonText('{"name":"plain"}')).toBeNull();
+    expect(checksForJsonText('{"\\u005F_proto__":{}}')).toEqual({ nul: false, surrogates: false, stripProto: true });
+    expect(checksForJsonText('{"a":"\\u0000"}')).toEqual({ nul: true, surrogates: false, stripProto: false });
   });
 
   it('a batch item with a deep ignored field, with an Idempotency-Key', async () => {

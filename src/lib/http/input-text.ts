@@ -39,15 +39,22 @@ export interface TextChecks {
 
 export const ALL_CHECKS: TextChecks = { nul: true, surrogates: true };
 
+/** A JSON escape of a letter of `__proto__`: _ (5f), o (6f), p (70), r (72), t (74). */
+const PROTO_LETTER_ESCAPE = /\\u00(?:5[fF]|6[fF]|7[024])/;
+
 /**
  * What a JSON body's raw text may carry that needs a walk over its parsed value, or null (the common
  * case: no walk). NUL and lone surrogates can only arrive escaped: JSON refuses raw control characters,
  * and UTF-8 cannot encode a lone surrogate (the decoder turns such bytes into U+FFFD).
  */
 export function checksForJsonText(text: string): TextChecks | null {
-  // A key may spell __proto__ with escapes ("\u005f_proto__"), so any escape means a walk that strips it.
-  if (!text.includes('__proto__') && !text.includes('\\u')) return null;
-  return { nul: text.includes('\\u0000'), surrogates: /\\u[dD][89a-fA-F]/.test(text), stripProto: true };
+  const nul = text.includes('\\u0000');
+  const surrogates = /\\u[dD][89a-fA-F]/.test(text);
+  // A key may spell __proto__ with escapes ("\u005f_proto__"): an escape of one of its letters (_ p r o t)
+  // means a walk that strips it. (Any escape at all would walk every body of a client that escapes all
+  // non-ASCII text, as Python's json.dumps does by default.)
+  const stripProto = text.includes('__proto__') || PROTO_LETTER_ESCAPE.test(text);
+  return nul || surrogates || stripProto ? { nul, surrogates, stripProto } : null;
 }
 
 function problemOf(text: string, checks: TextChecks): Omit<ValidationIssue, 'loc'> | null {

@@ -205,8 +205,9 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
         `external_reference_id of the ${dataKey} ('${dataRef}') differs from the item's ('${itemRef}')`,
       );
     }
-    // The item's reference stands in for the data's own (a copy: the parsed request is never changed).
-    const data = dataRef === undefined && itemRef !== undefined ? Object.assign({}, sent, { external_reference_id: itemRef }) : sent;
+    // The item's reference stands in for the data's own (a copy: the parsed request is never changed). The
+    // data is spread, not Object.assign'ed: an own `__proto__` key stays a plain key (define, not set).
+    const data = dataRef === undefined && itemRef !== undefined ? { external_reference_id: itemRef, ...sent } : sent;
     const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
     if (issues) {
       // D1a: one entry per problem, the checks that need the database included (read in the item's turn).

@@ -213,7 +213,9 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
       assertSameReference(ref, input.external_reference_id);
       const found = await rows.findByRef(tx, ws, orgId, ref);
       if (found) return applyUpdate(tx, changes, ws, orgId, found, input);
-      const candidate = Object.assign({}, input, { external_reference_id: ref });
+      // The body spread last (its own reference, if any, is `ref`: checked above): an own `__proto__` key
+      // stays a plain key, where Object.assign would make it the copy's prototype.
+      const candidate = { external_reference_id: ref, ...input };
       const issues = validateCreate(candidate, ['body']);
       if (issues) throw new ValidationError(await bodyProblems(tx, ws, orgId, issues, candidate, null));
       return insert(tx, changes, ws, orgId, candidate as unknown as Create);
