@@ -241,7 +241,7 @@ async function main() {
 
   const sample = { history: [] as string[], open: [] as string[] };
   const BATCH = 20_000;
-  const loadCols = ['id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id', 'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep', 'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at', 'created_at', 'updated_at'];
+  const loadCols = ['id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id', 'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep', 'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at', 'created_at', 'updated_at', 'delivery_deadline'];
   const stopCols = ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival', 'actual_arrival', 'actual_departure', 'arrival_deadline'];
   const rateCols = ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description'];
   const laneCols = ['load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at', 'carrier_rate_total', 'carrier_rate_currency', 'total_distance', 'stop_outcomes'];
@@ -275,7 +275,7 @@ async function main() {
       const deliveredAt = iso(pickupAt + transitMs + 2 * 3_600_000);
       const carrier = history || status === 'COVERED' || status === 'DISPATCHED' || status === 'EN_ROUTE' ? carrierFor(origin.market, destination.market) : null;
       const t = iso(created);
-      loads.push([id, orgId, ref, status, equipment, rand() < 0.9 ? 'FTL' : 'LTL', null, customers[Math.floor(rand() * customers.length)]!, carrier?.id ?? null, 20000 + Math.floor(rand() * 24000), 'lbs', distance, 'estimated', null, null, null, null, null, null, null, null, iso(pickupAt), t, history ? deliveredAt : null, t, t]);
+      loads.push([id, orgId, ref, status, equipment, rand() < 0.9 ? 'FTL' : 'LTL', null, customers[Math.floor(rand() * customers.length)]!, carrier?.id ?? null, 20000 + Math.floor(rand() * 24000), 'lbs', distance, 'estimated', null, null, null, null, null, null, null, null, iso(pickupAt), t, history ? deliveredAt : null, t, t, deliveredAt]);
       // D14 actuals as real ones look: delivered loads (and the stops an on-the-way load has passed) mostly
       // on time, a tail late, some never reported; the carrier's own reliability shifts the odds.
       const reported = history ? path.length : status === 'EN_ROUTE' || status === 'AT_RECEIVER' ? 1 : 0;

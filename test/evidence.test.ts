@@ -205,6 +205,12 @@ describe('evidence on every recommendation (D14)', () => {
     const two = (await w.recs('OPEN')).carrier_recommendations[0];
     expect(two.evidence.price).toEqual({ rate_vs_market: 0.9, priced_loads: 2 });
     expect(two.reasons).toEqual(['Ran this lane 2 times in the last 90 days', '10% under market']);
+    // A snapshot published since (2.50 $/mi as of 20 days ago) is the market at the deliveries now: the
+    // lane's market history kept by the service is read again after a market-rate write.
+    await snapshot(2.5, NOW.getTime() - 20 * DAY);
+    const repriced = (await w.recs('OPEN')).carrier_recommendations[0];
+    expect(repriced.evidence.price).toEqual({ rate_vs_market: 0.72, priced_loads: 2 });
+    expect(repriced.reasons).toEqual(['Ran this lane 2 times in the last 90 days', '28% under market']);
   });
 
   /** Carriers HIST and BH with a load each on the lane; BH on its way to 20 miles north of the origin, due 10 h before `pickup`. */

@@ -46,6 +46,8 @@ export interface StopPlan {
   stops: PlannedStop[];
   /** The first pickup's early_arrival (the list's pickup_date filters). */
   pickupAt: string | null;
+  /** The last delivery's late_arrival (D7's destination; D14's backhaul window). */
+  deliveryDeadline: string | null;
   estimatedMiles: number | null;
   issues: RuleIssue[];
 }
@@ -118,6 +120,7 @@ export function planStops(stops: readonly StopRequest[], locations: ReadonlyMap<
   return {
     stops: planned.map(({ point: _point, ...stop }) => stop),
     pickupAt: planned.find((p) => isPickup(p.stop_type))?.early_arrival ?? null,
+    deliveryDeadline: [...planned].reverse().find((p) => isDelivery(p.stop_type))?.late_arrival ?? null,
     estimatedMiles: points.every((p) => p !== undefined) ? estimateMiles(points as PlacedLocation[], circuity) : null,
     issues,
   };

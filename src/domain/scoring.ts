@@ -82,36 +82,71 @@ export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>):
 }
 
 /**
+ * D7's weights of history rows for one lane: each row's proximity weight (0 outside the radius) and
+ * recency weight, in the rows' order. The recency of a row is the same for every lane ranked at one
+ * moment (`recency`, when the caller worked it out once for several lanes).
+ */
+export function laneWeights(
+  lane: { origin: Coordinates; destination: Coordinates },
+  history: readonly HistoryLoad[],
+  now: Date,
+  rules: LaneRules,
+  recency?: Float64Array,
+): { proximity: Float64Array; recency: Float64Array } {
+  const proximity = new Float64Array(history.length);
+  const rec = recency ?? recencyWeights(history, now);
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
+    proximity[i] = proximityWeight(Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination)), rules);
+  }
+  return { proximity, recency: rec };
+}
+
+/** Each row's recency weight at `now` (D7), in the rows' order. */
+export function recencyWeights(history: readonly HistoryLoad[], now: Date): Float64Array {
+  const out = new Float64Array(history.length);
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
+    out[i] = recencyWeight(h.deliveredAt, now, h.deliveredAtMs ?? Date.parse(h.deliveredAt));
+  }
+  return out;
+}
+
+/**
  * D7 ranking over candidate history loads (already narrowed to the lane's cells and equipment):
  * exact distance filter, proximity × recency per load, summed per carrier; ties by the latest
  * delivery, then the carrier's external reference (`refOf`). The assigned carrier is left out.
+ * `weights`: the rows' weights for this lane (laneWeights), when the caller needs them again.
  */
 export function rankCarriers(
   lane: { origin: Coordinates; destination: Coordinates; assignedCarrierId: string | null },
-  history: Iterable<HistoryLoad>,
+  history: readonly HistoryLoad[],
   now: Date,
   rules: LaneRules,
   refOf: (carrierId: string) => string,
   limit: number = MAX_RECOMMENDATIONS,
+  weights: { proximity: Float64Array; recency: Float64Array } = laneWeights(lane, history, now, rules),
 ): CarrierScore[] {
   const byCarrier = new Map<string, { count: number; last: string; score: number; rates: Map<string, { sum: number; count: number }> }>();
-  for (const h of history) {
+  const { proximity, recency } = weights;
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
     if (h.carrierId === lane.assignedCarrierId) continue;
-    const farther = Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination));
-    const weight = proximityWeight(farther, rules);
+    const weight = proximity[i]!;
     if (weight === 0) continue;
-    const acc = byCarrier.get(h.carrierId) ?? { count: 0, last: h.deliveredAt, score: 0, rates: new Map() };
+    let acc = byCarrier.get(h.carrierId);
+    if (!acc) byCarrier.set(h.carrierId, (acc = { count: 0, last: h.deliveredAt, score: 0, rates: new Map() }));
     acc.count += 1;
     if (h.deliveredAt > acc.last) acc.last = h.deliveredAt;
-    acc.score += weight * recencyWeight(h.deliveredAt, now, h.deliveredAtMs ?? Date.parse(h.deliveredAt));
+    acc.score += weight * recency[i]!;
     if (h.carrierRateTotal !== null) {
       const currency = h.carrierRateCurrency ?? 'USD';
-      const r = acc.rates.get(currency) ?? { sum: 0, count: 0 };
-      r.sum += h.carrierRateTotal;
-      r.count += 1;
-      acc.rates.set(currency, r);
+      const r = acc.rates.get(currency);
+      if (r) {
+        r.sum += h.carrierRateTotal;
+        r.count += 1;
+      } else acc.rates.set(currency, { sum: h.carrierRateTotal, count: 1 });
     }
-    byCarrier.set(h.carrierId, acc);
   }
   return [...byCarrier.entries()]
     .map(([carrierId, a]) => {

@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder } from 'kysely';
 import { boxWithin, cellsWithin } from '../../domain/grid.js';
 import type { LaneSnapshot } from '../../domain/lane.js';
+import type { HistoryLoad } from '../../domain/scoring.js';
 import type { Coordinates } from '../../geo/index.js';
 import { dialectOf, type Executor } from './executor.js';
 import type { Database } from './types.js';
@@ -65,61 +66,68 @@ export const onLaneIn =
   (eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '') =>
     onLane(eb, a, table, dialectOf(tx) === 'postgres');
 
-/** A history row of the lane, with its carrier's card where the engine read it in the same statement. */
-export interface LaneCandidate {
-  carrier_id: string;
-  carrier_external_reference_id: string;
-  origin_latitude: number;
-  origin_longitude: number;
-  destination_latitude: number;
-  destination_longitude: number;
-  delivered_at: string;
-  carrier_rate_total: number | null;
-  carrier_rate_currency: string | null;
-  total_distance: number | null;
-  stop_outcomes: string;
-  carrier_name?: string | null;
-  carrier_dot_number?: string | null;
-  /** PostgreSQL: the organization's on-time grace (D14), read in the same statement (a round trip saved). */
-  org_grace_minutes?: number | null;
+/** A history row of the lane as the ranking (D7) and the evidence (D14) take it. */
+export interface LaneHistoryRow extends HistoryLoad {
+  carrierRef: string;
+  deliveredAtMs: number;
+  totalDistance: number | null;
+  stopOutcomes: string;
 }
 
 const CANDIDATE_COLUMNS = [
-  'lane_history.carrier_id',
-  'lane_history.carrier_external_reference_id',
-  'lane_history.origin_latitude',
-  'lane_history.origin_longitude',
-  'lane_history.destination_latitude',
-  'lane_history.destination_longitude',
-  'lane_history.delivered_at',
-  'lane_history.carrier_rate_total',
-  'lane_history.carrier_rate_currency',
-  'lane_history.total_distance',
-  'lane_history.stop_outcomes',
+  'carrier_id',
+  'carrier_external_reference_id',
+  'origin_latitude',
+  'origin_longitude',
+  'destination_latitude',
+  'destination_longitude',
+  'delivered_at',
+  'carrier_rate_total',
+  'carrier_rate_currency',
+  'total_distance',
+  'stop_outcomes',
 ] as const;
+
+type Candidate = [string, string, number, number, number, number, string, number | string | null, string | null, number | string | null, string | null];
+
+const historyRow = (c: Candidate): LaneHistoryRow => ({
+  carrierId: c[0],
+  carrierRef: c[1],
+  origin: { latitude: c[2], longitude: c[3] },
+  destination: { latitude: c[4], longitude: c[5] },
+  deliveredAt: c[6],
+  deliveredAtMs: Date.parse(c[6]),
+  carrierRateTotal: c[7] === null ? null : Number(c[7]),
+  carrierRateCurrency: c[8],
+  totalDistance: c[9] === null ? null : Number(c[9]),
+  stopOutcomes: c[10] ?? '',
+});
 
 /**
  * History rows of one equipment type whose origin and destination lie in the area's cells (the index)
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
- * PostgreSQL joins each row's carrier card in (a hash join, and a round trip saved), and the
- * organization's on-time grace (D14); SQLite reads the cards of the ranked carriers afterwards
- * (carrierCards), cheaper than a lookup per history row, and the grace by itself.
+ * PostgreSQL sends the rows as one JSON array (parsed natively: as rows, the driver's per-field parsing
+ * and the strings it made were a quarter of the server's CPU a recommendation, garbage collection
+ * included) and reads the organization's on-time grace (D14) in the same statement (a round trip saved;
+ * `graceMinutes` undefined on SQLite, which reads it by itself). The ranked carriers' cards are read
+ * afterwards on both engines (carrierCards): joined here, PostgreSQL looked each row's carrier up.
  */
-export async function laneCandidates(tx: Executor, area: LaneArea): Promise<LaneCandidate[]> {
+export async function laneCandidates(tx: Executor, area: LaneArea): Promise<{ rows: LaneHistoryRow[]; graceMinutes?: number | null }> {
   const postgres = dialectOf(tx) === 'postgres';
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
   const onArea = (eb: any) => onLane(eb as never, area, 'lane_history.', postgres);
-  if (!postgres) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
-  return tx
+  if (!postgres) {
+    const found = await tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
+    return { rows: found.map((r) => historyRow([r.carrier_id, r.carrier_external_reference_id, r.origin_latitude, r.origin_longitude, r.destination_latitude, r.destination_longitude, r.delivered_at, r.carrier_rate_total, r.carrier_rate_currency, r.total_distance, r.stop_outcomes])) };
+  }
+  const [found] = await tx
     .selectFrom('lane_history')
-    .leftJoin('carriers', (j) => j.onRef('carriers.id', '=', 'lane_history.carrier_id').on('carriers.org_id', '=', area.orgId))
-    .select(CANDIDATE_COLUMNS)
-    .select(['carriers.name as carrier_name', 'carriers.dot_number as carrier_dot_number'])
+    .select(sql<Candidate[] | null>`json_agg(json_build_array(${sql.raw(CANDIDATE_COLUMNS.map((c) => `lane_history.${c}`).join(', '))}))`.as('rows'))
     .select((eb) => eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'))
     .where(onArea)
     .execute();
+  return { rows: (found?.rows ?? []).map(historyRow), graceMinutes: found?.org_grace_minutes ?? null };
 }
-
 
 /** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
 export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null): Promise<LaneSnapshot[]> {

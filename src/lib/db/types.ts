@@ -152,6 +152,8 @@ export interface LoadsTable {
   account_manager: string | null;
   /** early_arrival of the first pickup stop: the pickup_date_from/to filter. */
   pickup_at: string | null;
+  /** late_arrival of the last delivery stop (D7's destination): D14's backhaul window. */
+  delivery_deadline: string | null;
   status_updated_at: string;
   delivered_at: string | null;
   created_at: string;
@@ -163,7 +165,7 @@ export const LOAD_COLUMNS = [
   'id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id',
   'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep',
   'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'delivery_deadline',
 ] as const satisfies readonly (keyof LoadsTable)[];
 // A column added to loads and not here fails to compile.
 const allLoadColumns: Exclude<keyof LoadsTable, (typeof LOAD_COLUMNS)[number]> extends never ? true : never = true;

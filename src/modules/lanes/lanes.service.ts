@@ -5,7 +5,9 @@ import { toIso, type Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey, type LaneSnapshot } from '../../domain/lane.js';
-import { MAX_RECOMMENDATIONS, WIDENED_RINGS, proximityWeight, rankCarriers, recencyWeight, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
+import { MAX_RECOMMENDATIONS, WIDENED_RINGS, laneWeights, rankCarriers, recencyWeights, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
+
+type LaneWeights = ReturnType<typeof laneWeights>;
 import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
@@ -49,6 +51,8 @@ export type RankBy = 'history' | 'balanced';
 export interface RecommendOptions {
   rankBy?: RankBy;
   widen?: boolean;
+  /** The organization's market counter when the caller read it with the load (PostgreSQL: a round trip saved). */
+  marketVersion?: number;
 }
 
 /** D14: the entries with the radius the lane was read at and the ranking used. */
@@ -64,18 +68,19 @@ const HOUR_MS = 3_600_000;
 const BACKHAUL_MILES = 100;
 const BACKHAUL_HOURS = 48;
 
-/** Each ranked carrier's history rows on the lane with D7's weight (proximity × recency). */
-function weightedRows(lane: LaneRequest, history: readonly (HistoryLoad & { totalDistance: number | null; stopOutcomes: string })[], carriers: ReadonlySet<string>, now: Date, rules: LaneRules) {
+/** Each ranked carrier's history rows on the lane with D7's weight (proximity × recency, as the ranking weighed them). */
+function weightedRows(lane: LaneRequest, history: readonly (HistoryLoad & { totalDistance: number | null; stopOutcomes: string })[], carriers: ReadonlySet<string>, weights: LaneWeights) {
   const out = new Map<string, WeightedRow[]>();
-  for (const h of history) {
+  const { proximity, recency } = weights;
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
     if (!carriers.has(h.carrierId) || h.carrierId === lane.load.carrier_id) continue;
-    const w = proximityWeight(Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination)), rules);
+    const w = proximity[i]!;
     if (w === 0) continue;
-    const deliveredAtMs = h.deliveredAtMs ?? Date.parse(h.deliveredAt);
     const row: WeightedRow = {
-      w: w * recencyWeight(h.deliveredAt, now, deliveredAtMs),
+      w: w * recency[i]!,
       deliveredAt: h.deliveredAt,
-      deliveredAtMs,
+      deliveredAtMs: h.deliveredAtMs ?? Date.parse(h.deliveredAt),
       carrierRateTotal: h.carrierRateTotal,
       carrierRateCurrency: h.carrierRateCurrency ?? null,
       totalDistance: h.totalDistance,
@@ -151,18 +156,30 @@ const NEWEST_SNAPSHOTS = 20;
 
 type MarketSnapshot = Awaited<ReturnType<typeof marketHistoryOnLane>>[number];
 
+/** A market snapshot on a lane as the evidence prices with it. */
+interface LaneMarketRate {
+  as_of: string;
+  currency: string;
+  rate: number;
+}
+
+/** Of `market` (an area's snapshots, newest first), those with both ends within the radius of the lane's ends, newest first. */
+function marketOnLane(market: readonly MarketSnapshot[], origin: Coordinates, destination: Coordinates, radiusMiles: number): LaneMarketRate[] {
+  return market
+    .filter(
+      (m) => withinRadius(origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, radiusMiles) && withinRadius(destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, radiusMiles),
+    )
+    .map((m) => ({ as_of: m.as_of, currency: m.currency, rate: Number(m.rate_per_mile) }));
+}
+
 /**
- * D14: a lane's market rate per mile as of a delivery date, in a currency (none: USD): of `market` (an
- * area's snapshots, newest first), the first with both ends within the radius of the lane's ends and as
- * of that date; null when there is none.
+ * D14: a lane's market rate per mile as of a delivery date, in a currency (none: USD): of the lane's
+ * snapshots (marketOnLane), the newest as of that date; null when there is none.
  */
-function marketRateOn(market: readonly MarketSnapshot[], origin: Coordinates, destination: Coordinates, radiusMiles: number) {
-  const onLane = market.filter(
-    (m) => withinRadius(origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, radiusMiles) && withinRadius(destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, radiusMiles),
-  );
+function marketRateOn(onLane: readonly LaneMarketRate[]) {
   return (deliveredAt: string, currency: string | null): number | null => {
     const snap = onLane.find((m) => m.as_of <= deliveredAt && m.currency === (currency ?? 'USD'));
-    return snap ? Number(snap.rate_per_mile) : null;
+    return snap ? snap.rate : null;
   };
 }
 
@@ -176,6 +193,24 @@ export interface PricedDelivery {
 
 // Lanes whose latest market snapshot is kept (a key of about 80 characters and a small entry each).
 const MARKET_MEMO_MAX = 20_000;
+// Lanes whose market history is kept for their evidence (about 50 snapshots each at two years of monthly
+// snapshots: some 5 KB a lane).
+const MARKET_HISTORY_MEMO_MAX = 2_000;
+
+/** A bounded map, least recently used first: `get` moves an entry to the end, `set` drops the first past `max`. */
+function lruGet<V>(memo: Map<string, V>, key: string): V | undefined {
+  const kept = memo.get(key);
+  if (kept !== undefined) {
+    memo.delete(key);
+    memo.set(key, kept);
+  }
+  return kept;
+}
+function lruSet<V>(memo: Map<string, V>, key: string, value: V, max: number): void {
+  memo.delete(key);
+  memo.set(key, value);
+  if (memo.size > max) memo.delete(memo.keys().next().value!);
+}
 
 export function lanesService(clock: Clock, rules: LaneRules) {
   /**
@@ -189,6 +224,22 @@ export function lanesService(clock: Clock, rules: LaneRules) {
    * PostgreSQL at 160,000 snapshots, in every batch's answers and every open load's GET.
    */
   const marketMemo = new Map<string, { version: number; latest: LaneSnapshot | null }>();
+  /**
+   * D14's market history of a lane (its evidence's price against the market), kept likewise under the
+   * organization's market counter: an open load's GET read the lane's fifty-odd snapshots every time
+   * (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads), and they change only with a market-rate write.
+   */
+  const marketHistoryMemo = new Map<string, { version: number; onLane: LaneMarketRate[] }>();
+  const marketHistoryOf = async (tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, marketVersion?: number): Promise<LaneMarketRate[]> => {
+    const key = `${orgId}|${equipmentType}|${lane.origin.latitude},${lane.origin.longitude}|${lane.destination.latitude},${lane.destination.longitude}`;
+    // The counter first, the snapshots after it (as marketMaxBuyRates: never kept under a newer counter than what was read).
+    const version = marketVersion ?? (await readVersions(tx, orgId)).market_rates;
+    const kept = lruGet(marketHistoryMemo, key);
+    if (kept && kept.version === version) return kept.onLane;
+    const onLane = marketOnLane(await marketHistoryOnLane(tx, areaOf(orgId, equipmentType, lane.origin, lane.destination)), lane.origin, lane.destination, rules.radiusMiles);
+    lruSet(marketHistoryMemo, key, { version, onLane }, MARKET_HISTORY_MEMO_MAX);
+    return onLane;
+  };
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
     laneAreaOf(orgId, equipmentType, origin, destination, rules.radiusMiles);
 
@@ -220,36 +271,31 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     orgId: string,
     equipmentType: string,
     lanes: readonly LaneRequest[],
-    opts: { rules: LaneRules; rankBy: RankBy; between?: () => Promise<void> },
+    opts: { rules: LaneRules; rankBy: RankBy; between?: () => Promise<void>; marketVersion?: number },
   ): Promise<CarrierRecommendation[][]> {
     const laneRules = opts.rules;
     const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
     const area = (l: LaneRequest) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius);
-    const candidates = await laneCandidates(tx, lanes.length === 1 ? area(lanes[0]!) : unionArea(orgId, equipmentType, lanes, radius));
-    const refs = new Map(candidates.map((c) => [c.carrier_id, c.carrier_external_reference_id]));
-    const history = candidates.map((c) => ({
-      carrierId: c.carrier_id,
-      origin: { latitude: c.origin_latitude, longitude: c.origin_longitude },
-      destination: { latitude: c.destination_latitude, longitude: c.destination_longitude },
-      deliveredAt: c.delivered_at,
-      deliveredAtMs: Date.parse(c.delivered_at),
-      carrierRateTotal: c.carrier_rate_total === null ? null : Number(c.carrier_rate_total),
-      carrierRateCurrency: c.carrier_rate_currency,
-      totalDistance: c.total_distance === null ? null : Number(c.total_distance),
-      stopOutcomes: c.stop_outcomes ?? '',
-    }));
+    const { rows: history, graceMinutes: readGrace } = await laneCandidates(tx, lanes.length === 1 ? area(lanes[0]!) : unionArea(orgId, equipmentType, lanes, radius));
+    const refs = new Map(history.map((h) => [h.carrierId, h.carrierRef]));
     const now = clock.now();
     const refOf = (id: string) => refs.get(id) ?? '';
     // Loads on the same two places with the same carrier rank alike (a busy lane's open loads mostly
     // share their facilities): ranked once each. Balanced ranks every carrier before it keeps ten.
     const limit = opts.rankBy === 'balanced' ? Number.MAX_SAFE_INTEGER : MAX_RECOMMENDATIONS;
     const laneKey = (l: LaneRequest) => `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.load.carrier_id ?? ''}`;
-    const byLane = new Map<string, ReturnType<typeof rankCarriers>>();
+    // Each row's weights are worked out once: recency for every lane at once, proximity once per lane, for
+    // the ranking and the evidence alike.
+    const recency = recencyWeights(history, now);
+    const byLane = new Map<string, { ranked: ReturnType<typeof rankCarriers>; weights: LaneWeights }>();
     const rankings = lanes.map((l) => {
       const key = laneKey(l);
-      let ranked = byLane.get(key);
-      if (!ranked) byLane.set(key, (ranked = rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, laneRules, refOf, limit)));
-      return ranked;
+      let lane = byLane.get(key);
+      if (!lane) {
+        const weights = laneWeights(l, history, now, laneRules, recency);
+        byLane.set(key, (lane = { ranked: rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, laneRules, refOf, limit, weights), weights }));
+      }
+      return lane.ranked;
     });
     const wanted = [...new Set(rankings.flatMap((r) => r.map((x) => x.carrierId)))];
     if (wanted.length === 0) return rankings.map(() => []);
@@ -258,9 +304,10 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     const anyPriced = history.some((h) => h.carrierRateTotal !== null && h.totalDistance);
     const anyPickup = lanes.some((l) => l.pickupAt);
     const [cards, grace, market, underway] = await Promise.all([
-      carrierCards(tx, orgId, candidates, wanted),
-      candidates[0] && candidates[0].org_grace_minutes !== undefined ? candidates[0].org_grace_minutes : graceMinutesOf(tx, orgId),
-      anyPriced ? marketHistoryOnLane(tx, lanes.length === 1 ? areaOf(orgId, equipmentType, lanes[0]!.origin, lanes[0]!.destination) : unionArea(orgId, equipmentType, lanes, laneRules.radiusMiles)) : Promise.resolve([]),
+      carrierCards(tx, orgId, wanted),
+      readGrace !== undefined ? readGrace : graceMinutesOf(tx, orgId),
+      // One lane (a GET): its snapshots on the lane, kept; several (the follow-up): the union's, filtered per lane below.
+      !anyPriced ? Promise.resolve(null) : lanes.length === 1 ? marketHistoryOf(tx, orgId, equipmentType, lanes[0]!, opts.marketVersion) : marketHistoryOnLane(tx, unionArea(orgId, equipmentType, lanes, laneRules.radiusMiles)),
       anyPickup ? underwayStops(tx, orgId, wanted, backhaulWindow(lanes)) : Promise.resolve([]),
     ]);
     const graceMinutes = grace ?? laneRules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
@@ -273,8 +320,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       const key = laneKey(l);
       let work = perLane.get(key);
       if (work) return work;
-      const rowsOf = weightedRows(l, history, new Set(ranked.map((r) => r.carrierId)), now, laneRules);
-      const rateOn = marketRateOn(market, l.origin, l.destination, laneRules.radiusMiles);
+      const rowsOf = weightedRows(l, history, new Set(ranked.map((r) => r.carrierId)), byLane.get(key)!.weights);
+      const rateOn = marketRateOn(market === null ? [] : lanes.length === 1 ? (market as LaneMarketRate[]) : marketOnLane(market as MarketSnapshot[], l.origin, l.destination, laneRules.radiusMiles));
       const marketAt = (row: WeightedRow) => rateOn(row.deliveredAt, row.carrierRateCurrency);
       perLane.set(key, (work = { rowsOf, marketAt, plain: new Map() }));
       return work;
@@ -339,12 +386,12 @@ export function lanesService(clock: Clock, rules: LaneRules) {
   /** One lane's recommendations, widened (D14 `widen=true`) while fewer than 3 carriers are found. */
   async function rankedLane(tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, opts: RecommendOptions): Promise<RecommendationAnswer> {
     const rankBy = opts.rankBy ?? 'history';
-    let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy }))[0]!;
+    let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion }))[0]!;
     let radius = rules.radiusMiles;
     if (opts.widen) {
       for (const ring of WIDENED_RINGS) {
         if (items.length >= 3 || ring.miles <= radius) continue;
-        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy }))[0]!;
+        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy, marketVersion: opts.marketVersion }))[0]!;
         radius = ring.miles;
       }
     }
@@ -365,7 +412,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       return Promise.all(
         lanes.map(async (l) => {
           if (!l.rows.some(priced)) return [];
-          const rateOn = marketRateOn(await marketHistoryOnLane(tx, areaOf(orgId, l.equipmentType, l.origin, l.destination)), l.origin, l.destination, rules.radiusMiles);
+          const rateOn = marketRateOn(marketOnLane(await marketHistoryOnLane(tx, areaOf(orgId, l.equipmentType, l.origin, l.destination)), l.origin, l.destination, rules.radiusMiles));
           return l.rows.filter(priced).flatMap((r) => {
             const ratio = priceRatio(r.carrier_rate_total, r.total_distance, rateOn(r.delivered_at, r.carrier_rate_currency));
             return ratio === null ? [] : [ratio];
@@ -375,8 +422,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     },
 
     /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
-    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[]): Promise<CarrierRecommendation[]> {
-      return (await this.recommendWith(tx, orgId, load, stops, {})).items;
+    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[], marketVersion?: number): Promise<CarrierRecommendation[]> {
+      return (await this.recommendWith(tx, orgId, load, stops, { marketVersion })).items;
     },
 
     /** The same with D14's options: `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */

@@ -105,16 +105,16 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     problems: (tx, orgId, body) => loadBodyProblems(tx, orgId, body),
   });
 
-  const recommendations = (orgId: string, load: Load, stops?: LaneStop[]): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops);
+  const recommendations = (orgId: string, load: Load, stops?: LaneStop[], marketVersion?: number): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops, marketVersion);
 
   /** One load by reference, with its stops' places for the recommendations; `guard`: the key check folded in. */
-  async function readOne(orgId: string, ref: string, guard: KeyGuard | null): Promise<{ load: Load; stops?: LaneStop[] }> {
+  async function readOne(orgId: string, ref: string, guard: KeyGuard | null): Promise<{ load: Load; stops?: LaneStop[]; marketVersion?: number }> {
     if (!oneStatementReads) return { load: await lifecycle.get(orgId, ref) };
     const { key, docs } = await loadDocumentByRef(reader, orgId, ref, guard?.keyId ?? null);
     guard?.settle(key);
     const [doc] = docs;
     if (!doc) throw new NotFoundError('Load', ref);
-    return { load: (await presentDocuments(reader, orgId, [doc]))[0]!, stops: doc.stops };
+    return { load: (await presentDocuments(reader, orgId, [doc]))[0]!, stops: doc.stops, marketVersion: doc.market_version };
   }
 
   /** The list filters in stored form (a named customer or carrier is matched by reference in the query). */
@@ -192,13 +192,13 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     trackingEvent,
     /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
-      const { load, stops } = await readOne(orgId, ref, guard);
-      return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops) : [] });
+      const { load, stops, marketVersion } = await readOne(orgId, ref, guard);
+      return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, marketVersion) : [] });
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
     async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
-      const { load, stops } = await readOne(orgId, ref, guard);
-      const answer = await lanes.recommendWith(reader, orgId, load, stops, opts);
+      const { load, stops, marketVersion } = await readOne(orgId, ref, guard);
+      const answer = await lanes.recommendWith(reader, orgId, load, stops, Object.assign({}, opts, { marketVersion }));
       return {
         load_id: load.id,
         external_reference_id: load.external_reference_id,

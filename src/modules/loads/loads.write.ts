@@ -112,6 +112,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       operation_user: input.operation_user ?? null,
       account_manager: input.account_manager ?? null,
       pickup_at: plan.pickupAt,
+      delivery_deadline: plan.deliveryDeadline,
       status_updated_at: now,
       delivered_at: deliveredAt(null, status, now),
     };
@@ -176,6 +177,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
         laneMoved = !sameLaneEnds(current, carried.stops);
       }
       patch.pickup_at = plan.pickupAt;
+      patch.delivery_deadline = plan.deliveryDeadline;
     }
     const rule = distanceRule(input.total_distance, row.total_distance_source as 'caller' | 'estimated' | null, plan !== undefined);
     if (rule === 'caller') Object.assign(patch, { total_distance: input.total_distance, total_distance_source: 'caller' });

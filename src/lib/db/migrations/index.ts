@@ -19,6 +19,7 @@ import { migration0017 } from './0017_imports.js';
 import { migration0018 } from './0018_team_accounts.js';
 import { migration0019 } from './0019_strict_handling.js';
 import { migration0020 } from './0020_lane_carriers.js';
+import { migration0021 } from './0021_delivery_deadline.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -42,6 +43,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0018_team_accounts': migration0018(dialect),
     '0019_strict_handling': migration0019(dialect),
     '0020_lane_carriers': migration0020(dialect),
+    '0021_delivery_deadline': migration0021(dialect),
   };
 }
 

@@ -1,0 +1,65 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { cellOf, cellsWithin } from '../../src/domain/grid.js';
+import { haversineMiles } from '../../src/geo/distance.js';
+
+// The lane reads seek every pair of origin and destination cells cellsWithin names: a cell left out that
+// holds a point within the radius would drop history rows from a lane (a wrong score), one kept that
+// cannot hold such a point only costs seeks.
+
+/** The point `miles` from (lat, lon) along `bearing` degrees (great circle). */
+function destination(lat: number, lon: number, bearing: number, miles: number) {
+  const rad = Math.PI / 180;
+  const d = miles / 3958.7613;
+  const φ1 = lat * rad;
+  const λ1 = lon * rad;
+  const θ = bearing * rad;
+  const φ2 = Math.asin(Math.sin(φ1) * Math.cos(d) + Math.cos(φ1) * Math.sin(d) * Math.cos(θ));
+  const λ2 = λ1 + Math.atan2(Math.sin(θ) * Math.sin(d) * Math.cos(φ1), Math.cos(d) - Math.sin(φ1) * Math.sin(φ2));
+  return { latitude: φ2 / rad, longitude: ((((λ2 / rad + 180) % 360) + 360) % 360) - 180 };
+}
+
+describe('cellsWithin', () => {
+  it('names the cell of every point within the radius (random centres, radii and points, the antimeridian included)', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: -75, max: 75, noNaN: true }),
+        fc.double({ min: -180, max: 179.999, noNaN: true }),
+        fc.constantFrom(25, 50, 100, 150, 250, 330),
+        // Points anywhere inside, and many near the edge, where a cell wrongly left out would show.
+        fc.array(fc.tuple(fc.double({ min: 0, max: 360, noNaN: true }), fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.97, max: 1, noNaN: true }))), { minLength: 1, maxLength: 60 }),
+        (lat, lon, miles, probes) => {
+          const cells = new Set(cellsWithin(lat, lon, miles));
+          for (const [bearing, share] of probes) {
+            const p = destination(lat, lon, bearing, miles * share);
+            if (haversineMiles({ latitude: lat, longitude: lon }, p) > miles) continue;
+            expect(cells.has(cellOf(p.latitude, p.longitude)), `${JSON.stringify(p)} at ${bearing}°`).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('names every cell a point at the radius itself lies in (the edge of the circle, all round)', () => {
+    for (const [lat, lon] of [[32.78, -96.8], [47.61, -122.33], [25.76, -80.19], [0.5, 179.6], [-33.9, 151.2], [64.8, -147.7]] as const) {
+      const cells = new Set(cellsWithin(lat, lon, 100));
+      for (let bearing = 0; bearing < 360; bearing += 0.5) {
+        const p = destination(lat, lon, bearing, 99.999);
+        expect(cells.has(cellOf(p.latitude, p.longitude)), `${lat},${lon} bearing ${bearing}`).toBe(true);
+      }
+    }
+  });
+
+  it('leaves out the corners of the bounding box that lie wholly beyond the radius', () => {
+    // Dallas at 100 miles: a box of 4 × 5 cells around it; its far corners hold no point within 100 miles.
+    const cells = cellsWithin(32.78, -96.8, 100);
+    const box = new Set<number>();
+    for (let lat = 32.78 - 1.45; lat <= 32.78 + 1.45 + 1; lat += 1) for (let lon = -96.8 - 1.73; lon <= -96.8 + 1.73 + 1; lon += 1) box.add(cellOf(Math.min(lat, 34.23), Math.min(lon, -95.07)));
+    expect(cells.length).toBeLessThan(box.size);
+    for (const c of cells) expect(box.has(c)).toBe(true);
+    // The cell 2 degrees south-west of the centre's cell: its nearest corner is about 130 miles away.
+    expect(cells).not.toContain(cellOf(30.5, -98.5));
+    expect(cells).toContain(cellOf(32.78, -96.8));
+  });
+});
