@@ -61,3 +61,32 @@ export function boxWithin(latitude: number, longitude: number, miles: number) {
   const dLon = Math.min(180, miles / (MILES_PER_DEGREE_LAT * widestCos));
   return { minLat: latitude - dLat, maxLat: latitude + dLat, minLon: longitude - dLon, maxLon: longitude + dLon };
 }
+
+/**
+ * An ellipse in degrees around a point that holds every point within `miles` of it, for a condition a
+ * database checks with plain arithmetic: (Δlat)² × latScale2 + (Δlon)² × lonScale2 ≤ reach2. The scales
+ * are a little under the miles in a degree (longitude's at the band's widest latitude) and the reach a
+ * little over the radius, so it is a superset (callers filter exactly); it leaves out the box's corners,
+ * which hold about a fifth of the box.
+ */
+export interface Near {
+  latitude: number;
+  longitude: number;
+  latScale2: number;
+  lonScale2: number;
+  reach2: number;
+}
+
+// Miles in a degree of a great circle on the haversine's sphere (3,958.76 mi) are 69.09: a little under.
+const MILES_PER_DEGREE_LOW = 69.0;
+
+export function nearWithin(latitude: number, longitude: number, miles: number): Near {
+  const farthest = Math.min(89.9, Math.abs(latitude) + miles / MILES_PER_DEGREE_LAT);
+  const lonScale = MILES_PER_DEGREE_LOW * Math.max(Math.cos((farthest * Math.PI) / 180), 0.01);
+  return { latitude, longitude, latScale2: MILES_PER_DEGREE_LOW ** 2, lonScale2: lonScale ** 2, reach2: (miles * 1.02 + 1) ** 2 };
+}
+
+/** The ellipse's condition as the database checks it. */
+export function mayBeWithin(n: Near, latitude: number, longitude: number): boolean {
+  return (latitude - n.latitude) * (latitude - n.latitude) * n.latScale2 + (longitude - n.longitude) * (longitude - n.longitude) * n.lonScale2 <= n.reach2;
+}

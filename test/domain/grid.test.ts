@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cellOf, cellsWithin } from '../../src/domain/grid.js';
+import { cellOf, cellsWithin, mayBeWithin, nearWithin } from '../../src/domain/grid.js';
 import { haversineMiles } from '../../src/geo/distance.js';
 
 // The lane reads seek every pair of origin and destination cells cellsWithin names: a cell left out that
@@ -61,5 +61,37 @@ describe('cellsWithin', () => {
     // The cell 2 degrees south-west of the centre's cell: its nearest corner is about 130 miles away.
     expect(cells).not.toContain(cellOf(30.5, -98.5));
     expect(cells).toContain(cellOf(32.78, -96.8));
+  });
+});
+
+describe('nearWithin', () => {
+  it('holds every point within the radius (random centres and radii, points near the edge), and leaves the far corners out', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: -75, max: 75, noNaN: true }),
+        fc.double({ min: -170, max: 170, noNaN: true }),
+        fc.constantFrom(25, 50, 100, 150, 250, 330),
+        fc.array(fc.tuple(fc.double({ min: 0, max: 360, noNaN: true }), fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.98, max: 1, noNaN: true }))), { minLength: 1, maxLength: 60 }),
+        (lat, lon, miles, probes) => {
+          const near = nearWithin(lat, lon, miles);
+          for (const [bearing, share] of probes) {
+            const p = destination(lat, lon, bearing, miles * share);
+            if (haversineMiles({ latitude: lat, longitude: lon }, p) > miles) continue;
+            expect(mayBeWithin(near, p.latitude, p.longitude), `${JSON.stringify(p)} at ${bearing}°`).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+    for (const [lat, lon] of [[32.78, -96.8], [47.61, -122.33], [64.8, -147.7], [-33.9, 151.2]] as const) {
+      const near = nearWithin(lat, lon, 100);
+      for (let bearing = 0; bearing < 360; bearing += 0.5) {
+        const edge = destination(lat, lon, bearing, 99.999);
+        expect(mayBeWithin(near, edge.latitude, edge.longitude), `${lat},${lon} bearing ${bearing}`).toBe(true);
+        // 40% beyond the radius: outside (the condition cuts the box's corners and everything else far).
+        const far = destination(lat, lon, bearing, 140);
+        expect(mayBeWithin(near, far.latitude, far.longitude), `${lat},${lon} bearing ${bearing} at 140 mi`).toBe(false);
+      }
+    }
   });
 });
