@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backfillDeliveryDeadlines } from '../src/lib/db/migrations/0021_delivery_deadline.js';
+import { fillDeliveryDeadlines } from '../src/lib/db/migrations/0021_delivery_deadline.js';
 import { seedFreight } from './fixtures.js';
 import { newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 // D14's backhaul reads the ranked carriers' loads on their way by loads.delivery_deadline (migration
 // 0021): the late_arrival of the load's last Delivery/Both stop by stop_number, D7's destination. The
-// write path keeps it on create, update and upsert; the migration's backfill finds the same for loads
-// written before it.
+// write path keeps it on create, update and upsert; the fill that runs after the migrations (in batches,
+// outside the migration's transaction) finds the same for loads written before 0021 or by an older
+// instance during a rolling deploy.
 
 let t: TestApp;
 let a: Tenant;
@@ -63,9 +64,12 @@ describe('loads.delivery_deadline', () => {
     const written = await deadlines();
     expect(written).toMatchObject({ 'DD-PLAIN': '2026-03-07T20:00:00.000Z', 'DD-UPSERT': '2026-03-06T18:00:00.000Z' });
 
-    // The migration's backfill, run over the same loads with the column emptied, finds what the writes kept.
+    // The fill, run over the same loads with the column emptied (batches of 2, so several), finds what the
+    // writes kept, and passes over what is filled.
     await t.store.db.updateTable('loads').set({ delivery_deadline: null }).where('org_id', '=', a.orgId).execute();
-    await backfillDeliveryDeadlines(t.store.db as unknown as Kysely<unknown>);
+    const filled = await fillDeliveryDeadlines(t.store.db as unknown as Kysely<unknown>, 2);
+    expect(filled).toBeGreaterThanOrEqual(4);
     expect(await deadlines()).toEqual(written);
+    expect(await fillDeliveryDeadlines(t.store.db as unknown as Kysely<unknown>, 2)).toBe(0);
   });
 });

@@ -235,6 +235,12 @@ describe('evidence on every recommendation (D14)', () => {
     expect(bh.reasons[0]).toBe('Delivers 20 mi from this pickup 10 h before it (ON-WAY)');
     expect(recs.find((r: any) => r.carrier_external_reference_id === 'HIST').evidence.backhaul).toBeNull();
 
+    // A load on its way whose delivery deadline is not filled yet (written by an older instance during a
+    // rolling deploy, or before migration 0021): found by its stops all the same.
+    await t.store.db.updateTable('loads').set({ delivery_deadline: null }).where('org_id', '=', w.a.orgId).where('external_reference_id', '=', 'ON-WAY').execute();
+    const unfilled = (await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH');
+    expect(unfilled.evidence.backhaul).toEqual({ load_external_reference_id: 'ON-WAY', miles_to_origin: 20, hours_before_pickup: 10 });
+
     // 60 h before the pickup: outside 0–48 h.
     await w.a.put('/v2/tms-api/loads/ON-WAY', { stops: w.body('ON-WAY', { from: w.d, to: near, deliveryLate: pickup - 60 * HOUR, pickupEarly: pickup - 4 * DAY }).stops });
     expect((await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH').evidence.backhaul).toBeNull();

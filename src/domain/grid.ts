@@ -14,6 +14,9 @@ export function cellOf(latitude: number, longitude: number): number {
   return row * COLUMNS + col;
 }
 
+/** Cells and ellipses are trimmed only for places whose neighbourhood stays within this latitude. */
+const TRIM_UP_TO_LATITUDE = 70;
+
 /**
  * The great-circle miles from a point to the nearest point of a cell (its latitude and longitude
  * clamped to the cell's). On a sphere the clamped point can lie a little farther than the true nearest
@@ -31,7 +34,7 @@ function milesToCell(latitude: number, longitude: number, cell: number): number 
 
 /**
  * Every cell that holds a point within `miles` of the given one (a superset: callers filter exactly).
- * The cells of the bounding box, less its corners that lie wholly farther away (a lane read seeks each
+ * The cells of the bounding box, less its corners that lie wholly farther away (below 70° of latitude) (a lane read seeks each
  * pair of origin and destination cells: about 340 pairs at 100 miles from the box, about 200 without
  * its corners).
  */
@@ -50,6 +53,9 @@ export function cellsWithin(latitude: number, longitude: number, miles: number):
     }
     if (lat >= maxLat) break;
   }
+  // Near the poles the clamped point is no longer close to the nearest one (meridians converge): there
+  // the box's cells are kept whole.
+  if (Math.max(Math.abs(minLat), Math.abs(maxLat)) > TRIM_UP_TO_LATITUDE) return [...cells];
   const reach = miles * 1.01 + 1;
   return [...cells].filter((c) => milesToCell(latitude, longitude, c) <= reach);
 }
@@ -67,7 +73,7 @@ export function boxWithin(latitude: number, longitude: number, miles: number) {
  * database checks with plain arithmetic: (Δlat)² × latScale2 + (Δlon)² × lonScale2 ≤ reach2. The scales
  * are a little under the miles in a degree (longitude's at the band's widest latitude) and the reach a
  * little over the radius, so it is a superset (callers filter exactly); it leaves out the box's corners,
- * which hold about a fifth of the box.
+ * which hold about a fifth of the box. None (undefined) for a neighbourhood reaching past 70° of latitude.
  */
 export interface Near {
   latitude: number;
@@ -80,8 +86,10 @@ export interface Near {
 // Miles in a degree of a great circle on the haversine's sphere (3,958.76 mi) are 69.09: a little under.
 const MILES_PER_DEGREE_LOW = 69.0;
 
-export function nearWithin(latitude: number, longitude: number, miles: number): Near {
-  const farthest = Math.min(89.9, Math.abs(latitude) + miles / MILES_PER_DEGREE_LAT);
+export function nearWithin(latitude: number, longitude: number, miles: number): Near | undefined {
+  const farthest = Math.abs(latitude) + miles / MILES_PER_DEGREE_LAT;
+  // Near the poles a degree of longitude shrinks across the neighbourhood and great circles cross the pole: no ellipse.
+  if (farthest > TRIM_UP_TO_LATITUDE) return undefined;
   const lonScale = MILES_PER_DEGREE_LOW * Math.max(Math.cos((farthest * Math.PI) / 180), 0.01);
   return { latitude, longitude, latScale2: MILES_PER_DEGREE_LOW ** 2, lonScale2: lonScale ** 2, reach2: (miles * 1.02 + 1) ** 2 };
 }

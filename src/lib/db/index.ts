@@ -9,6 +9,7 @@ import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
+import { fillDeliveryDeadlines } from './migrations/0021_delivery_deadline.js';
 import { foldCase } from '../fold.js';
 import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 
@@ -411,6 +412,8 @@ async function runMigrations(db: Db, dialect: Dialect): Promise<void> {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`);
   }
+  // What a migration left to fill in batches of their own (each a short transaction, not one long lock).
+  await fillDeliveryDeadlines(db as unknown as Kysely<unknown>);
 }
 
 /**

@@ -149,21 +149,41 @@ export interface UnderwayStop {
  * backhaul delivers in a window before the pickup. One range of the partial index loads_backhaul_idx
  * (org, carrier, deadline; migration 0021) per carrier: at a million loads the ranked carriers have
  * hundreds of loads on their way and a handful due near a given pickup, and probing each one's stops for
- * a deadline in the window was 5 ms of a 9 ms recommendation read.
+ * a deadline in the window was 5 ms of a 9 ms recommendation read. A load whose deadline is not filled yet
+ * (written before 0021 and not reached by the fill after the migrations, or by an older instance during a
+ * rolling deploy: docs/deployment.md) is found as before, by a stop due in the window (the index's null
+ * range). The caller checks each load's deadline against its own pickup from the stops read here.
  */
 export async function underwayStops(tx: Executor, orgId: string, carrierIds: readonly string[], due: { from: string; to: string }): Promise<UnderwayStop[]> {
   if (carrierIds.length === 0) return [];
-  return tx
-    .selectFrom('loads as l')
-    .innerJoin('load_stops as s', 's.load_id', 'l.id')
-    .innerJoin('locations as lo', 'lo.id', 's.location_id')
-    .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
-    .where('l.org_id', '=', orgId)
-    .where('l.carrier_id', 'in', [...carrierIds])
-    // Literal statuses: the partial index's own condition, so both engines use it.
-    .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`)
+  const onTheirWay = () =>
+    tx
+      .selectFrom('loads as l')
+      .innerJoin('load_stops as s', 's.load_id', 'l.id')
+      .innerJoin('locations as lo', 'lo.id', 's.location_id')
+      .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
+      .where('l.org_id', '=', orgId)
+      .where('l.carrier_id', 'in', [...carrierIds])
+      // Literal statuses: the partial index's own condition, so both engines use it.
+      .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`);
+  return onTheirWay()
     .where('l.delivery_deadline', '>=', due.from)
     .where('l.delivery_deadline', '<=', due.to)
+    .unionAll(
+      onTheirWay()
+        .where('l.delivery_deadline', 'is', null)
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('load_stops as d')
+              .select(sql`1`.as('one'))
+              .whereRef('d.load_id', '=', 'l.id')
+              .where('d.org_id', '=', orgId)
+              .where('d.late_arrival', '>=', due.from)
+              .where('d.late_arrival', '<=', due.to),
+          ),
+        ),
+    )
     .execute() as Promise<UnderwayStop[]>;
 }
 

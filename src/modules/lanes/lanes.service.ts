@@ -193,11 +193,13 @@ export interface PricedDelivery {
 
 // Lanes whose latest market snapshot is kept (a key of about 80 characters and a small entry each).
 const MARKET_MEMO_MAX = 20_000;
-// Lanes whose market history is kept for their evidence (about 50 snapshots each at two years of monthly
-// snapshots: some 5 KB a lane).
+// Lanes whose market history is kept for their evidence, and the snapshots kept in all (about 100 bytes
+// each: some 10 MB). Two years of monthly snapshots are about 25 a lane; a lane among dense feeds (weekly,
+// many market pairs within its radius) can have thousands, so the bound is on the snapshots too.
 const MARKET_HISTORY_MEMO_MAX = 2_000;
+const MARKET_HISTORY_SNAPSHOTS_MAX = 100_000;
 
-/** A bounded map, least recently used first: `get` moves an entry to the end, `set` drops the first past `max`. */
+/** A map kept least recently used first: a read moves its entry to the end. */
 function lruGet<V>(memo: Map<string, V>, key: string): V | undefined {
   const kept = memo.get(key);
   if (kept !== undefined) {
@@ -205,11 +207,6 @@ function lruGet<V>(memo: Map<string, V>, key: string): V | undefined {
     memo.set(key, kept);
   }
   return kept;
-}
-function lruSet<V>(memo: Map<string, V>, key: string, value: V, max: number): void {
-  memo.delete(key);
-  memo.set(key, value);
-  if (memo.size > max) memo.delete(memo.keys().next().value!);
 }
 
 export function lanesService(clock: Clock, rules: LaneRules) {
@@ -230,6 +227,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
    * (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads), and they change only with a market-rate write.
    */
   const marketHistoryMemo = new Map<string, { version: number; onLane: LaneMarketRate[] }>();
+  let marketHistoryKept = 0;
   const marketHistoryOf = async (tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, marketVersion?: number): Promise<LaneMarketRate[]> => {
     const key = `${orgId}|${equipmentType}|${lane.origin.latitude},${lane.origin.longitude}|${lane.destination.latitude},${lane.destination.longitude}`;
     // The counter first, the snapshots after it (as marketMaxBuyRates: never kept under a newer counter than what was read).
@@ -237,7 +235,17 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     const kept = lruGet(marketHistoryMemo, key);
     if (kept && kept.version === version) return kept.onLane;
     const onLane = marketOnLane(await marketHistoryOnLane(tx, areaOf(orgId, equipmentType, lane.origin, lane.destination)), lane.origin, lane.destination, rules.radiusMiles);
-    lruSet(marketHistoryMemo, key, { version, onLane }, MARKET_HISTORY_MEMO_MAX);
+    if (kept) marketHistoryKept -= kept.onLane.length;
+    marketHistoryMemo.delete(key);
+    if (onLane.length > MARKET_HISTORY_SNAPSHOTS_MAX) return onLane;
+    marketHistoryMemo.set(key, { version, onLane });
+    marketHistoryKept += onLane.length;
+    // Least recently used first out, until both bounds hold.
+    while (marketHistoryMemo.size > MARKET_HISTORY_MEMO_MAX || marketHistoryKept > MARKET_HISTORY_SNAPSHOTS_MAX) {
+      const [oldest, entry] = marketHistoryMemo.entries().next().value!;
+      marketHistoryMemo.delete(oldest);
+      marketHistoryKept -= entry.onLane.length;
+    }
     return onLane;
   };
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
