@@ -250,6 +250,7 @@ const NEWER_MIGRATIONS: Record<string, string[]> = {
   '0012_webhooks': dropTables('webhook_deliveries', 'webhook_endpoints'),
   '0020_lane_carriers': [...dropTables('lane_carriers'), 'create index if not exists load_stops_location_idx on load_stops (location_id)'],
   '0021_delivery_deadline': [
+    'drop index if exists loads_deadline_unfilled_idx',
     'drop index if exists loads_backhaul_idx',
     'alter table loads drop column delivery_deadline',
     "create index loads_backhaul_idx on loads (org_id, carrier_id) where status in ('COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER')",
