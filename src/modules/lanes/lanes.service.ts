@@ -6,11 +6,10 @@ import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey, type LaneSnapshot } from '../../domain/lane.js';
 import { MAX_RECOMMENDATIONS, WIDENED_RINGS, laneWeights, rankCarriers, recencyWeights, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
-
-type LaneWeights = ReturnType<typeof laneWeights>;
 import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
+import { boundedMemo } from '../../lib/memo.js';
 
 import {
   carrierCards,
@@ -28,6 +27,8 @@ import {
 } from './lanes.repo.js';
 
 export type { LaneStop };
+
+type LaneWeights = ReturnType<typeof laneWeights>;
 
 /** A turn of the event loop: what arrived meanwhile is read before the work goes on. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -199,16 +200,6 @@ const MARKET_MEMO_MAX = 20_000;
 const MARKET_HISTORY_MEMO_MAX = 2_000;
 const MARKET_HISTORY_SNAPSHOTS_MAX = 100_000;
 
-/** A map kept least recently used first: a read moves its entry to the end. */
-function lruGet<V>(memo: Map<string, V>, key: string): V | undefined {
-  const kept = memo.get(key);
-  if (kept !== undefined) {
-    memo.delete(key);
-    memo.set(key, kept);
-  }
-  return kept;
-}
-
 export function lanesService(clock: Clock, rules: LaneRules) {
   /**
    * D8's latest snapshot per lane (organization, equipment and the two places), kept with the
@@ -220,32 +211,25 @@ export function lanesService(clock: Clock, rules: LaneRules) {
    * batch's hundred open loads were a hundred lane reads of 400 cell pairs each, about 0.6 ms apiece on
    * PostgreSQL at 160,000 snapshots, in every batch's answers and every open load's GET.
    */
-  const marketMemo = new Map<string, { version: number; latest: LaneSnapshot | null }>();
+  const marketMemo = boundedMemo<{ version: number; latest: LaneSnapshot | null }>({ maxEntries: MARKET_MEMO_MAX });
   /**
    * D14's market history of a lane (its evidence's price against the market), kept likewise under the
    * organization's market counter: an open load's GET read the lane's fifty-odd snapshots every time
    * (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads), and they change only with a market-rate write.
    */
-  const marketHistoryMemo = new Map<string, { version: number; onLane: LaneMarketRate[] }>();
-  let marketHistoryKept = 0;
+  const marketHistoryMemo = boundedMemo<{ version: number; onLane: LaneMarketRate[] }>({
+    maxEntries: MARKET_HISTORY_MEMO_MAX,
+    maxWeight: MARKET_HISTORY_SNAPSHOTS_MAX,
+    weight: (e) => e.onLane.length,
+  });
   const marketHistoryOf = async (tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, marketVersion?: number): Promise<LaneMarketRate[]> => {
     const key = `${orgId}|${equipmentType}|${lane.origin.latitude},${lane.origin.longitude}|${lane.destination.latitude},${lane.destination.longitude}`;
     // The counter first, the snapshots after it (as marketMaxBuyRates: never kept under a newer counter than what was read).
     const version = marketVersion ?? (await readVersions(tx, orgId)).market_rates;
-    const kept = lruGet(marketHistoryMemo, key);
+    const kept = marketHistoryMemo.get(key);
     if (kept && kept.version === version) return kept.onLane;
     const onLane = marketOnLane(await marketHistoryOnLane(tx, areaOf(orgId, equipmentType, lane.origin, lane.destination)), lane.origin, lane.destination, rules.radiusMiles);
-    if (kept) marketHistoryKept -= kept.onLane.length;
-    marketHistoryMemo.delete(key);
-    if (onLane.length > MARKET_HISTORY_SNAPSHOTS_MAX) return onLane;
     marketHistoryMemo.set(key, { version, onLane });
-    marketHistoryKept += onLane.length;
-    // Least recently used first out, until both bounds hold.
-    while (marketHistoryMemo.size > MARKET_HISTORY_MEMO_MAX || marketHistoryKept > MARKET_HISTORY_SNAPSHOTS_MAX) {
-      const [oldest, entry] = marketHistoryMemo.entries().next().value!;
-      marketHistoryMemo.delete(oldest);
-      marketHistoryKept -= entry.onLane.length;
-    }
     return onLane;
   };
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
@@ -516,9 +500,6 @@ export function lanesService(clock: Clock, rules: LaneRules) {
         const kept = marketMemo.get(key);
         if (kept && kept.version === version) {
           latestOf.set(key, kept.latest);
-          // Most recently used last: the first key is the one evicted.
-          marketMemo.delete(key);
-          marketMemo.set(key, kept);
           continue;
         }
         const { equipment_type, origin, destination } = loads[i]!;
@@ -531,9 +512,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
         // None of the newest within the radius (they lie in the cells' corners): all of the lane's.
         if (!latest && newest[j]!.length === NEWEST_SNAPSHOTS) latest = latestOnLane(await snapshotsOnLane(tx, area, null), lane, rules.radiusMiles);
         latestOf.set(key, latest ?? null);
-        marketMemo.delete(key);
         marketMemo.set(key, { version, latest: latest ?? null });
-        if (marketMemo.size > MARKET_MEMO_MAX) marketMemo.delete(marketMemo.keys().next().value!);
       }
       return loads.map((load, i) => {
         const key = keyOf[i];
