@@ -10,7 +10,7 @@ import type { BatchItem, BatchResult, RunOptions } from '../shared/batch.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { ImportFiles } from './imports.files.js';
 import { countRows, uploadRows, type CsvOptions, type UploadRow } from './imports.rows.js';
-import { advanceCheckpoint, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, expireUpload, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
+import { advanceCheckpoint, analyzeGrownTables, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, expireUpload, plannedRowsOf, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
 import type { ImportResource } from './imports.schema.js';
 import { presentImport } from './imports.service.js';
 
@@ -58,6 +58,11 @@ const RESUME_AFTER_MS = 2_000;
 const MAX_PAUSES = 10;
 
 const FIRST_CHUNK_ROWS = 128;
+// PostgreSQL: the tables an import grows are analyzed once it has written as many rows as they had at
+// their last ANALYZE, and at least this many (see plannerStats).
+const ANALYZE_AFTER_ROWS = 10_000;
+// At the end, once it has written a tenth of what they had, and at least this many.
+const ANALYZE_AT_END_ROWS = 1_000;
 // Never fewer: a chunk has costs of its own (its reads of the references, the lane stats of the lanes it
 // moved, recounted whole, which grow with each lane's history), and chunks sized below them by the time
 // they took shrank further on PostgreSQL as the history grew (1,000 rows/s at 185,000 rows).
@@ -194,6 +199,37 @@ export function importRunner(deps: ImportRunnerDeps) {
     await files.remove(imp.id);
   }
 
+  /**
+   * Keeps PostgreSQL's statistics of the tables an import grows in step with them (analyzeGrownTables):
+   * an ANALYZE once the import has written as many rows as the table had at its last one (at least
+   * ANALYZE_AFTER_ROWS), so about log2(N ÷ 10,000) of them over N rows into an empty table, and one at
+   * the end unless the import added less than a tenth. `grew(rows)` after each chunk, `end()` after the
+   * last. A failed ANALYZE is logged and the import goes on. Nothing on SQLite.
+   */
+  async function plannerStats(imp: ImportsTable): Promise<{ grew(rows: number): Promise<void>; end(): Promise<void> }> {
+    let planned = await plannedRowsOf(db, imp.resource).catch(() => null);
+    let since = 0;
+    const analyze = async () => {
+      try {
+        await analyzeGrownTables(db, imp.resource);
+        planned = (await plannedRowsOf(db, imp.resource)) ?? 0;
+        since = 0;
+      } catch (err) {
+        deps.log.warn({ err, import: imp.id }, 'ANALYZE of the tables the import grows failed; the import goes on');
+      }
+    };
+    return {
+      async grew(rows) {
+        if (planned === null) return;
+        since += rows;
+        if (since >= Math.max(ANALYZE_AFTER_ROWS, planned)) await analyze();
+      },
+      async end() {
+        if (planned !== null && since >= Math.max(ANALYZE_AT_END_ROWS, planned / 10)) await analyze();
+      },
+    };
+  }
+
   // Imports this process leaves alone until a time: those whose parts it cannot see (another IMPORTS_DIR),
   // for a minute, to an instance that can; those the database could not take a chunk of, for a moment.
   const resting = new Map<string, number>();
@@ -230,6 +266,7 @@ export function importRunner(deps: ImportRunnerDeps) {
         await setRowsTotal(db, imp.id, claim, total);
       }
       let checkpoint = Number(imp.checkpoint_row);
+      const stats = await plannerStats(imp);
       let chunk: UploadRow[] = [];
       let size = nextChunkSize(null, { chunkMs, chunkRows });
       const rows = uploadRows(files.open(imp.id, imp.parts), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
@@ -240,6 +277,7 @@ export function importRunner(deps: ImportRunnerDeps) {
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
           size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
+          await stats.grew(chunk.length);
           chunk = [];
           // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some
           // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
@@ -257,7 +295,11 @@ export function importRunner(deps: ImportRunnerDeps) {
         if ((err as { code?: string }).code?.startsWith('CSV_')) throw new UnreadableUpload(`the CSV cannot be read: ${(err as Error).message}`);
         throw err;
       }
-      if (chunk.length > 0) await commitChunk(imp, claim, chunk, checkpoint);
+      if (chunk.length > 0) {
+        await commitChunk(imp, claim, chunk, checkpoint);
+        await stats.grew(chunk.length);
+      }
+      await stats.end();
       await finish(imp, claim);
       paused.delete(imp.id);
     } catch (err) {
