@@ -231,6 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     chunkRows: config.importChunkRows,
     chunkMs: config.importChunkMs,
     uploadExpiryMs: config.importUploadExpiryMs,
+    betweenChunks: () => store.betweenWrites(),
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 

@@ -78,4 +78,41 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
     const count = await sql<{ n: number }>`select count(*) as n from filler`.execute(store.db);
     expect(Number(count.rows[0]!.n)).toBe(written + 1);
   });
+
+  // A writer that never pauses (an import's chunks, one after another) left the worker no moment with
+  // the log wholly copied at the start of a transaction, which is when SQLite rewinds it: the log grew
+  // until the worker's RESTART stopped every writer to force it (up to a quarter of a second each, the
+  // slowest PUTs beside an import). betweenWrites gives it that moment.
+  it('a writer that awaits betweenWrites between its transactions has the log rewound at its next one', async () => {
+    // The frames in the log (-1 while the worker's own checkpoint runs: asked again).
+    const frames = async () => {
+      for (let i = 0; ; i++) {
+        const log = (await sql<{ log: number }>`pragma wal_checkpoint(PASSIVE)`.execute(store.db)).rows[0]!.log;
+        if (log >= 0 || i >= 100) return log;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const burst = async () => {
+      // About 40 MiB in transactions back to back (no gap for the worker): past the 8,192 pages (32 MiB) mark.
+      for (let i = 0; i < 40; i++) {
+        await store.db.transaction().execute(async (tx) => {
+          for (let j = 0; j < 16; j++) await sql`insert into filler (body) values (randomblob(65536))`.execute(tx);
+        });
+      }
+    };
+    const small = () => store.db.transaction().execute((tx) => sql`insert into filler (body) values (zeroblob(10))`.execute(tx));
+    // Without the pause the next transaction goes on appending to the log.
+    await burst();
+    await new Promise((r) => setTimeout(r, 250)); // the worker's periodic copy has seen the long log
+    await burst();
+    await small();
+    expect(await frames()).toBeGreaterThan(8192);
+    // With it, the log starts again from its beginning.
+    await burst();
+    await new Promise((r) => setTimeout(r, 250));
+    await burst();
+    await store.betweenWrites();
+    await small();
+    expect(await frames()).toBeLessThan(100);
+  }, 60_000);
 });

@@ -32,6 +32,12 @@ export interface DataStore {
   snapshot(): DataSnapshot | null;
   /** Every statement sent to the database (PostgreSQL: every round trip), for tests that count them. */
   statements: StatementLog;
+  /**
+   * A writer that commits one transaction after another without a gap (an import's chunks) awaits this
+   * between them. SQLite: once the log is long, resolves after the checkpoint worker has copied it all,
+   * so the next transaction rewinds it (sqlite-checkpoints.ts); at once otherwise, and on PostgreSQL.
+   */
+  betweenWrites(): Promise<void>;
 }
 
 export interface StatementLog {
@@ -226,6 +232,7 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
     statements: log,
     // Taken as each request arrives: other connections' commits answered before it was sent are seen.
     snapshot: () => snapshotOf(db, changeToken(), changeToken),
+    betweenWrites: () => checkpoints?.catchUp() ?? Promise.resolve(),
     async ping() {
       try {
         raw.prepare('select 1').get();
@@ -279,6 +286,7 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
     dialect: 'postgres',
     statements: log,
     snapshot: () => null,
+    betweenWrites: () => Promise.resolve(),
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;
       try {

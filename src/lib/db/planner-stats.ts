@@ -15,8 +15,13 @@ export async function plannedRows(db: Executor, table: string): Promise<number |
   return Math.max(0, Number(rows[0]?.n ?? 0));
 }
 
-/** ANALYZE of `tables` (PostgreSQL): new statistics, and every connection's kept plans of them made again. */
+/**
+ * ANALYZE of `tables` (PostgreSQL), one statement each (each within the statement timeout by itself):
+ * new statistics, and every connection's kept plans of them made again. SKIP_LOCKED: a table whose
+ * lock is held by another maintenance command (a VACUUM, CREATE INDEX CONCURRENTLY, another instance's
+ * ANALYZE) is left for the next time rather than waited for.
+ */
 export async function analyzeTables(db: Executor, tables: readonly string[]): Promise<void> {
-  if (tables.length === 0 || dialectOf(db) !== 'postgres') return;
-  await sql`analyze ${sql.raw(tables.map((t) => `"${t.replaceAll('"', '""')}"`).join(', '))}`.execute(db);
+  if (dialectOf(db) !== 'postgres') return;
+  for (const t of tables) await sql`analyze (skip_locked) ${sql.raw(`"${t.replaceAll('"', '""')}"`)}`.execute(db);
 }

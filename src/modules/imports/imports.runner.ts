@@ -48,6 +48,8 @@ export interface ImportRunnerDeps {
   maxChunkAttempts?: number;
   /** An import awaiting its upload this long after its last part is cancelled and its parts removed (default 24 h). */
   uploadExpiryMs?: number;
+  /** Awaited between chunks: the store's pause for a writer that never pauses (DataStore.betweenWrites). */
+  betweenChunks?: () => Promise<void>;
 }
 
 /** How often (at most) a runner looks for abandoned uploads. */
@@ -201,26 +203,31 @@ export function importRunner(deps: ImportRunnerDeps) {
 
   /**
    * Keeps PostgreSQL's statistics of the tables an import grows in step with them (analyzeGrownTables):
-   * an ANALYZE once the import has written as many rows as the table had at its last one (at least
-   * ANALYZE_AFTER_ROWS), so about log2(N ÷ 10,000) of them over N rows into an empty table, and one at
-   * the end unless the import added less than a tenth. `grew(rows)` after each chunk, `end()` after the
-   * last. A failed ANALYZE is logged and the import goes on. Nothing on SQLite.
+   * an ANALYZE once the import has taken as many rows (refused ones too) as the table had at its last
+   * one (at least ANALYZE_AFTER_ROWS), so ⌊log2(N ÷ 10,000)⌋ + 1 of them over N rows into an empty
+   * table, and one at the end unless the import took less than a tenth of the table or fewer than
+   * ANALYZE_AT_END_ROWS rows. `grew(rows)` after each chunk, `end()` after the last. A failed ANALYZE
+   * is logged and the import goes on (and tries again only after as many rows again). Nothing on SQLite.
    */
   async function plannerStats(imp: ImportsTable): Promise<{ grew(rows: number): Promise<void>; end(): Promise<void> }> {
-    let planned = await plannedRowsOf(db, imp.resource).catch(() => null);
+    let planned = await plannedRowsOf(db, imp.resource).catch((err: unknown) => {
+      deps.log.warn({ err, import: imp.id }, 'the row estimate of the tables the import grows could not be read; they are not analyzed during this run');
+      return null;
+    });
     let since = 0;
     const analyze = async () => {
+      // Counted as done whether or not it worked: a failure is not tried again at every chunk.
+      since = 0;
       try {
         await analyzeGrownTables(db, imp.resource);
         planned = (await plannedRowsOf(db, imp.resource)) ?? 0;
-        since = 0;
       } catch (err) {
         deps.log.warn({ err, import: imp.id }, 'ANALYZE of the tables the import grows failed; the import goes on');
       }
     };
     return {
       async grew(rows) {
-        if (planned === null) return;
+        if (planned === null || stopping) return;
         since += rows;
         if (since >= Math.max(ANALYZE_AFTER_ROWS, planned)) await analyze();
       },
@@ -283,6 +290,10 @@ export function importRunner(deps: ImportRunnerDeps) {
           // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
           // (a PUT, a status read) were not even read for many chunks in a row.
           await new Promise<void>((resolve) => setImmediate(resolve));
+          // SQLite: a moment for the log to be copied and rewound (DataStore.betweenWrites), for the
+          // requests beside the import; not when chunks are not timed (IMPORT_CHUNK_MS=0: a backfill
+          // with nothing else writing, where only its speed counts).
+          if (chunkMs > 0) await deps.betweenChunks?.();
           if (lost) throw new ClaimLost();
           if (stopping) {
             // Given back at once: another instance (or this one, restarted) resumes after the checkpoint.

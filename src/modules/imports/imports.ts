@@ -26,6 +26,7 @@ export function importsModule(deps: {
   chunkMs?: number;
   pollMs?: number;
   uploadExpiryMs?: number;
+  betweenChunks?: () => Promise<void>;
 }) {
   const files = importFiles(deps.dir);
   const runner = importRunner({
@@ -41,6 +42,7 @@ export function importsModule(deps: {
     ...(deps.chunkMs !== undefined ? { chunkMs: deps.chunkMs } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
+    ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
   });
   const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, queued: () => runner.wake() });
   return { service, runner, files };
