@@ -60,10 +60,10 @@ const RESUME_AFTER_MS = 2_000;
 const MAX_PAUSES = 10;
 
 const FIRST_CHUNK_ROWS = 128;
-// PostgreSQL: the tables an import grows are analyzed once it has written as many rows as they had at
-// their last ANALYZE, and at least this many (see plannerStats).
+// PostgreSQL: the tables an import grows are analyzed once it has taken as many rows (refused ones too)
+// as they had at their last ANALYZE, and at least this many (see plannerStats).
 const ANALYZE_AFTER_ROWS = 10_000;
-// At the end, once it has written a tenth of what they had, and at least this many.
+// At the end, once it has taken a tenth of what they had, and at least this many.
 const ANALYZE_AT_END_ROWS = 1_000;
 // Never fewer: a chunk has costs of its own (its reads of the references, the lane stats of the lanes it
 // moved, recounted whole, which grow with each lane's history), and chunks sized below them by the time
