@@ -7,6 +7,7 @@ import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, t
 import { tracedDialect } from './tracing.js';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
+import { ARRAY_ROWS } from './prepared.js';
 import type { Dialect } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 import { fillDeliveryDeadlines } from './migrations/0021_delivery_deadline.js';
@@ -332,6 +333,8 @@ export function cachingStatements(
   const cache = new Map<string, SqliteDatabase.Statement>();
   const fast = (stmt: SqliteDatabase.Statement): SqliteDatabase.Statement => {
     if (!stmt.reader) return stmt;
+    // Read by position (preparedByShape's arrayRows): the arrays as they come.
+    if (stmt.source.startsWith(ARRAY_ROWS)) return stmt.raw(true);
     const columns = stmt.columns().map((c) => c.name);
     // Keys are JSON-quoted column names.
     const build = new Function('r', `return {${columns.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (r: unknown[]) => unknown;

@@ -5,6 +5,7 @@ import type { HistoryLoad } from '../../domain/scoring.js';
 import type { Coordinates } from '../../geo/index.js';
 import { dialectOf, type Executor } from './executor.js';
 import type { Database } from './types.js';
+import { preparedByShape } from './prepared.js';
 
 type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
 
@@ -132,21 +133,44 @@ const historyRow = (c: Candidate): LaneHistoryRow => ({
  * afterwards on both engines (carrierCards): joined here, PostgreSQL looked each row's carrier up.
  */
 export async function laneCandidates(tx: Executor, area: LaneArea): Promise<{ rows: LaneHistoryRow[]; graceMinutes?: number | null }> {
-  const postgres = dialectOf(tx) === 'postgres';
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
-  const onArea = (eb: any) => eb.and([onLane(eb as never, area, 'lane_history.', postgres), ...nearEnds(area)]);
-  if (!postgres) {
-    const found = await tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea).execute();
-    return { rows: found.map((r) => historyRow([r.carrier_id, r.carrier_external_reference_id, r.origin_latitude, r.origin_longitude, r.destination_latitude, r.destination_longitude, r.delivered_at, r.carrier_rate_total, r.carrier_rate_currency, r.total_distance, r.stop_outcomes])) };
-  }
-  const [found] = await tx
-    .selectFrom('lane_history')
-    .select(sql<Candidate[] | null>`json_agg(json_build_array(${sql.raw(CANDIDATE_COLUMNS.map((c) => `lane_history.${c}`).join(', '))}))`.as('rows'))
-    .select((eb) => eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'))
-    .where(onArea)
-    .execute();
+  if (dialectOf(tx) !== 'postgres') return { rows: ((await candidateRead(tx, area)) as unknown as Candidate[]).map(historyRow) };
+  const [found] = (await candidateRead(tx, area)) as unknown as { rows: Candidate[] | null; org_grace_minutes: number | null }[];
   return { rows: (found?.rows ?? []).map(historyRow), graceMinutes: found?.org_grace_minutes ?? null };
 }
+
+/** An ellipse's values in the order `nearEnds` writes them. */
+const nearValues = (n: Near | undefined) => (n ? [n.latitude, n.latitude, n.latScale2, n.longitude, n.longitude, n.lonScale2, n.reach2] : []);
+const boxValues = (b: Box) => [b.minLat, b.maxLat, b.minLon, b.maxLon];
+
+/**
+ * laneCandidates' statement, compiled once per shape (the cells' counts on SQLite, whose IN lists vary;
+ * whether the ends have ellipses). SQLite's rows come as arrays of CANDIDATE_COLUMNS (no object per row).
+ */
+const candidateRead = preparedByShape<LaneArea, unknown>(
+  (a) => `${a.originCells.length}|${a.destinationCells.length}|${a.originNear ? 1 : 0}${a.destinationNear ? 1 : 0}`,
+  (tx, area) => {
+    const postgres = dialectOf(tx) === 'postgres';
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
+    const onArea = (eb: any) => eb.and([onLane(eb as never, area, 'lane_history.', postgres), ...nearEnds(area)]);
+    if (!postgres) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea);
+    return tx
+      .selectFrom('lane_history')
+      .select(sql<Candidate[] | null>`json_agg(json_build_array(${sql.raw(CANDIDATE_COLUMNS.map((c) => `lane_history.${c}`).join(', '))}))`.as('rows'))
+      .select((eb) => eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'))
+      .where(onArea);
+  },
+  (a, dialect) => [
+    ...(dialect === 'postgres' ? [a.orgId] : []),
+    a.orgId,
+    a.equipmentType,
+    ...(dialect === 'postgres' ? [a.originCells, a.destinationCells] : [...a.originCells, ...a.destinationCells]),
+    ...boxValues(a.originBox),
+    ...boxValues(a.destinationBox),
+    ...nearValues(a.originNear),
+    ...nearValues(a.destinationNear),
+  ],
+  { arrayRows: true },
+);
 
 /** Market snapshots in the lane's cells and boxes, newest first (`limit` of them, or all). */
 export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | null): Promise<LaneSnapshot[]> {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { BACKHAUL_STATUSES } from '../../domain/enums.js';
-import { prepared } from '../../lib/db/prepared.js';
+import { prepared, preparedByShape } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
 import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneHistoryRow } from '../../lib/db/lane-area.js';
@@ -107,10 +107,16 @@ export async function relocateLaneHistory(tx: Executor, orgId: string, location:
 
 /** What a recommendation shows of each ranked carrier. */
 export async function carrierCards(tx: Executor, orgId: string, carrierIds: string[]) {
-  type Card = { id: string; external_reference_id: string; name: string; dot_number: string | null };
-  const rows: Card[] = await tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', carrierIds).execute();
+  const rows = await cardsRead(tx, { orgId, carrierIds });
   return new Map(rows.map((c) => [c.id, c]));
 }
+
+// carrierCards' statement, compiled once per number of carriers.
+const cardsRead = preparedByShape<{ orgId: string; carrierIds: readonly string[] }, { id: string; external_reference_id: string; name: string; dot_number: string | null }>(
+  ({ carrierIds }) => String(carrierIds.length),
+  (tx, { orgId, carrierIds }) => tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', [...carrierIds]),
+  ({ orgId, carrierIds }) => [orgId, ...carrierIds],
+);
 
 /** Every lane with history in the organization. */
 export function historyLanes(tx: Executor, orgId: string): Promise<LaneKey[]> {
@@ -156,36 +162,44 @@ export interface UnderwayStop {
  */
 export async function underwayStops(tx: Executor, orgId: string, carrierIds: readonly string[], due: { from: string; to: string }): Promise<UnderwayStop[]> {
   if (carrierIds.length === 0) return [];
-  const onTheirWay = () =>
-    tx
-      .selectFrom('loads as l')
-      .innerJoin('load_stops as s', 's.load_id', 'l.id')
-      .innerJoin('locations as lo', 'lo.id', 's.location_id')
-      .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
-      .where('l.org_id', '=', orgId)
-      .where('l.carrier_id', 'in', [...carrierIds])
-      // Literal statuses: the partial index's own condition, so both engines use it.
-      .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`);
-  return onTheirWay()
-    .where('l.delivery_deadline', '>=', due.from)
-    .where('l.delivery_deadline', '<=', due.to)
-    .unionAll(
-      onTheirWay()
-        .where('l.delivery_deadline', 'is', null)
-        .where((eb) =>
-          eb.exists(
-            eb
-              .selectFrom('load_stops as d')
-              .select(sql`1`.as('one'))
-              .whereRef('d.load_id', '=', 'l.id')
-              .where('d.org_id', '=', orgId)
-              .where('d.late_arrival', '>=', due.from)
-              .where('d.late_arrival', '<=', due.to),
-          ),
-        ),
-    )
-    .execute() as Promise<UnderwayStop[]>;
+  return underwayRead(tx, { orgId, carrierIds, due });
 }
+
+// underwayStops' statement, compiled once per number of carriers.
+const underwayRead = preparedByShape<{ orgId: string; carrierIds: readonly string[]; due: { from: string; to: string } }, UnderwayStop>(
+  ({ carrierIds }) => String(carrierIds.length),
+  (tx, { orgId, carrierIds, due }) => {
+    const onTheirWay = () =>
+      tx
+        .selectFrom('loads as l')
+        .innerJoin('load_stops as s', 's.load_id', 'l.id')
+        .innerJoin('locations as lo', 'lo.id', 's.location_id')
+        .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
+        .where('l.org_id', '=', orgId)
+        .where('l.carrier_id', 'in', [...carrierIds])
+        // Literal statuses: the partial index's own condition, so both engines use it.
+        .where(sql<boolean>`l.status in ${sql.raw(`(${BACKHAUL_STATUSES.map((s) => `'${s}'`).join(', ')})`)}`);
+    return onTheirWay()
+      .where('l.delivery_deadline', '>=', due.from)
+      .where('l.delivery_deadline', '<=', due.to)
+      .unionAll(
+        onTheirWay()
+          .where('l.delivery_deadline', 'is', null)
+          .where((eb) =>
+            eb.exists(
+              eb
+                .selectFrom('load_stops as d')
+                .select(sql`1`.as('one'))
+                .whereRef('d.load_id', '=', 'l.id')
+                .where('d.org_id', '=', orgId)
+                .where('d.late_arrival', '>=', due.from)
+                .where('d.late_arrival', '<=', due.to),
+            ),
+          ),
+      ) as never;
+  },
+  ({ orgId, carrierIds, due }) => [orgId, ...carrierIds, due.from, due.to, orgId, ...carrierIds, orgId, due.from, due.to],
+);
 
 /** D14: the market snapshots on the area, newest first, with what price-against-market needs. */
 export function marketHistoryOnLane(tx: Executor, area: LaneArea) {
