@@ -1,5 +1,3 @@
-import whichPolygon from 'which-polygon';
-
 import { lazy, readDataFile } from './data-files.js';
 import { normalizeCountry, subdivisionName, US_TERRITORY_COUNTRIES } from './iso3166.js';
 
@@ -45,32 +43,29 @@ interface SubdivisionProperties {
 type Position = [number, number];
 
 interface BoundaryIndex {
-  /** Point-in-polygon index over the polygons cut into small pieces (see MAX_PIECE_VERTICES). */
-  containing: whichPolygon.PolygonQuery<SubdivisionProperties>;
   codes: SubdivisionProperties[];
   /** Every boundary vertex as lon, lat pairs; rings stored one after another. */
   vertices: Float64Array;
   /** Code index of the segment starting at vertex i; -1 where i ends a ring (no segment). */
   segmentCode: Int16Array;
+  /** Polygon (one part of a feature's MultiPolygon) of the segment starting at vertex i; -1 where i ends a ring. */
+  segmentPolygon: Int32Array;
+  /** Code index of each polygon. */
+  polygonCode: Int16Array;
   /** Grid cell (GRID_CELLS_PER_DEGREE) → starting vertices of the segments that touch it. */
   segmentsByCell: Map<number, Int32Array>;
+  /** Grid row (latitude index) → the longitude indexes of its cells that have segments, ascending. */
+  cellsByRow: Map<number, Int32Array>;
 }
-
-/**
- * Large subdivisions (Quebec, Nunavut, Alaska) have tens of thousands of boundary vertices, and a
- * point-in-polygon test walks every vertex of the polygon it tests. Each polygon is therefore cut
- * into boxes (a quadtree, split until a piece has at most this many vertices) before indexing, so
- * a lookup tests only a small piece; boxes wholly inside a subdivision become plain rectangles.
- */
-const MAX_PIECE_VERTICES = 64;
-const MAX_PIECE_DEPTH = 14;
 
 const GRID_CELLS_PER_DEGREE = 4;
 const KM_PER_DEGREE_LATITUDE = 110.574;
 const KM_PER_DEGREE_LONGITUDE_AT_EQUATOR = 111.32;
 
+// Cell keys: a row's 1,440 cells under one key stride (latitude index × CELLS_PER_ROW_KEY + longitude index).
+const CELLS_PER_ROW_KEY = 2048;
 function cellKey(latIndex: number, lonIndex: number): number {
-  return latIndex * 2048 + lonIndex;
+  return latIndex * CELLS_PER_ROW_KEY + lonIndex;
 }
 function latIndexOf(lat: number): number {
   return Math.floor((lat + 90) * GRID_CELLS_PER_DEGREE);
@@ -88,113 +83,30 @@ interface SubdivisionFeatureCollection {
   }>;
 }
 
-interface Box {
-  minX: number;
-  minY: number;
-  maxX: number;
-  maxY: number;
-}
-
-/**
- * Sutherland-Hodgman clip of a closed ring to a box. A concave ring that leaves and re-enters
- * the box comes out as one ring with zero-width runs along the box side; those runs cancel in
- * the even-odd ray test, so the clipped ring covers exactly the part of the polygon in the box.
- */
-function clipRing(ring: Position[], box: Box): Position[] {
-  let points = ring.slice(0, -1); // open ring: the closing vertex repeats the first
-  const sides: Array<{ inside: (p: Position) => boolean; cut: (a: Position, b: Position) => Position }> = [
-    { inside: (p) => p[0] >= box.minX, cut: (a, b) => [box.minX, a[1] + ((b[1] - a[1]) * (box.minX - a[0])) / (b[0] - a[0])] },
-    { inside: (p) => p[0] <= box.maxX, cut: (a, b) => [box.maxX, a[1] + ((b[1] - a[1]) * (box.maxX - a[0])) / (b[0] - a[0])] },
-    { inside: (p) => p[1] >= box.minY, cut: (a, b) => [a[0] + ((b[0] - a[0]) * (box.minY - a[1])) / (b[1] - a[1]), box.minY] },
-    { inside: (p) => p[1] <= box.maxY, cut: (a, b) => [a[0] + ((b[0] - a[0]) * (box.maxY - a[1])) / (b[1] - a[1]), box.maxY] },
-  ];
-  for (const side of sides) {
-    if (points.length === 0) break;
-    const output: Position[] = [];
-    let previous = points[points.length - 1] as Position;
-    for (const current of points) {
-      const currentInside = side.inside(current);
-      const previousInside = side.inside(previous);
-      if (currentInside) {
-        if (!previousInside) output.push(side.cut(previous, current));
-        output.push(current);
-      } else if (previousInside) {
-        output.push(side.cut(previous, current));
-      }
-      previous = current;
-    }
-    points = output;
-  }
-  if (points.length < 3) return [];
-  const first = points[0] as Position;
-  points.push([first[0], first[1]]);
-  return points;
-}
-
-function ringBox(ring: Position[]): Box {
-  const box = { minX: Infinity, minY: Infinity, maxX: -Infinity, maxY: -Infinity };
-  for (const [x, y] of ring) {
-    if (x < box.minX) box.minX = x;
-    if (y < box.minY) box.minY = y;
-    if (x > box.maxX) box.maxX = x;
-    if (y > box.maxY) box.maxY = y;
-  }
-  return box;
-}
-
-/** Cuts a polygon (outer ring first, then holes) into pieces of at most MAX_PIECE_VERTICES. */
-function cutPolygon(rings: Position[][], box: Box, depth: number, pieces: Position[][][]): void {
-  const outer = rings[0];
-  if (!outer || outer.length < 4) return;
-  let vertices = 0;
-  for (const ring of rings) vertices += ring.length;
-  if (vertices <= MAX_PIECE_VERTICES || depth >= MAX_PIECE_DEPTH) {
-    pieces.push(rings);
-    return;
-  }
-  const midX = (box.minX + box.maxX) / 2;
-  const midY = (box.minY + box.maxY) / 2;
-  const quadrants: Box[] = [
-    { minX: box.minX, minY: box.minY, maxX: midX, maxY: midY },
-    { minX: midX, minY: box.minY, maxX: box.maxX, maxY: midY },
-    { minX: box.minX, minY: midY, maxX: midX, maxY: box.maxY },
-    { minX: midX, minY: midY, maxX: box.maxX, maxY: box.maxY },
-  ];
-  for (const quadrant of quadrants) {
-    const clippedOuter = clipRing(outer, quadrant);
-    if (clippedOuter.length === 0) continue; // the polygon does not reach into this quadrant
-    const clipped = [clippedOuter];
-    for (const hole of rings.slice(1)) {
-      const clippedHole = clipRing(hole, quadrant);
-      if (clippedHole.length > 0) clipped.push(clippedHole);
-    }
-    cutPolygon(clipped, quadrant, depth + 1, pieces);
-  }
-}
-
 const boundaryIndex = lazy((): BoundaryIndex => {
+  // Parsed, read into flat arrays and dropped: nested coordinate arrays kept for a point-in-polygon
+  // library (which-polygon, over the polygons cut into pieces) held about 20 MB of heap for the life of
+  // the process, and building them left some 45 MB of freed pages in the process's resident memory.
   const collection = JSON.parse(readDataFile('admin1-us-ca-mx.geojson')) as SubdivisionFeatureCollection;
   const codes: SubdivisionProperties[] = [];
   let vertexCount = 0;
+  let polygonCount = 0;
   for (const feature of collection.features) {
-    for (const polygon of feature.geometry.coordinates) for (const ring of polygon) vertexCount += ring.length;
+    for (const polygon of feature.geometry.coordinates) {
+      polygonCount++;
+      for (const ring of polygon) vertexCount += ring.length;
+    }
   }
   const vertices = new Float64Array(vertexCount * 2);
   const segmentCode = new Int16Array(vertexCount).fill(-1);
-  const cellLists = new Map<number, number[]>();
+  const segmentPolygon = new Int32Array(vertexCount).fill(-1);
+  const polygonCode = new Int16Array(polygonCount);
   let v = 0;
-
-  const pieces: whichPolygon.FeatureCollection<SubdivisionProperties>['features'] = [];
+  let polygonIndex = 0;
   for (const feature of collection.features) {
-    const properties: SubdivisionProperties = { code: feature.properties.code, country: feature.properties.code.slice(0, 2) };
-    const codeIndex = codes.push(properties) - 1;
-    const cut: Position[][][] = [];
+    const codeIndex = codes.push({ code: feature.properties.code, country: feature.properties.code.slice(0, 2) }) - 1;
     for (const polygon of feature.geometry.coordinates) {
-      const outer = polygon[0];
-      if (outer) cutPolygon(polygon, ringBox(outer), 0, cut);
-    }
-    pieces.push({ type: 'Feature', properties, geometry: { type: 'MultiPolygon', coordinates: cut } });
-    for (const polygon of feature.geometry.coordinates) {
+      polygonCode[polygonIndex] = codeIndex;
       for (const ring of polygon) {
         const ringStart = v;
         for (const [lon, lat] of ring) {
@@ -205,32 +117,95 @@ const boundaryIndex = lazy((): BoundaryIndex => {
         // Segment i runs from vertex i to i + 1; rings are closed, so the last vertex starts none.
         for (let i = ringStart; i < v - 1; i++) {
           segmentCode[i] = codeIndex;
-          const lon1 = vertices[2 * i] ?? 0;
-          const lat1 = vertices[2 * i + 1] ?? 0;
-          const lon2 = vertices[2 * i + 2] ?? 0;
-          const lat2 = vertices[2 * i + 3] ?? 0;
-          const latLo = latIndexOf(Math.min(lat1, lat2));
-          const latHi = latIndexOf(Math.max(lat1, lat2));
-          const lonLo = lonIndexOf(Math.min(lon1, lon2));
-          const lonHi = lonIndexOf(Math.max(lon1, lon2));
-          for (let a = latLo; a <= latHi; a++) {
-            for (let b = lonLo; b <= lonHi; b++) {
-              const key = cellKey(a, b);
-              const list = cellLists.get(key);
-              if (list) list.push(i);
-              else cellLists.set(key, [i]);
-            }
-          }
+          segmentPolygon[i] = polygonIndex;
         }
       }
+      polygonIndex++;
     }
   }
-
+  // The cells each segment's box touches: counted, then filled (a typed array per cell, no lists).
+  const cellsOf = (i: number, visit: (key: number) => void) => {
+    const lon1 = vertices[2 * i]!;
+    const lat1 = vertices[2 * i + 1]!;
+    const lon2 = vertices[2 * i + 2]!;
+    const lat2 = vertices[2 * i + 3]!;
+    const latHi = latIndexOf(Math.max(lat1, lat2));
+    const lonHi = lonIndexOf(Math.max(lon1, lon2));
+    for (let a = latIndexOf(Math.min(lat1, lat2)); a <= latHi; a++) for (let b = lonIndexOf(Math.min(lon1, lon2)); b <= lonHi; b++) visit(cellKey(a, b));
+  };
+  const counts = new Map<number, number>();
+  for (let i = 0; i < vertexCount; i++) if (segmentCode[i]! >= 0) cellsOf(i, (key) => counts.set(key, (counts.get(key) ?? 0) + 1));
   const segmentsByCell = new Map<number, Int32Array>();
-  for (const [key, list] of cellLists) segmentsByCell.set(key, Int32Array.from(list));
-  const containing = whichPolygon<SubdivisionProperties>({ type: 'FeatureCollection', features: pieces });
-  return { containing, codes, vertices, segmentCode, segmentsByCell };
+  const filled = new Map<number, number>();
+  for (const [key, n] of counts) {
+    segmentsByCell.set(key, new Int32Array(n));
+    filled.set(key, 0);
+  }
+  for (let i = 0; i < vertexCount; i++) {
+    if (segmentCode[i]! < 0) continue;
+    cellsOf(i, (key) => {
+      const at = filled.get(key)!;
+      segmentsByCell.get(key)![at] = i;
+      filled.set(key, at + 1);
+    });
+  }
+  const rows = new Map<number, number[]>();
+  for (const key of segmentsByCell.keys()) {
+    const row = Math.floor(key / CELLS_PER_ROW_KEY);
+    const list = rows.get(row);
+    if (list) list.push(key - row * CELLS_PER_ROW_KEY);
+    else rows.set(row, [key - row * CELLS_PER_ROW_KEY]);
+  }
+  const cellsByRow = new Map<number, Int32Array>();
+  for (const [row, list] of rows) cellsByRow.set(row, Int32Array.from(list).sort());
+  return { codes, vertices, segmentCode, segmentPolygon, polygonCode, segmentsByCell, cellsByRow };
 });
+
+/**
+ * The subdivision whose polygon contains the point, or null: the even-odd ray test per polygon, with a
+ * horizontal ray along the point's grid row (only that row's cells on one side of the point are read).
+ * It is which-polygon's test to the bit: the same crossing condition and arithmetic, each segment taken
+ * from its ring's later vertex to the earlier one, as which-polygon walks a ring, and a crossing east of
+ * the point when `longitude < x`. The ray goes to the side with fewer cells: a closed ring crosses the
+ * row's line an even number of times (the condition compares latitudes only, without arithmetic), so the
+ * crossings with `!(longitude < x)` have the same parity as those east of it. A crossing is counted
+ * once, in the cell of the row where it lies (clamped to the cells of the segment's box). No two
+ * polygons of the data overlap; if two contained a point, the first in the file would be answered.
+ */
+function containingSubdivision(index: BoundaryIndex, latitude: number, longitude: number): SubdivisionProperties | null {
+  const row = latIndexOf(latitude);
+  const columns = index.cellsByRow.get(row);
+  if (!columns) return null;
+  const { vertices, segmentPolygon, segmentsByCell, polygonCode, codes } = index;
+  const here = lonIndexOf(longitude);
+  // East: the point's cell and beyond, and one cell back (a crossing clamped there); west: up to one cell ahead.
+  let eastFrom = 0;
+  while (eastFrom < columns.length && columns[eastFrom]! < here - 1) eastFrom++;
+  let westTo = eastFrom;
+  while (westTo < columns.length && columns[westTo]! <= here + 1) westTo++;
+  const east = columns.length - eastFrom <= westTo;
+  const odd = new Set<number>();
+  for (let c = east ? eastFrom : 0; c < (east ? columns.length : westTo); c++) {
+    const column = columns[c]!;
+    for (const i of segmentsByCell.get(cellKey(row, column))!) {
+      // which-polygon's rayIntersect(p, p1, p2), p1 the later vertex and p2 the earlier one.
+      const x1 = vertices[2 * i + 2]!;
+      const y1 = vertices[2 * i + 3]!;
+      const x2 = vertices[2 * i]!;
+      const y2 = vertices[2 * i + 1]!;
+      if (y1 > latitude === y2 > latitude) continue;
+      const x = ((x2 - x1) * (latitude - y1)) / (y2 - y1) + x1;
+      if (longitude < x !== east) continue;
+      const cell = Math.min(Math.max(lonIndexOf(x), lonIndexOf(Math.min(x1, x2))), lonIndexOf(Math.max(x1, x2)));
+      if (cell !== column) continue;
+      const polygon = segmentPolygon[i]!;
+      if (odd.has(polygon)) odd.delete(polygon);
+      else odd.add(polygon);
+    }
+  }
+  if (odd.size === 0) return null;
+  return codes[polygonCode[Math.min(...odd)]!]!;
+}
 
 export function loadSubdivisionBoundaries(): { subdivisions: number; vertices: number } {
   const index = boundaryIndex();
@@ -325,7 +300,7 @@ export function locateSubdivision(latitude: number, longitude: number, options: 
   const admits = countryFilter(options.country);
   if (admits === null) return null;
   const index = boundaryIndex();
-  const inside = index.containing([longitude, latitude]);
+  const inside = containingSubdivision(index, latitude, longitude);
   if (inside && (!admits || admits(inside))) return toLocation(inside, 0);
   const maxKm = inside ? CROSS_BORDER_TOLERANCE_KM : (options.maxDistanceKm ?? COASTAL_SEARCH_RADIUS_KM);
   const nearest = nearestSubdivision(index, latitude, longitude, maxKm, admits);
