@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preparedByShape } from '../../src/lib/db/prepared.js';
+import { MAX_SHAPES, preparedByShape } from '../../src/lib/db/prepared.js';
 import { isPostgres, startApp, type TestApp } from '../helpers.js';
 
 // The open load's hot reads (lane history, loads on their way, carriers' cards) are compiled once per
@@ -61,6 +61,15 @@ describe('statements compiled once per shape', () => {
       stop();
     }
     expect(texts.size).toBe(2);
+  });
+
+  it('keeps answering right past the bound on kept shapes (the least lately used is compiled again)', async () => {
+    const read = build(false);
+    for (let n = 1; n <= MAX_SHAPES + 20; n++) {
+      const cells = Array.from({ length: n }, (_, i) => (i === 0 ? 4 : 1000 + i));
+      expect(await read(t.store.db, { equipment: 'DRY_VAN', cells })).toEqual([{ origin_cell: 4, load_count: 14 }]);
+    }
+    expect(await read(t.store.db, { equipment: 'REEFER', cells: [5] })).toEqual([{ origin_cell: 5, load_count: 15 }]);
   });
 
   it('refuses parameters listed out of the compiled order at the first compile of a shape', async () => {

@@ -1,4 +1,4 @@
-import { createQueryId, type CompiledQuery, type Compilable, type Kysely } from 'kysely';
+import { CompiledQuery, createQueryId, type Compilable, type Kysely } from 'kysely';
 import { dialectOf, type Executor } from './executor.js';
 import type { Database } from './types.js';
 
@@ -71,6 +71,9 @@ export function preparedInsert<T extends keyof Database & string>(table: T, colu
  */
 export const ARRAY_ROWS = '/* array rows */ ';
 
+/** Shapes kept per statement and database (preparedByShape), the least lately used dropped first. */
+export const MAX_SHAPES = 256;
+
 /**
  * A query whose text depends only on a shape of its input (how many values an IN list holds, which
  * optional conditions it has): built and compiled once per shape and dialect, then run with the input's
@@ -87,6 +90,9 @@ export function preparedByShape<I, R>(
   parametersOf: (input: I, dialect: 'sqlite' | 'postgres') => unknown[],
   opts: { arrayRows?: boolean } = {},
 ) {
+  // Per database, the texts of the shapes used most lately (a rank_by=balanced read has a carrier count
+  // per lane, the follow-up's unions of areas a cell count per group): bounded, and only the text is
+  // kept, not Kysely's query tree (about 35 KB a lane read's).
   const cache = new WeakMap<object, Map<string, CompiledQuery<R>>>();
   return async (executor: Executor, input: I): Promise<R[]> => {
     const dialect = dialectOf(executor);
@@ -96,12 +102,15 @@ export function preparedByShape<I, R>(
     const shape = shapeOf(input);
     let compiled = byShape.get(shape);
     const parameters = parametersOf(input, dialect);
-    if (!compiled) {
+    if (compiled) {
+      byShape.delete(shape);
+    } else {
       const fresh = build(executor, input).compile();
       if (JSON.stringify(fresh.parameters) !== JSON.stringify(parameters)) throw new Error(`preparedByShape: the parameters of shape ${shape} are not in the compiled order`);
-      compiled = opts.arrayRows && dialect === 'sqlite' ? Object.assign({}, fresh, { sql: ARRAY_ROWS + fresh.sql }) : fresh;
-      byShape.set(shape, compiled);
+      compiled = CompiledQuery.raw(opts.arrayRows && dialect === 'sqlite' ? ARRAY_ROWS + fresh.sql : fresh.sql) as CompiledQuery<R>;
+      if (byShape.size >= MAX_SHAPES) byShape.delete(byShape.keys().next().value as string);
     }
+    byShape.set(shape, compiled);
     const result = await executor.executeQuery<R>(Object.assign({}, compiled, { parameters, queryId: createQueryId() }));
     return result.rows;
   };
