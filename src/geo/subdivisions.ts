@@ -85,8 +85,8 @@ interface SubdivisionFeatureCollection {
 
 const boundaryIndex = lazy((): BoundaryIndex => {
   // Parsed, read into flat arrays and dropped: nested coordinate arrays kept for a point-in-polygon
-  // library (which-polygon, over the polygons cut into pieces) held about 20 MB of heap for the life of
-  // the process, and building them left some 45 MB of freed pages in the process's resident memory.
+  // library (which-polygon, over the polygons cut into pieces) held about 17 MB of heap for the life of
+  // the process, and building them left about 20 MB more of freed pages resident (docs/geo.md).
   const collection = JSON.parse(readDataFile('admin1-us-ca-mx.geojson')) as SubdivisionFeatureCollection;
   const codes: SubdivisionProperties[] = [];
   let vertexCount = 0;
