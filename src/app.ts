@@ -200,7 +200,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     if (followUp && deps.recommendationFollowUp !== 'manual' && committed.needsFollowUp()) void detached(() => followUp!.schedule(orgId));
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
-  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes });
+  // An open load's lane rows are kept in memory while what they depend on is unchanged (READ_CACHE=off: read every time).
+  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes }, { keepLaneRows: config.readCache, laneRowsCounters: metrics.cacheCounters('lane') });
   // The requests in flight: the recommendations follow-up gives way to them between its steps.
   const requests = foreground();
   app.addHook('onRequest', (req, reply, done) => {

@@ -84,7 +84,8 @@ export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>):
 /**
  * D7's weights of history rows for one lane: each row's proximity weight (0 outside the radius) and
  * recency weight, in the rows' order. The recency of a row is the same for every lane ranked at one
- * moment (`recency`, when the caller worked it out once for several lanes).
+ * moment (`recency`, when the caller worked it out once for several lanes); `proximity`, when the rows
+ * came with their weights to this lane (kept rows: src/modules/lanes/lane-rows.ts).
  */
 export function laneWeights(
   lane: { origin: Coordinates; destination: Coordinates },
@@ -92,14 +93,19 @@ export function laneWeights(
   now: Date,
   rules: LaneRules,
   recency?: Float64Array,
+  proximity?: Float64Array,
 ): { proximity: Float64Array; recency: Float64Array } {
+  return { proximity: proximity ?? proximityWeights(lane, history, rules), recency: recency ?? recencyWeights(history, now) };
+}
+
+/** Each row's proximity weight to the lane (D7; 0 beyond the radius), in the rows' order. */
+export function proximityWeights(lane: { origin: Coordinates; destination: Coordinates }, history: readonly HistoryLoad[], rules: LaneRules): Float64Array {
   const proximity = new Float64Array(history.length);
-  const rec = recency ?? recencyWeights(history, now);
   for (let i = 0; i < history.length; i++) {
     const h = history[i]!;
     proximity[i] = proximityWeight(Math.max(haversineMiles(lane.origin, h.origin), haversineMiles(lane.destination, h.destination)), rules);
   }
-  return { proximity, recency: rec };
+  return proximity;
 }
 
 /** Each row's recency weight at `now` (D7), in the rows' order. */

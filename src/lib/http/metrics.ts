@@ -24,11 +24,11 @@ export function createMetrics() {
   });
   const cacheLookups = new Counter({
     name: 'lanebridge_cache_lookups_total',
-    help: 'Lookups in the answers kept in memory: cache "read" (GET answers) or "key" (checked API keys), result hit or miss.',
+    help: 'Lookups in what is kept in memory: cache "read" (GET answers), "key" (checked API keys) or "lane" (the history rows of an open load\'s lane), result hit or miss.',
     labelNames: ['cache', 'result'] as const,
     registers: [registry],
   });
-  const cacheCounters = (cache: 'read' | 'key') => {
+  const cacheCounters = (cache: 'read' | 'key' | 'lane') => {
     const hit = cacheLookups.labels({ cache, result: 'hit' });
     const miss = cacheLookups.labels({ cache, result: 'miss' });
     return { hit: () => hit.inc(), miss: () => miss.inc() };

@@ -1,15 +1,17 @@
 import { laneAreaOf, newestSnapshotsOnLanes } from '../../lib/db/lane-area.js';
-import { readVersions } from '../../lib/db/versions.js';
+import { readVersions, type OrgVersions } from '../../lib/db/versions.js';
 import type { Executor } from '../../lib/db/index.js';
 import { toIso, type Clock } from '../../lib/clock.js';
 import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as endsOf, latestOnLane, maxBuyRate, withinRadius, type LaneKey, type LaneSnapshot } from '../../domain/lane.js';
-import { MAX_RECOMMENDATIONS, WIDENED_RINGS, laneWeights, rankCarriers, recencyWeights, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
+import { MAX_RECOMMENDATIONS, WIDENED_RINGS, laneWeights, proximityWeights, rankCarriers, recencyWeights, type HistoryLoad, type LaneRules } from '../../domain/scoring.js';
 import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type Backhaul, type WeightedRow } from '../../domain/evidence.js';
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import { boundedMemo } from '../../lib/memo.js';
+import { packLaneRows, unpackLaneRows, type PackedLaneRows } from './lane-rows.js';
+import type { CacheCounters } from '../../lib/http/read-cache.js';
 
 import {
   carrierCards,
@@ -23,6 +25,7 @@ import {
   relocateLaneHistory,
   snapshotsOnLane,
   type LaneArea,
+  type LaneHistoryRow,
   type LaneStop,
 } from './lanes.repo.js';
 
@@ -54,7 +57,19 @@ export interface RecommendOptions {
   widen?: boolean;
   /** The organization's market counter when the caller read it with the load (PostgreSQL: a round trip saved). */
   marketVersion?: number;
+  /**
+   * The organization's counters of what a lane's history rows depend on (historyVersionOf), read before
+   * anything else of the request: given, the lane's rows may come from memory (a GET outside any
+   * transaction; never inside a writing one, which would keep rows not yet committed).
+   */
+  historyVersion?: string;
 }
+
+/**
+ * What a lane's history rows can change with, as one text: the organization's counters of loads (their
+ * history rows, the on-time grace), locations (a moved place moves the rows) and carriers.
+ */
+export const historyVersionOf = (v: Pick<OrgVersions, 'loads' | 'locations' | 'carriers'>): string => `${v.loads}.${v.locations}.${v.carriers}`;
 
 /** D14: the entries with the radius the lane was read at and the ranking used. */
 export interface RecommendationAnswer {
@@ -199,8 +214,13 @@ const MARKET_MEMO_MAX = 20_000;
 // many market pairs within its radius) can have thousands, so the bound is on the snapshots too.
 const MARKET_HISTORY_MEMO_MAX = 2_000;
 const MARKET_HISTORY_SNAPSHOTS_MAX = 100_000;
+// Lanes whose history rows are kept for their open loads' GETs, and the rows kept in all (about 50 bytes
+// each in columns: some 30 MB). The million-load benchmark's 1,000 open loads are 1,000 lanes of about
+// 460 rows (the least lately used lane goes first: a cycle through more than the bound would never hit).
+const LANE_ROWS_MEMO_MAX = 20_000;
+const LANE_ROWS_MAX = 600_000;
 
-export function lanesService(clock: Clock, rules: LaneRules) {
+export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRows?: boolean; laneRowsCounters?: CacheCounters } = {}) {
   /**
    * D8's latest snapshot per lane (organization, equipment and the two places), kept with the
    * organization's market counter it was read under: a market-rate write moves the counter in its own
@@ -231,6 +251,40 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     const onLane = marketOnLane(await marketHistoryOnLane(tx, areaOf(orgId, equipmentType, lane.origin, lane.destination)), lane.origin, lane.destination, rules.radiusMiles);
     marketHistoryMemo.set(key, { version, onLane });
     return onLane;
+  };
+  /**
+   * A lane's history rows (laneCandidates: the rows of its area, and PostgreSQL's on-time grace), kept
+   * under the organization's history counters they were read under (historyVersionOf): every write that
+   * changes a history row, moves a place or sets the grace moves one of them in its own transaction (any
+   * process), so rows kept under the current counters are what a read would find. The counters are read
+   * first, the rows after (never kept under newer counters than those read). An open load's GET read the
+   * same 400-odd rows of its lane each time: about 1.2 ms of SQLite's 2.7 a request at a million loads,
+   * and on PostgreSQL the largest statement and the JSON parsed from it. Off with READ_CACHE=off.
+   */
+  const laneRowsMemo = opts.keepLaneRows
+    ? boundedMemo<{ version: string; rows: PackedLaneRows; graceMinutes?: number | null }>({ maxEntries: LANE_ROWS_MEMO_MAX, maxWeight: LANE_ROWS_MAX, weight: (e) => e.rows.count })
+    : null;
+  const laneRowsCounters = opts.laneRowsCounters ?? { hit() {}, miss() {} };
+  const laneRowsOf = async (
+    tx: Executor,
+    area: LaneArea,
+    lane: LaneRequest,
+    laneRules: LaneRules,
+    version: string | undefined,
+  ): Promise<{ rows: LaneHistoryRow[]; graceMinutes?: number | null; proximity?: Float64Array }> => {
+    if (!laneRowsMemo || version === undefined) return laneCandidates(tx, area);
+    const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
+    const key = `${area.orgId}|${area.equipmentType}|${radius}|${lane.origin.latitude},${lane.origin.longitude}|${lane.destination.latitude},${lane.destination.longitude}`;
+    const kept = laneRowsMemo.get(key);
+    if (kept && kept.version === version) {
+      laneRowsCounters.hit();
+      return Object.assign(unpackLaneRows(kept.rows), { graceMinutes: kept.graceMinutes });
+    }
+    laneRowsCounters.miss();
+    const found = await laneCandidates(tx, area);
+    const proximity = proximityWeights(lane, found.rows, laneRules);
+    laneRowsMemo.set(key, { version, rows: packLaneRows(found.rows, proximity), graceMinutes: found.graceMinutes });
+    return Object.assign(found, { proximity });
   };
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
     laneAreaOf(orgId, equipmentType, origin, destination, rules.radiusMiles);
@@ -263,12 +317,18 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     orgId: string,
     equipmentType: string,
     lanes: readonly LaneRequest[],
-    opts: { rules: LaneRules; rankBy: RankBy; between?: () => Promise<void>; marketVersion?: number },
+    opts: { rules: LaneRules; rankBy: RankBy; between?: () => Promise<void>; marketVersion?: number; historyVersion?: string },
   ): Promise<CarrierRecommendation[][]> {
     const laneRules = opts.rules;
     const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
     const area = (l: LaneRequest) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radius);
-    const { rows: history, graceMinutes: readGrace } = await laneCandidates(tx, lanes.length === 1 ? area(lanes[0]!) : unionArea(orgId, equipmentType, lanes, radius));
+    // One lane (a GET): its rows may be kept, with their weights to it; several (the follow-up): the union's.
+    const {
+      rows: history,
+      graceMinutes: readGrace,
+      proximity,
+    }: { rows: LaneHistoryRow[]; graceMinutes?: number | null; proximity?: Float64Array } =
+      lanes.length === 1 ? await laneRowsOf(tx, area(lanes[0]!), lanes[0]!, laneRules, opts.historyVersion) : await laneCandidates(tx, unionArea(orgId, equipmentType, lanes, radius));
     const refs = new Map(history.map((h) => [h.carrierId, h.carrierRef]));
     const now = clock.now();
     const refOf = (id: string) => refs.get(id) ?? '';
@@ -284,7 +344,7 @@ export function lanesService(clock: Clock, rules: LaneRules) {
       const key = laneKey(l);
       let lane = byLane.get(key);
       if (!lane) {
-        const weights = laneWeights(l, history, now, laneRules, recency);
+        const weights = laneWeights(l, history, now, laneRules, recency, proximity);
         byLane.set(key, (lane = { ranked: rankCarriers({ origin: l.origin, destination: l.destination, assignedCarrierId: l.load.carrier_id }, history, now, laneRules, refOf, limit, weights), weights }));
       }
       return lane.ranked;
@@ -378,12 +438,12 @@ export function lanesService(clock: Clock, rules: LaneRules) {
   /** One lane's recommendations, widened (D14 `widen=true`) while fewer than 3 carriers are found. */
   async function rankedLane(tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, opts: RecommendOptions): Promise<RecommendationAnswer> {
     const rankBy = opts.rankBy ?? 'history';
-    let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion }))[0]!;
+    let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion }))[0]!;
     let radius = rules.radiusMiles;
     if (opts.widen) {
       for (const ring of WIDENED_RINGS) {
         if (items.length >= 3 || ring.miles <= radius) continue;
-        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy, marketVersion: opts.marketVersion }))[0]!;
+        items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion }))[0]!;
         radius = ring.miles;
       }
     }
@@ -414,8 +474,8 @@ export function lanesService(clock: Clock, rules: LaneRules) {
     },
 
     /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
-    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[], marketVersion?: number): Promise<CarrierRecommendation[]> {
-      return (await this.recommendWith(tx, orgId, load, stops, { marketVersion })).items;
+    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[], versions: Pick<RecommendOptions, 'marketVersion' | 'historyVersion'> = {}): Promise<CarrierRecommendation[]> {
+      return (await this.recommendWith(tx, orgId, load, stops, versions)).items;
     },
 
     /** The same with D14's options: `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */

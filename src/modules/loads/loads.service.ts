@@ -13,7 +13,8 @@ import { LOAD_STATUSES, OPEN_STATUSES } from '../../domain/enums.js';
 import { recordLifecycle, type ServiceHooks } from '../shared/record-store.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { CarrierRecommendation } from '../lanes/lanes.schema.js';
-import type { LaneStop, LanesService, RecommendOptions } from '../lanes/lanes.service.js';
+import { historyVersionOf, type LaneStop, type LanesService, type RecommendOptions } from '../lanes/lanes.service.js';
+import { readVersions } from '../../lib/db/versions.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
 import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
@@ -105,16 +106,31 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     problems: (tx, orgId, body) => loadBodyProblems(tx, orgId, body),
   });
 
-  const recommendations = (orgId: string, load: Load, stops?: LaneStop[], marketVersion?: number): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops, marketVersion);
+  type Versions = Pick<RecommendOptions, 'marketVersion' | 'historyVersion'>;
+  const recommendations = (orgId: string, load: Load, stops: LaneStop[] | undefined, versions: Versions): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops, versions);
 
-  /** One load by reference, with its stops' places for the recommendations; `guard`: the key check folded in. */
-  async function readOne(orgId: string, ref: string, guard: KeyGuard | null): Promise<{ load: Load; stops?: LaneStop[]; marketVersion?: number }> {
-    if (!oneStatementReads) return { load: await lifecycle.get(orgId, ref) };
+  /**
+   * One load by reference, with its stops' places for the recommendations; `guard`: the key check folded
+   * in. `versions`: the organization's counters the recommendations' kept reads check, read with the load
+   * (PostgreSQL's one statement) or after it (SQLite, where a statement costs microseconds), and before
+   * anything the recommendations read.
+   */
+  async function readOne(orgId: string, ref: string, guard: KeyGuard | null): Promise<{ load: Load; stops?: LaneStop[]; versions: Versions }> {
+    if (!oneStatementReads) {
+      const load = await lifecycle.get(orgId, ref);
+      if (!OPEN_STATUSES.has(load.status)) return { load, versions: {} };
+      const v = await readVersions(reader, orgId);
+      return { load, versions: { marketVersion: v.market_rates, historyVersion: historyVersionOf(v) } };
+    }
     const { key, docs } = await loadDocumentByRef(reader, orgId, ref, guard?.keyId ?? null);
     guard?.settle(key);
     const [doc] = docs;
     if (!doc) throw new NotFoundError('Load', ref);
-    return { load: (await presentDocuments(reader, orgId, [doc]))[0]!, stops: doc.stops, marketVersion: doc.market_version };
+    return {
+      load: (await presentDocuments(reader, orgId, [doc]))[0]!,
+      stops: doc.stops,
+      versions: { marketVersion: doc.market_version, historyVersion: historyVersionOf(doc.history_versions) },
+    };
   }
 
   /** The list filters in stored form (a named customer or carrier is matched by reference in the query). */
@@ -192,13 +208,13 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     trackingEvent,
     /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
-      const { load, stops, marketVersion } = await readOne(orgId, ref, guard);
-      return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, marketVersion) : [] });
+      const { load, stops, versions } = await readOne(orgId, ref, guard);
+      return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, versions) : [] });
     },
     /** The dedicated endpoint: recommendations for any load, open or not. */
     async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
-      const { load, stops, marketVersion } = await readOne(orgId, ref, guard);
-      const answer = await lanes.recommendWith(reader, orgId, load, stops, Object.assign({}, opts, { marketVersion }));
+      const { load, stops, versions } = await readOne(orgId, ref, guard);
+      const answer = await lanes.recommendWith(reader, orgId, load, stops, Object.assign({}, opts, versions));
       return {
         load_id: load.id,
         external_reference_id: load.external_reference_id,
