@@ -177,8 +177,8 @@ describe('evidence on every recommendation (D14)', () => {
     expect(again.evidence.on_time.delivery).toEqual({ rate: 0.667, scored: 3, coverage: 0.75 });
     expect(again.reasons).toContain('On time at 2 of 3 deliveries');
 
-    // The organization's own grace (20 min), set as the dashboard's Settings set it: 10:16 is now on time.
-    await t.services.accounts.setOnTimeGrace(w.a.orgId, 20);
+    // The organization's own grace (20 min): 10:16 is now on time.
+    await t.store.db.updateTable('organizations').set({ on_time_grace_minutes: 20 }).where('id', '=', w.a.orgId).execute();
     const graced = (await w.recs('OPEN')).carrier_recommendations[0];
     expect(graced.evidence.on_time).toMatchObject({ delivery: { rate: 1, scored: 3, coverage: 0.75 }, grace_minutes: 20 });
     expect(graced.reasons).toContain('On time at 3 of 3 deliveries');
