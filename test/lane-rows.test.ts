@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LaneHistoryRow } from '../src/lib/db/lane-area.js';
-import { ENDS_NOT_KEPT, packLaneRows, unpackLaneRows } from '../src/modules/lanes/lane-rows.js';
+import { ENDS_NOT_KEPT, packedBytes, packLaneRows, unpackLaneRows } from '../src/modules/lanes/lane-rows.js';
 import { dallasToHouston, seedFreight } from './fixtures.js';
 import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
 
 // An open load's lane rows kept in memory (src/modules/lanes/lane-rows.ts, lanes.service.ts): the same
-// answers as a read, and every write that changes what the rows hold shows from the next request.
+// answers as a read, every write that changes what the rows hold shows from the next request, and a
+// write that changes no history (the open load's own) keeps them.
 
 const NOW = new Date('2026-03-20T00:00:00.000Z');
 let t: TestApp;
@@ -86,6 +87,12 @@ describe('an open load lane rows, kept', () => {
     await recs();
     expect((await recs()).map((r: { carrier_external_reference_id: string }) => r.carrier_external_reference_id)).toEqual(['CAR-1', 'CAR-2', 'CAR-3']);
 
+    // A write of the open load itself changes no history: the rows stay kept.
+    const kept = await laneLookups(t);
+    expect((await a.put('/v2/tms-api/loads/OPEN', { description: 'Frozen peas' })).statusCode).toBe(200);
+    expect(json(await a.get('/v2/tms-api/loads/OPEN')).description).toBe('Frozen peas');
+    expect(await laneLookups(t)).toEqual({ hit: kept.hit + 1, miss: kept.miss });
+
     // CAR-3 runs the lane twice more: first now.
     for (const ref of ['H-5', 'H-6']) {
       expect((await a.post('/v2/tms-api/loads', dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-3' }))).statusCode).toBe(201);
@@ -140,6 +147,13 @@ describe('packLaneRows / unpackLaneRows', () => {
     const packed = packLaneRows(rows, proximity);
     unpackLaneRows(packed).rows[0]!.stopOutcomes = 'x';
     expect(unpackLaneRows(packed).rows[0]!.stopOutcomes).toBe('p,d');
+  });
+
+  it('weighs what it keeps by its bytes: a row of a hundred stops weighs its outcomes', () => {
+    const short = packLaneRows([row(1)], Float64Array.of(1));
+    const long = packLaneRows([row(1, { stopOutcomes: Array.from({ length: 100 }, (_, i) => `d-${31_536_000 + i}`).join(',') })], Float64Array.of(1));
+    expect(packedBytes(long) - packedBytes(short)).toBeGreaterThan(1_000);
+    expect(packedBytes(short)).toBeLessThan(300);
   });
 
   it('keeps nothing of an empty lane', () => {

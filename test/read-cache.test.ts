@@ -210,7 +210,7 @@ describe.skipIf(isPostgres())('read cache: hits, and what a write evicts (SQLite
 });
 
 describe('read cache: the store', () => {
-  const versions = (loads: number, customers = 0) => ({ customers, carriers: 0, locations: 0, loads, market_rates: 0, users: 0, api_keys: 0 });
+  const versions = (loads: number, customers = 0) => ({ customers, carriers: 0, locations: 0, loads, market_rates: 0, users: 0, api_keys: 0, lane_history: 0 });
   const snapshot = (token: string, v: ReturnType<typeof versions>): DataSnapshot => ({ token, versions: async () => v, unchanged: () => true });
 
   it('holds an entry while its kinds\u2019 counters are unchanged, under any token, and stays within its bound', async () => {

@@ -27,8 +27,8 @@ export interface LoadDocument extends LoadsTable {
   market_priced: boolean;
   /** The organization's market counter as of the statement (src/lib/db/versions.ts): the kept lane prices it checks. */
   market_version: number;
-  /** The organization's counters of loads, locations and carriers as of the statement: the kept lane rows check them. */
-  history_versions: { loads: number; locations: number; carriers: number };
+  /** The organization's counters of lane history and carriers as of the statement: the kept lane rows check them. */
+  history_versions: { lane_history: number; carriers: number };
 }
 
 export interface DocumentsResult {
@@ -51,7 +51,7 @@ const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${colu
 /**
  * One load `l` (a row of loads joined with `c` and `ca`) as one JSON array: its columns, then its
  * customer's and carrier's reference and name, its stops with their places, its rates, its reps' users,
- * D8's flag and the organization's counters of market rates, loads, locations and carriers. Arrays, not objects: PostgreSQL builds them and Node parses them in about half the time
+ * D8's flag and the organization's counters of market rates, lane history and carriers. Arrays, not objects: PostgreSQL builds them and Node parses them in about half the time
  * of the same data with a key per value (measured: docs/deployment.md), and a page is one JSON value
  * parsed at once (JSON.parse) instead of 50 rows of 34 columns taken apart by the driver.
  */
@@ -70,7 +70,7 @@ const DOCUMENT = sql`json_build_array(${sql.raw(LOAD_COLUMNS.map((c) => `l.${c}`
   end,
   (l.max_buy_rate_source is distinct from 'caller'
    and exists (select 1 from market_rate_snapshots m where m.org_id = l.org_id and m.equipment_type = l.equipment_type)),
-  (select json_build_array(v.market_rates, v.loads, v.locations, v.carriers) from org_versions v where v.org_id = l.org_id))`;
+  (select json_build_array(v.market_rates, v.lane_history, v.carriers) from org_versions v where v.org_id = l.org_id))`;
 
 const FROM_PARTS = sql`left join customers c on c.id = l.customer_id left join carriers ca on ca.id = l.carrier_id`;
 
@@ -114,9 +114,9 @@ function decode(a: unknown[]): LoadDocument {
   const users = a[i++] as [string, string, string][] | null;
   doc.rep_users = users === null ? null : users.map((u) => ({ id: u[0], email_lower: u[1], name: u[2] }));
   doc.market_priced = a[i++] === true;
-  const versions = (a[i++] as number[] | null) ?? [0, 0, 0, 0];
+  const versions = (a[i++] as number[] | null) ?? [0, 0, 0];
   doc.market_version = Number(versions[0]);
-  doc.history_versions = { loads: Number(versions[1]), locations: Number(versions[2]), carriers: Number(versions[3]) };
+  doc.history_versions = { lane_history: Number(versions[1]), carriers: Number(versions[2]) };
   return doc as unknown as LoadDocument;
 }
 

@@ -306,6 +306,8 @@ export interface OrgVersionsTable {
   market_rates: number;
   users: number;
   api_keys: number;
+  /** Moved by every transaction that changes lane history rows, and by the on-time grace (migration 0022). */
+  lane_history: number;
   /** D11: the last event sequence given, and the last one pruned (an `after` below it is answered 410). */
   events: number;
   events_pruned: number;

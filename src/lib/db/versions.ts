@@ -4,10 +4,11 @@ import { prepared } from './prepared.js';
 
 /**
  * Per organization, a counter per kind of record, moved by every transaction that changes records of
- * that kind (in that transaction). Answers kept in memory remember the counters they were read under:
+ * that kind (in that transaction); `lane_history`: by every transaction that changes lane history rows
+ * (a unit of work whose records moved lanes: write-pipeline.ts) or the on-time grace. Answers kept in memory remember the counters they were read under:
  * equal counters mean nothing they depend on changed, in any process.
  */
-export const VERSIONED_KINDS = ['customers', 'carriers', 'locations', 'loads', 'market_rates', 'users', 'api_keys'] as const;
+export const VERSIONED_KINDS = ['customers', 'carriers', 'locations', 'loads', 'market_rates', 'users', 'api_keys', 'lane_history'] as const;
 export type VersionedKind = (typeof VERSIONED_KINDS)[number];
 export type OrgVersions = Readonly<Record<VersionedKind, number>>;
 

@@ -79,7 +79,7 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
       if ((org.on_time_grace_minutes ?? null) === minutes) return { on_time_grace_minutes: minutes };
       await inTransaction(store, async (tx) => {
         await repo.setOnTimeGrace(orgId, minutes, tx);
-        await bumpVersions(tx, orgId, new Set(['loads'] as const));
+        await bumpVersions(tx, orgId, new Set(['loads', 'lane_history'] as const));
         await recordAudit(tx, clock, orgId, actor, 'settings.changed', { type: 'settings', id: 'on_time_grace_minutes' });
       });
       return { on_time_grace_minutes: minutes };

@@ -37,8 +37,29 @@ export interface PackedLaneRows {
  */
 export const ENDS_NOT_KEPT: { readonly latitude: number; readonly longitude: number } = Object.freeze({ latitude: Number.NaN, longitude: Number.NaN });
 
-/** The rows of `rows` whose `proximity` (D7's weight to the lane, in the rows' order) is not 0, packed. */
-export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64Array): PackedLaneRows {
+/**
+ * The carriers of every kept lane, each (id, reference) once: a carrier runs many lanes, and its two texts
+ * as read are new strings in every lane's rows (about 100 bytes a carrier a lane otherwise). Started
+ * again past `max` carriers (what was kept keeps its own).
+ */
+export function carrierPairs(max = 50_000) {
+  const pairs = new Map<string, { id: string; ref: string }>();
+  return (id: string, ref: string): { id: string; ref: string } => {
+    const key = `${id}\u0000${ref}`;
+    let pair = pairs.get(key);
+    if (!pair) {
+      if (pairs.size >= max) pairs.clear();
+      pairs.set(key, (pair = { id, ref }));
+    }
+    return pair;
+  };
+}
+
+/**
+ * The rows of `rows` whose `proximity` (D7's weight to the lane, in the rows' order) is not 0, packed;
+ * `pairOf` gives the carriers' shared (id, reference) pairs (carrierPairs).
+ */
+export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64Array, pairOf: (id: string, ref: string) => { id: string; ref: string } = (id, ref) => ({ id, ref })): PackedLaneRows {
   const rows = all.filter((_, i) => proximity[i] !== 0);
   const weights = proximity.filter((w) => w !== 0);
   const n = rows.length;
@@ -71,7 +92,7 @@ export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64A
     let c = carrierIndex.get(pair);
     if (c === undefined) {
       carrierIndex.set(pair, (c = carriers.length));
-      carriers.push({ id: r.carrierId, ref: r.carrierRef });
+      carriers.push(pairOf(r.carrierId, r.carrierRef));
     }
     packed.carrierOf[i] = c;
     let w = proximityIndex.get(weights[i]!);
@@ -97,6 +118,17 @@ export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64A
   }
   packed.outcomes = outcomes.join('');
   return packed;
+}
+
+/**
+ * About how many bytes `p` holds: 35 a row in typed arrays, the stop outcomes' text (a load may have up
+ * to 100 stops, so a row's outcomes from a few characters to over a thousand), the delivery dates kept
+ * as read and the per-lane lists.
+ */
+export function packedBytes(p: PackedLaneRows): number {
+  let asRead = 0;
+  for (const text of p.deliveredAtAsRead.values()) asRead += 40 + text.length;
+  return 200 + 35 * p.count + p.outcomes.length + asRead + 8 * (p.carriers.length + p.currencies.length + p.proximities.length);
 }
 
 /**

@@ -10,7 +10,7 @@ import { balancedScore, carrierEvidence, DEFAULT_GRACE_MINUTES, priceRatio, type
 import { haversineMiles } from '../../geo/distance.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import { boundedMemo } from '../../lib/memo.js';
-import { packLaneRows, unpackLaneRows, type PackedLaneRows } from './lane-rows.js';
+import { carrierPairs, packedBytes, packLaneRows, unpackLaneRows, type PackedLaneRows } from './lane-rows.js';
 import type { CacheCounters } from '../../lib/http/read-cache.js';
 
 import {
@@ -66,10 +66,11 @@ export interface RecommendOptions {
 }
 
 /**
- * What a lane's history rows can change with, as one text: the organization's counters of loads (their
- * history rows, the on-time grace), locations (a moved place moves the rows) and carriers.
+ * What a lane's history rows can change with, as one text: the organization's counters of lane history
+ * (every transaction that changes a history row, a load's or a moved place's, and the on-time grace) and
+ * of carriers (the rows name them).
  */
-export const historyVersionOf = (v: Pick<OrgVersions, 'loads' | 'locations' | 'carriers'>): string => `${v.loads}.${v.locations}.${v.carriers}`;
+export const historyVersionOf = (v: Pick<OrgVersions, 'lane_history' | 'carriers'>): string => `${v.lane_history}.${v.carriers}`;
 
 /** D14: the entries with the radius the lane was read at and the ranking used. */
 export interface RecommendationAnswer {
@@ -214,11 +215,12 @@ const MARKET_MEMO_MAX = 20_000;
 // many market pairs within its radius) can have thousands, so the bound is on the snapshots too.
 const MARKET_HISTORY_MEMO_MAX = 2_000;
 const MARKET_HISTORY_SNAPSHOTS_MAX = 100_000;
-// Lanes whose history rows are kept for their open loads' GETs, and the rows kept in all (about 50 bytes
-// each in columns: some 30 MB). The million-load benchmark's 1,000 open loads are 1,000 lanes of about
-// 460 rows (the least lately used lane goes first: a cycle through more than the bound would never hit).
+// Lanes whose history rows are kept for their open loads' GETs, and the bytes kept in all (packedBytes:
+// about 50 a row of two or three stops). The million-load benchmark's 1,000 open loads are 1,000 lanes
+// of about 460 rows, some 23 MB (the least lately used lane goes first: a cycle through more than the
+// bound would never hit).
 const LANE_ROWS_MEMO_MAX = 20_000;
-const LANE_ROWS_MAX = 600_000;
+const LANE_ROWS_BYTES_MAX = 32 * 1024 * 1024;
 
 export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRows?: boolean; laneRowsCounters?: CacheCounters } = {}) {
   /**
@@ -253,18 +255,21 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     return onLane;
   };
   /**
-   * A lane's history rows (laneCandidates: the rows of its area, and PostgreSQL's on-time grace), kept
-   * under the organization's history counters they were read under (historyVersionOf): every write that
-   * changes a history row, moves a place or sets the grace moves one of them in its own transaction (any
-   * process), so rows kept under the current counters are what a read would find. The counters are read
+   * A lane's history rows (laneCandidates: the rows of its area; not PostgreSQL's on-time grace read with
+   * them, which a hit reads again beside the cards, so a grace set any way counts at once), kept
+   * under the organization's counters they were read under (historyVersionOf): every write that changes
+   * a history row (a load's, or a moved place's), sets the grace or writes a carrier moves one of them in
+   * its own transaction (any process), so rows kept under the current counters are what a read would
+   * find; a write of an open load, which changes no history, leaves them in place. The counters are read
    * first, the rows after (never kept under newer counters than those read). An open load's GET read the
    * same 400-odd rows of its lane each time: about 1.2 ms of SQLite's 2.7 a request at a million loads,
    * and on PostgreSQL the largest statement and the JSON parsed from it. Off with READ_CACHE=off.
    */
   const laneRowsMemo = opts.keepLaneRows
-    ? boundedMemo<{ version: string; rows: PackedLaneRows; graceMinutes?: number | null }>({ maxEntries: LANE_ROWS_MEMO_MAX, maxWeight: LANE_ROWS_MAX, weight: (e) => e.rows.count })
+    ? boundedMemo<{ version: string; rows: PackedLaneRows; bytes: number }>({ maxEntries: LANE_ROWS_MEMO_MAX, maxWeight: LANE_ROWS_BYTES_MAX, weight: (e) => e.bytes })
     : null;
   const laneRowsCounters = opts.laneRowsCounters ?? { hit() {}, miss() {} };
+  const laneCarrier = carrierPairs();
   const laneRowsOf = async (
     tx: Executor,
     area: LaneArea,
@@ -278,12 +283,14 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     const kept = laneRowsMemo.get(key);
     if (kept && kept.version === version) {
       laneRowsCounters.hit();
-      return Object.assign(unpackLaneRows(kept.rows), { graceMinutes: kept.graceMinutes });
+      // The grace is not kept: read beside the cards (graceMinutesOf), as it is set now.
+      return unpackLaneRows(kept.rows);
     }
     laneRowsCounters.miss();
     const found = await laneCandidates(tx, area);
     const proximity = proximityWeights(lane, found.rows, laneRules);
-    laneRowsMemo.set(key, { version, rows: packLaneRows(found.rows, proximity), graceMinutes: found.graceMinutes });
+    const rows = packLaneRows(found.rows, proximity, laneCarrier);
+    laneRowsMemo.set(key, { version, rows, bytes: packedBytes(rows) });
     return Object.assign(found, { proximity });
   };
   const areaOf = (orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>

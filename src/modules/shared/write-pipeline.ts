@@ -125,8 +125,11 @@ export class ChangeSet {
     return this.records.some((r) => r.followUp === true || (r.lanes !== undefined && r.lanes.length > 0));
   }
 
+  /** The counters this unit of work moves: its records' kinds, and lane_history when it moved any lane's history. */
   kinds(): Set<VersionedKind> {
-    return new Set(this.records.map((r) => r.kind));
+    const kinds = new Set<VersionedKind>(this.records.map((r) => r.kind));
+    if (this.lanes.size > 0) kinds.add('lane_history');
+    return kinds;
   }
 }
 
