@@ -81,6 +81,24 @@ describe('an open load lane rows, kept', () => {
     expect(await laneLookups(plain)).toEqual({ hit: 0, miss: 0 });
   });
 
+  it('is kept per organization: two with the same writes (the same counters) and the same lane never share rows', async () => {
+    const a = await lane(t);
+    const b = await lane(t);
+    const carriersOf = async (tenant: Tenant) => {
+      const own = json(await tenant.get('/v2/tms-api/carriers?page_size=100')).items.map((c: { id: string }) => c.id);
+      const recs = json(await tenant.get('/v2/tms-api/loads/OPEN')).carrier_recommendations.map((r: { carrier_id: string }) => r.carrier_id);
+      return { own, recs };
+    };
+    const first = await carriersOf(a);
+    const before = await laneLookups(t);
+    const second = await carriersOf(b);
+    expect((await laneLookups(t)).miss - before.miss).toBe(1);
+    expect(first.recs).toHaveLength(3);
+    expect(second.recs).toHaveLength(3);
+    expect(first.recs.every((id: string) => first.own.includes(id))).toBe(true);
+    expect(second.recs.every((id: string) => second.own.includes(id))).toBe(true);
+  });
+
   it('a delivered load, a tracking event, a moved place and the grace show from the next request', async () => {
     const a = await lane(t);
     const recs = async () => json(await a.get('/v2/tms-api/loads/OPEN')).carrier_recommendations;
