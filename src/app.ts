@@ -233,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     chunkMs: config.importChunkMs,
     uploadExpiryMs: config.importUploadExpiryMs,
     betweenChunks: () => store.betweenWrites(),
+    foreground: requests,
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 

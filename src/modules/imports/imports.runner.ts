@@ -3,6 +3,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
 import { isDatabaseUnavailable } from '../../lib/db/errors.js';
 import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
+import { NO_FOREGROUND, type Foreground } from '../../lib/http/foreground.js';
 import type { LocPart, ValidationIssue } from '../../lib/http/errors.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { RECORD_KINDS } from '../../domain/records.js';
@@ -50,6 +51,12 @@ export interface ImportRunnerDeps {
   uploadExpiryMs?: number;
   /** Awaited between chunks: the store's pause for a writer that never pauses (DataStore.betweenWrites). */
   betweenChunks?: () => Promise<void>;
+  /**
+   * The requests this process is answering (`serve`): before each chunk the runner waits until none is in
+   * flight (at most `chunkMs`), so a request that arrived during a chunk runs whole before the next one
+   * begins instead of queuing its statements behind it.
+   */
+  foreground?: Foreground;
 }
 
 /** How often (at most) a runner looks for abandoned uploads. */
@@ -128,6 +135,7 @@ export function importRunner(deps: ImportRunnerDeps) {
   const chunkMs = deps.chunkMs ?? 50;
   const leaseMs = deps.leaseMs ?? 30_000;
   const maxAttempts = deps.maxChunkAttempts ?? 5;
+  const foreground = deps.foreground ?? NO_FOREGROUND;
   const nowIso = () => toIso(clock.now());
   const leaseEnd = () => toIso(new Date(clock.now().getTime() + leaseMs));
   let stopping = false;
@@ -278,18 +286,31 @@ export function importRunner(deps: ImportRunnerDeps) {
       let size = nextChunkSize(null, { chunkMs, chunkRows });
       const rows = uploadRows(files.open(imp.id, imp.parts), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
       try {
+        let turnAt = performance.now();
         for await (const r of rows) {
           chunk.push(r);
+          // Reading and parsing rows runs in microtasks only (the file comes in 1 MiB reads): the event
+          // loop gets a turn every ~10 ms of it, as within a batch's items, so a request beside a large
+          // chunk is read and answered while the chunk fills, not after it.
+          if (performance.now() - turnAt > 10) {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            turnAt = performance.now();
+          }
           if (chunk.length < size) continue;
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
           size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
           await stats.grew(chunk.length);
           chunk = [];
-          // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some
-          // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
-          // (a PUT, a status read) were not even read for many chunks in a row.
-          await new Promise<void>((resolve) => setImmediate(resolve));
+          // The requests beside the import go first: the rows come from a read-ahead buffer (1 MiB, some
+          // 1,600 rows) and SQLite's driver is synchronous, so without a turn of the event loop the requests
+          // (a PUT, a status read) were not even read for many chunks in a row; and with only a turn, a
+          // request whose first statement ran between chunks queued its transaction behind the next chunk
+          // (on SQLite's one connection), waiting for two chunks. quiet(): a turn, then until no request is
+          // in flight, at most chunkMs (under a steady stream of requests the import still gets about half
+          // of the writer's time).
+          await foreground.quiet(chunkMs);
+          turnAt = performance.now();
           // SQLite: a moment for the log to be copied and rewound (DataStore.betweenWrites), for the
           // requests beside the import; not when chunks are not timed (IMPORT_CHUNK_MS=0: a backfill
           // with nothing else writing, where only its speed counts).

@@ -4,6 +4,7 @@ import { CarrierCreate } from '../carriers/carriers.schema.js';
 import { CustomerCreate } from '../customers/customers.schema.js';
 import { LoadCreate } from '../loads/loads.schema.js';
 import { LocationCreate } from '../locations/locations.schema.js';
+import type { Foreground } from '../../lib/http/foreground.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import { importFiles } from './imports.files.js';
 import { importRunner, type ImportLog, type ImportWriter } from './imports.runner.js';
@@ -27,6 +28,7 @@ export function importsModule(deps: {
   pollMs?: number;
   uploadExpiryMs?: number;
   betweenChunks?: () => Promise<void>;
+  foreground?: Foreground;
 }) {
   const files = importFiles(deps.dir);
   const runner = importRunner({
@@ -43,6 +45,7 @@ export function importsModule(deps: {
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
     ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
+    ...(deps.foreground ? { foreground: deps.foreground } : {}),
   });
   const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, queued: () => runner.wake() });
   return { service, runner, files };
