@@ -243,7 +243,7 @@ function startPeer(port: number, databaseUrl: string): ChildProcess {
 // find migrations it does not know, so its copy of the database goes without them (and gets back what
 // they removed).
 const dropTables = (...tables: string[]) => tables.map((t) => `drop table if exists ${t}`);
-const NEWER_MIGRATIONS: Record<string, string[]> = {
+const NEWER_MIGRATIONS: Record<string, string[] | { postgres: string[] }> = {
   '0009_org_versions': dropTables('org_versions'),
   '0010_events': dropTables('events', 'recommendation_watch'),
   '0011_idempotency': dropTables('idempotency_keys'),
@@ -256,6 +256,17 @@ const NEWER_MIGRATIONS: Record<string, string[]> = {
     "create index loads_backhaul_idx on loads (org_id, carrier_id) where status in ('COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER')",
   ],
   '0022_lane_history_version': ['alter table org_versions drop column lane_history'],
+  // PostgreSQL only (SQLite's migration changes nothing).
+  '0023_stop_rate_org_checks': {
+    postgres: [
+      'alter table load_stops add constraint load_stops_org_id_fkey foreign key (org_id) references organizations (id)',
+      'alter table load_rates add constraint load_rates_org_id_fkey foreign key (org_id) references organizations (id)',
+    ],
+  },
+};
+const undoOf = (m: string, engine: string): string[] => {
+  const undo = NEWER_MIGRATIONS[m]!;
+  return Array.isArray(undo) ? undo : engine === 'postgres' ? undo.postgres : [];
 };
 
 /** A copy of the seeded database for the compared tree's servers (writes on one side never touch the other). */
@@ -265,7 +276,7 @@ async function copyForCompare(engine: string, url: string, compareDir: string): 
   // Only the migrations the seeded database has run (a database seeded by an older tree has not run them yet).
   const pruneOf = (applied: ReadonlySet<string>) => {
     const undo = unknown.filter((m) => applied.has(m));
-    return [...undo.flatMap((m) => NEWER_MIGRATIONS[m]!), ...undo.map((m) => `delete from kysely_migration where name = '${m}'`)];
+    return [...undo.flatMap((m) => undoOf(m, engine)), ...undo.map((m) => `delete from kysely_migration where name = '${m}'`)];
   };
   if (engine === 'sqlite') {
     const copy = url.replace(/\.db$/, '-before.db');

@@ -21,6 +21,7 @@ import { migration0019 } from './0019_strict_handling.js';
 import { migration0020 } from './0020_lane_carriers.js';
 import { migration0021 } from './0021_delivery_deadline.js';
 import { migration0022 } from './0022_lane_history_version.js';
+import { migration0023 } from './0023_stop_rate_org_checks.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -46,6 +47,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0020_lane_carriers': migration0020(dialect),
     '0021_delivery_deadline': migration0021(dialect),
     '0022_lane_history_version': migration0022(dialect),
+    '0023_stop_rate_org_checks': migration0023(dialect),
   };
 }
 
