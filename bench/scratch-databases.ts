@@ -8,7 +8,8 @@ export const PG_ADMIN_URL = process.env.LANEBRIDGE_BENCH_PG_URL || 'postgres://p
 
 /**
  * Runs `measure` on a fresh database of each engine asked for (`db`: sqlite, postgres or both): a SQLite
- * file in a temporary folder, a PostgreSQL database made beside PG_ADMIN_URL's; both removed afterwards.
+ * file in a temporary folder, a PostgreSQL database made beside PG_ADMIN_URL's; both removed afterwards
+ * (PostgreSQL's kept with LANEBRIDGE_BENCH_KEEP=1).
  */
 export async function onScratchDatabases<R>(db: string, name: string, measure: (engine: 'sqlite' | 'postgres', url: string) => Promise<R[]>): Promise<R[]> {
   const results: R[] = [];
@@ -31,7 +32,9 @@ export async function onScratchDatabases<R>(db: string, name: string, measure: (
       url.pathname = `/${dbName}`;
       results.push(...(await measure('postgres', url.toString())));
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      // LANEBRIDGE_BENCH_KEEP=1: the database is left for a look afterwards (statement plans, sizes).
+      if (process.env.LANEBRIDGE_BENCH_KEEP === '1') process.stderr.write(`kept PostgreSQL database ${dbName}\n`);
+      else await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await admin.end();
     }
   }
