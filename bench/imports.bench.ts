@@ -17,8 +17,9 @@
  *   - rows per second: rows_total ÷ (finished_at − started_at) of the import, as GET /imports/{id} tells;
  *   - the server's resident memory (VmRSS), sampled every 200 ms from its start to the import's end: the
  *     file is streamed, never held;
- *   - single-load PUTs (one field changed on a load made before), one at a time every --probe-ms: their
- *     p50/p95 when the server is idle (200 before completing the import) and while the import runs.
+ *   - single-load PUTs (one field changed on a load made before), one at a time at random gaps of 0.5–1.5 ×
+ *     --probe-ms (apart from the status reads): their p50/p95 when the server is idle (200 before
+ *     completing the import) and while the import runs.
  * The generated file is written to a temporary folder and removed afterwards.
  */
 import { execFileSync } from 'node:child_process';
@@ -209,23 +210,45 @@ try {
         if (put.status !== 200) throw new Error(`part ${n}: ${put.status} ${JSON.stringify(put.json)}`);
       }
       const idle: number[] = [];
-      for (let i = 0; i < 200; i++) idle.push(await probe());
+      for (let i = 0; i < 200; i++) {
+        idle.push(await probe());
+        await new Promise((r) => setTimeout(r, 20 * Math.random()));
+      }
       await ok(key, 'POST', `/v2/tms-api/imports/${id}/complete`);
       log(`${engine}: running`);
       const during: number[] = [];
       let status: any;
       let lastLog = 0;
+      // The probes run on their own, at random gaps (uniform, 0.5–1.5 × --probe-ms) and apart from the
+      // status reads: a probe sent at a fixed period, or right after a status read was answered, falls in
+      // step with the runner's own cycle (a chunk of about IMPORT_CHUNK_MS, then a pause) and lands in the
+      // same phase of it every time, which measured a PUT beside a SQLite import at 6 ms or 90 ms at p95
+      // depending on that phase alone. Counted while the import is running.
+      let running = false;
+      let ended = false;
+      const probing = (async () => {
+        while (!ended) {
+          await new Promise((r) => setTimeout(r, PROBE_MS * (0.5 + Math.random())));
+          if (ended) break;
+          const wasRunning = running;
+          const ms = await probe();
+          if (wasRunning && running) during.push(ms);
+        }
+      })();
       for (;;) {
         const r = await request(key, 'GET', `/v2/tms-api/imports/${id}`);
         status = r.json;
         if (!['queued', 'running'].includes(status.status)) break;
-        if (status.status === 'running') during.push(await probe());
+        running = status.status === 'running';
         if (Date.now() - lastLog > 15_000) {
           lastLog = Date.now();
           log(`${engine}: ${status.rows_processed} / ${status.rows_total ?? '?'} rows, ${status.rows_per_second ?? '?'} rows/s, RSS peak ${peakRss.toFixed(0)} MB`);
         }
-        await new Promise((r) => setTimeout(r, PROBE_MS));
+        await new Promise((r) => setTimeout(r, 500));
       }
+      running = false;
+      ended = true;
+      await probing;
       if (status.status !== 'completed') throw new Error(`import ended ${status.status}: ${JSON.stringify(status)}`);
       const seconds = (Date.parse(status.finished_at) - Date.parse(status.started_at)) / 1000;
       return [{ engine, rows: status.rows_total, succeeded: status.rows_succeeded, seconds, rowsPerSecond: status.rows_total / seconds, peakRssMb: peakRss, idle, during, refused }];

@@ -233,7 +233,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     chunkMs: config.importChunkMs,
     uploadExpiryMs: config.importUploadExpiryMs,
     betweenChunks: () => store.betweenWrites(),
-    foreground: requests,
+    // One connection (SQLite) is the API's and the import's: the import lets the requests in flight
+    // finish first (docs/imports.md). With a pool (PostgreSQL) requests run on connections of their own.
+    ...(store.oneConnection ? { foreground: requests } : {}),
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 

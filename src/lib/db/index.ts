@@ -39,6 +39,12 @@ export interface DataStore {
    * so the next transaction rewinds it (sqlite-checkpoints.ts); at once otherwise, and on PostgreSQL.
    */
   betweenWrites(): Promise<void>;
+  /**
+   * Whether every statement of the process goes through one connection, one at a time (SQLite): a
+   * request's statements then queue behind a background writer's transaction, so such a writer lets the
+   * requests in flight finish before it begins one (an import's chunk). PostgreSQL: false (a pool).
+   */
+  readonly oneConnection: boolean;
 }
 
 export interface StatementLog {
@@ -230,6 +236,7 @@ function openSqlite(url: string, opts: OpenOptions = {}): DataStore {
   return {
     db,
     dialect: 'sqlite',
+    oneConnection: true,
     statements: log,
     // Taken as each request arrives: other connections' commits answered before it was sent are seen.
     snapshot: () => snapshotOf(db, changeToken(), changeToken),
@@ -285,6 +292,7 @@ function openPostgres(url: string, opts: OpenOptions): DataStore {
   return {
     db,
     dialect: 'postgres',
+    oneConnection: false,
     statements: log,
     snapshot: () => null,
     betweenWrites: () => Promise.resolve(),

@@ -11,8 +11,11 @@ export interface Foreground {
   enter(): () => void;
   /** Requests in flight now. */
   readonly inFlight: number;
-  /** Resolves after a turn of the event loop once no request is in flight, or after `maxWaitMs`. */
-  quiet(maxWaitMs?: number): Promise<void>;
+  /**
+   * Resolves after a turn of the event loop once no request has been in flight for `lingerMs` (default
+   * DEFAULT_LINGER_MS), or after `maxWaitMs`.
+   */
+  quiet(maxWaitMs?: number, lingerMs?: number): Promise<void>;
 }
 
 export const DEFAULT_QUIET_WAIT_MS = 250;
@@ -56,7 +59,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
     get inFlight() {
       return inFlight;
     },
-    async quiet(maxWaitMs = DEFAULT_QUIET_WAIT_MS) {
+    async quiet(maxWaitMs = DEFAULT_QUIET_WAIT_MS, linger = lingerMs) {
       // A turn first: a request whose bytes have arrived is read (and counted) before we look.
       await turn();
       const deadline = performance.now() + Math.max(0, maxWaitMs);
@@ -64,7 +67,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
         const now = performance.now();
         if (now >= deadline) return;
         if (inFlight > 0) await noneInFlight(deadline - now);
-        else if (now - lastEnded < lingerMs) await sleep(Math.min(deadline - now, lingerMs - (now - lastEnded)));
+        else if (now - lastEnded < linger) await sleep(Math.min(deadline - now, linger - (now - lastEnded)));
         else return;
         // Bytes that arrived while we slept are read (and counted) before we look again.
         await turn();

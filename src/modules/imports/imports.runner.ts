@@ -52,9 +52,10 @@ export interface ImportRunnerDeps {
   /** Awaited between chunks: the store's pause for a writer that never pauses (DataStore.betweenWrites). */
   betweenChunks?: () => Promise<void>;
   /**
-   * The requests this process is answering (`serve`): before each chunk the runner waits until none is in
-   * flight (at most `chunkMs`), so a request that arrived during a chunk runs whole before the next one
-   * begins instead of queuing its statements behind it.
+   * The requests this process is answering (`serve` on SQLite): before each chunk the runner waits until
+   * none is in flight (at most `chunkMs`), so a request that arrived during a chunk runs whole before the
+   * next one begins instead of queuing its statements behind it on the one connection. Not given on
+   * PostgreSQL, where a request's statements go on a pooled connection of their own beside the chunk's.
    */
   foreground?: Foreground;
 }
@@ -136,6 +137,15 @@ export function importRunner(deps: ImportRunnerDeps) {
   const leaseMs = deps.leaseMs ?? 30_000;
   const maxAttempts = deps.maxChunkAttempts ?? 5;
   const foreground = deps.foreground ?? NO_FOREGROUND;
+  /**
+   * Right before a chunk's transaction: the requests in flight go first (`foreground`, SQLite). A request
+   * read while the chunk filled has its statements queued on the one connection: its first one (a read)
+   * ran, and without this its transaction queued behind the chunk's. Waits until none is in flight, at
+   * most chunkMs (under a steady stream of requests the import still gets about half of the writer's
+   * time), without the follow-up's linger (a client's next request waits for one chunk at most either
+   * way). A request arriving while the chunk's transaction runs still waits for it (docs/imports.md).
+   */
+  const giveWay = () => foreground.quiet(chunkMs, 0);
   const nowIso = () => toIso(clock.now());
   const leaseEnd = () => toIso(new Date(clock.now().getTime() + leaseMs));
   let stopping = false;
@@ -297,19 +307,16 @@ export function importRunner(deps: ImportRunnerDeps) {
             turnAt = performance.now();
           }
           if (chunk.length < size) continue;
+          await giveWay();
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
           size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
           await stats.grew(chunk.length);
           chunk = [];
-          // The requests beside the import go first: the rows come from a read-ahead buffer (1 MiB, some
-          // 1,600 rows) and SQLite's driver is synchronous, so without a turn of the event loop the requests
-          // (a PUT, a status read) were not even read for many chunks in a row; and with only a turn, a
-          // request whose first statement ran between chunks queued its transaction behind the next chunk
-          // (on SQLite's one connection), waiting for two chunks. quiet(): a turn, then until no request is
-          // in flight, at most chunkMs (under a steady stream of requests the import still gets about half
-          // of the writer's time).
-          await foreground.quiet(chunkMs);
+          // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some
+          // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
+          // (a PUT, a status read) were not even read for many chunks in a row.
+          await new Promise<void>((resolve) => setImmediate(resolve));
           turnAt = performance.now();
           // SQLite: a moment for the log to be copied and rewound (DataStore.betweenWrites), for the
           // requests beside the import; not when chunks are not timed (IMPORT_CHUNK_MS=0: a backfill
@@ -328,6 +335,7 @@ export function importRunner(deps: ImportRunnerDeps) {
         throw err;
       }
       if (chunk.length > 0) {
+        await giveWay();
         await commitChunk(imp, claim, chunk, checkpoint);
         await stats.grew(chunk.length);
       }
