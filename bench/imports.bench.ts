@@ -235,20 +235,30 @@ try {
           if (wasRunning && running) during.push(ms);
         }
       })();
-      for (;;) {
-        const r = await request(key, 'GET', `/v2/tms-api/imports/${id}`);
-        status = r.json;
-        if (!['queued', 'running'].includes(status.status)) break;
-        running = status.status === 'running';
-        if (Date.now() - lastLog > 15_000) {
-          lastLog = Date.now();
-          log(`${engine}: ${status.rows_processed} / ${status.rows_total ?? '?'} rows, ${status.rows_per_second ?? '?'} rows/s, RSS peak ${peakRss.toFixed(0)} MB`);
+      // A failed probe ends the run through the status loop below (not as an unhandled rejection).
+      let probeFailure: unknown = null;
+      probing.catch((err: unknown) => {
+        probeFailure = err;
+        ended = true;
+      });
+      try {
+        for (;;) {
+          if (probeFailure) throw probeFailure;
+          const r = await request(key, 'GET', `/v2/tms-api/imports/${id}`);
+          status = r.json;
+          if (!['queued', 'running'].includes(status.status)) break;
+          running = status.status === 'running';
+          if (Date.now() - lastLog > 15_000) {
+            lastLog = Date.now();
+            log(`${engine}: ${status.rows_processed} / ${status.rows_total ?? '?'} rows, ${status.rows_per_second ?? '?'} rows/s, RSS peak ${peakRss.toFixed(0)} MB`);
+          }
+          await new Promise((r) => setTimeout(r, 500));
         }
-        await new Promise((r) => setTimeout(r, 500));
+      } finally {
+        running = false;
+        ended = true;
+        await probing.catch(() => undefined);
       }
-      running = false;
-      ended = true;
-      await probing;
       if (status.status !== 'completed') throw new Error(`import ended ${status.status}: ${JSON.stringify(status)}`);
       const seconds = (Date.parse(status.finished_at) - Date.parse(status.started_at)) / 1000;
       return [{ engine, rows: status.rows_total, succeeded: status.rows_succeeded, seconds, rowsPerSecond: status.rows_total / seconds, peakRssMb: peakRss, idle, during, refused }];

@@ -16,9 +16,9 @@ let dir: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-give-way-'));
-  // Chunks of 10 rows; the wait for quiet bounded by a minute, so a chunk that starts while a request is
-  // in flight shows.
-  t = await startApp({ importsDir: dir, importChunkRows: 10, importChunkMs: 60_000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
+  // Chunks of 10 rows; the wait for quiet bounded by 5 s, so a chunk that starts while a request is in
+  // flight shows.
+  t = await startApp({ importsDir: dir, importChunkRows: 10, importChunkMs: 5_000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 });
 afterAll(async () => {
   await t.close();
@@ -49,6 +49,8 @@ describe('an import beside a request in flight', () => {
       await running;
       expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_processed: 50 });
     } else {
+      // Claimed (running), then a moment in which chunks of 10 rows would have ended the import.
+      for (let i = 0; i < 100 && (await a.get(`${BASE}/${id}`)).json().status !== 'running'; i++) await new Promise((r) => setTimeout(r, 20));
       await new Promise((r) => setTimeout(r, 500));
       const during = (await a.get(`${BASE}/${id}`)).json();
       // No chunk begins while the request is in flight.

@@ -64,6 +64,23 @@ describe('foreground: the requests in flight that background work gives way to',
     await fg.quiet(5_000);
     expect(performance.now() - t1).toBeLessThan(40);
   });
+
+  it('quiet(wait, 0) goes on as soon as the last request ends, without the linger (an import chunk)', async () => {
+    const fg = foreground({ lingerMs: 200 });
+    const end = fg.enter();
+    let done = false;
+    const waiting = fg.quiet(5_000, 0).then(() => (done = true));
+    await sleep(30);
+    expect(done).toBe(false);
+    const t0 = performance.now();
+    end();
+    await waiting;
+    expect(performance.now() - t0).toBeLessThan(100);
+    // The same foreground's own linger still holds quiet() with the default.
+    const t1 = performance.now();
+    await fg.quiet(5_000);
+    expect(performance.now() - t1).toBeGreaterThanOrEqual(100);
+  });
 });
 
 describe('the recommendations follow-up gives way to requests in flight', () => {

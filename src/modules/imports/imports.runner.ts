@@ -308,6 +308,12 @@ export function importRunner(deps: ImportRunnerDeps) {
           }
           if (chunk.length < size) continue;
           await giveWay();
+          // Stopped, cancelled or taken over during the wait: the chunk is not begun.
+          if (lost) throw new ClaimLost();
+          if (stopping) {
+            await releaseImport(db, imp.id, claim);
+            return;
+          }
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
           size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
@@ -336,6 +342,11 @@ export function importRunner(deps: ImportRunnerDeps) {
       }
       if (chunk.length > 0) {
         await giveWay();
+        if (lost) throw new ClaimLost();
+        if (stopping) {
+          await releaseImport(db, imp.id, claim);
+          return;
+        }
         await commitChunk(imp, claim, chunk, checkpoint);
         await stats.grew(chunk.length);
       }
