@@ -46,7 +46,10 @@ describe('an import beside a request in flight', () => {
     let drained = false;
     const running = t.imports.runner.drain().then(() => (drained = true));
     if (isPostgres()) {
+      // Within one chunk's wait (5 s): the runner did not wait for the request at any of its 5 chunks.
+      const began = Date.now();
       await running;
+      expect(Date.now() - began).toBeLessThan(4_000);
       expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_processed: 50 });
     } else {
       // Claimed (running), then a moment in which chunks of 10 rows would have ended the import.

@@ -270,6 +270,17 @@ export function importRunner(deps: ImportRunnerDeps) {
       return;
     }
     let lost = false;
+    /**
+     * Whether the run goes on to its next chunk: the claim lost (taken over, cancelled) throws ClaimLost;
+     * a stopping process gives the import back at once (another instance, or this one restarted,
+     * resumes after the checkpoint) and answers false.
+     */
+    const goingOn = async (): Promise<boolean> => {
+      if (lost) throw new ClaimLost();
+      if (!stopping) return true;
+      await releaseImport(db, imp.id, claim);
+      return false;
+    };
     const heartbeat = setInterval(() => {
       extendImportLease(db, imp.id, claim, leaseEnd())
         .then((ok) => {
@@ -309,11 +320,7 @@ export function importRunner(deps: ImportRunnerDeps) {
           if (chunk.length < size) continue;
           await giveWay();
           // Stopped, cancelled or taken over during the wait: the chunk is not begun.
-          if (lost) throw new ClaimLost();
-          if (stopping) {
-            await releaseImport(db, imp.id, claim);
-            return;
-          }
+          if (!(await goingOn())) return;
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
           size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
@@ -328,12 +335,7 @@ export function importRunner(deps: ImportRunnerDeps) {
           // requests beside the import; not when chunks are not timed (IMPORT_CHUNK_MS=0: a backfill
           // with nothing else writing, where only its speed counts).
           if (chunkMs > 0) await deps.betweenChunks?.();
-          if (lost) throw new ClaimLost();
-          if (stopping) {
-            // Given back at once: another instance (or this one, restarted) resumes after the checkpoint.
-            await releaseImport(db, imp.id, claim);
-            return;
-          }
+          if (!(await goingOn())) return;
         }
       } catch (err) {
         if (err instanceof ClaimLost) throw err;
@@ -342,11 +344,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       }
       if (chunk.length > 0) {
         await giveWay();
-        if (lost) throw new ClaimLost();
-        if (stopping) {
-          await releaseImport(db, imp.id, claim);
-          return;
-        }
+        if (!(await goingOn())) return;
         await commitChunk(imp, claim, chunk, checkpoint);
         await stats.grew(chunk.length);
       }

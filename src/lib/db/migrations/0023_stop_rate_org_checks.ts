@@ -8,10 +8,10 @@ export function migration0023(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
       // PostgreSQL checks a foreign key with a trigger per row (a lookup and a row lock): half of the time
-      // of inserting a load with its stops and rates, these two a tenth of it. A stop's and a rate's organization is their
-      // load's (the write path sets it from the load; load_id references loads, whose org_id references
-      // organizations), so their own check of the organization is done already by the load's: it is
-      // dropped. Organizations are never deleted. SQLite's check of a row of the small organizations
+      // of inserting a load with its stops and rates, these two a tenth of it. A stop's and a rate's
+      // organization is their load's (the write path sets it from the load; load_id references loads,
+      // whose org_id references organizations), so their own check of the organization is done already
+      // by the load's: it is dropped. Organizations are never deleted. SQLite's check of a row of the small organizations
       // table costs little there, and dropping it would rebuild both tables: kept.
       if (dialect !== 'postgres') return;
       // Dropping a foreign key locks both tables of it (organizations too) for an instant. The three are
