@@ -9,7 +9,7 @@ export const PG_ADMIN_URL = process.env.LANEBRIDGE_BENCH_PG_URL || 'postgres://p
 /**
  * Runs `measure` on a fresh database of each engine asked for (`db`: sqlite, postgres or both): a SQLite
  * file in a temporary folder, a PostgreSQL database made beside PG_ADMIN_URL's; both removed afterwards
- * (PostgreSQL's kept with LANEBRIDGE_BENCH_KEEP=1).
+ * (kept, SQLite's file and PostgreSQL's database, with LANEBRIDGE_BENCH_KEEP=1).
  */
 export async function onScratchDatabases<R>(db: string, name: string, measure: (engine: 'sqlite' | 'postgres', url: string) => Promise<R[]>): Promise<R[]> {
   const results: R[] = [];
@@ -18,7 +18,8 @@ export async function onScratchDatabases<R>(db: string, name: string, measure: (
     try {
       results.push(...(await measure('sqlite', join(dir, 'bench.db'))));
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      if (process.env.LANEBRIDGE_BENCH_KEEP === '1') process.stderr.write(`kept SQLite database ${join(dir, 'bench.db')}\n`);
+      else rmSync(dir, { recursive: true, force: true });
     }
   }
   if (db === 'postgres' || db === 'both') {
