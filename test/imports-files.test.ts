@@ -33,6 +33,35 @@ describe('an upload read back', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('reads parts through one reused buffer with the same lines as the stream: lines across reads and parts, CRLF, a line over the limit', async () => {
+    const files = importFiles(dir);
+    // 3 MiB of lines of varied length (so reads of 1 MiB end inside lines), CRLF in part 2, a line of
+    // 1 MiB + 1 byte (too long) in part 3, and a line that part 3 begins and part 4 ends.
+    const line = (i: number) => JSON.stringify({ i, pad: 'x'.repeat(i % 997) });
+    const parts = [
+      Array.from({ length: 2000 }, (_, i) => line(i)).join('\n') + '\n',
+      Array.from({ length: 2000 }, (_, i) => line(2000 + i)).join('\r\n') + '\r\n',
+      `${'y'.repeat((1 << 20) + 1)}\n${line(4000)}\n{"i":4001,"split":"`,
+      'here"}\n',
+    ];
+    for (const [k, text] of parts.entries()) await (await files.stagePart('imp_reused', k + 1, Readable.from([Buffer.from(text)]))).keep();
+    const read = async (source: AsyncIterable<Buffer>) => {
+      const out: string[] = [];
+      for await (const l of ndjsonLines(source)) out.push('text' in l ? l.text : `too long: ${l.tooLong}`);
+      return out;
+    };
+    const reused = await read(files.chunks('imp_reused', 4));
+    expect(reused).toEqual(await read(files.open('imp_reused', 4)));
+    expect(reused).toHaveLength(4003);
+    expect(reused).toEqual([...Array.from({ length: 4000 }, (_, i) => line(i)), `too long: ${(1 << 20) + 1}`, line(4000), '{"i":4001,"split":"here"}']);
+    // The rows the runner reads: the same records, numbered alike.
+    const rows: unknown[] = [];
+    for await (const r of uploadRows(files.chunks('imp_reused', 4), 'ndjson', { csv: {}, createSchema: Type.Object({}) })) rows.push('record' in r ? (r.record as { i: number }).i : r.row);
+    expect(rows.slice(0, 3)).toEqual([0, 1, 2]);
+    expect(rows.slice(-3)).toEqual([4001, 4000, 4001]);
+    expect(await countRows(files.chunks('imp_reused', 4), 'ndjson', {})).toBe(4003);
+  });
+
   it('fails the stream when a part is missing, with the file system’s error', async () => {
     const files = importFiles(dir);
     await (await files.stagePart('imp_gap', 1, Readable.from([Buffer.from('{"a":1}\n')]))).keep();

@@ -1,4 +1,4 @@
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidationIssue } from '../../lib/http/errors.js';
@@ -208,7 +208,7 @@ export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise
 }
 
 /** The rows of an upload, in order, numbered from 1 (NDJSON lines; CSV records after the header); `after`: rows already done are skipped unparsed where possible. */
-export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
+export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
   const after = opts.after ?? 0;
   if (format === 'ndjson') {
     let row = 0;
@@ -242,7 +242,8 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
     return;
   }
   const schema = opts.createSchema as unknown as JsonSchema;
-  const parser = csvRecords(stream, opts.csv);
+  const source = csvSource(stream);
+  const parser = csvRecords(source, opts.csv);
   let header: CsvHeader | null = null;
   let cellSchemas: JsonSchema[][] = [];
   let row = 0;
@@ -275,18 +276,24 @@ export async function* uploadRows(stream: Readable, format: 'ndjson' | 'csv', op
       yield { row, record: compact(record) };
     }
   } finally {
-    stream.destroy();
+    source.destroy();
   }
 }
 
 /** How many rows an upload has (a pass over it that writes nothing; a CSV that cannot be read fails here, before any row is written). */
-export async function countRows(stream: Readable, format: 'ndjson' | 'csv', csv: CsvOptions): Promise<number> {
+/** A CSV upload is parsed from a stream (files.open); NDJSON from a stream or from reused chunks (files.chunks). */
+function csvSource(stream: Readable | AsyncIterable<Buffer>): Readable {
+  if (!(stream instanceof Readable)) throw new TypeError('a CSV upload is read from a stream (ImportFiles.open), not from reused chunks');
+  return stream;
+}
+
+export async function countRows(stream: Readable | AsyncIterable<Buffer>, format: 'ndjson' | 'csv', csv: CsvOptions): Promise<number> {
   if (format === 'ndjson') {
     let n = 0;
     for await (const next of ndjsonLines(stream)) if (!('text' in next) || next.text.trim() !== '') n++;
     return n;
   }
   let n = -1;
-  for await (const _record of csvRecords(stream, csv)) n++;
+  for await (const _record of csvRecords(csvSource(stream), csv)) n++;
   return Math.max(0, n);
 }
