@@ -19,7 +19,8 @@
  *     file is streamed, never held;
  *   - single-load PUTs (one field changed on a load made before), one at a time at random gaps of 0.5–1.5 ×
  *     --probe-ms (apart from the status reads): their p50/p95 when the server is idle (200 before
- *     completing the import) and while the import runs.
+ *     completing the import) and while the import runs (none while it runs with --probe-ms 0: the
+ *     import's speed with nothing else writing).
  * The generated file is written to a temporary folder and removed afterwards.
  */
 import { execFileSync } from 'node:child_process';
@@ -226,8 +227,9 @@ try {
       // depending on that phase alone. Counted while the import is running.
       let running = false;
       let ended = false;
+      // --probe-ms 0: no probes while the import runs (its speed with nothing else writing).
       const probing = (async () => {
-        while (!ended) {
+        while (!ended && PROBE_MS > 0) {
           await new Promise((r) => setTimeout(r, PROBE_MS * (0.5 + Math.random())));
           if (ended) break;
           const wasRunning = running;
@@ -272,7 +274,7 @@ try {
       results
         .map(
           (r) =>
-            `| ${r.engine} | ${r.succeeded.toLocaleString('en-US')} of ${r.rows.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} | ${Math.round(r.rowsPerSecond).toLocaleString('en-US')} | ${r.peakRssMb.toFixed(0)} | ${quantile(r.idle, 0.5).toFixed(1)} / ${quantile(r.idle, 0.95).toFixed(1)} | ${quantile(r.during, 0.5).toFixed(1)} / ${quantile(r.during, 0.95).toFixed(1)} (${r.during.length}) | ${(quantile(r.during, 0.95) / quantile(r.idle, 0.95)).toFixed(2)} | ${r.refused.length ? `${r.refused.length} (${[...new Set(r.refused)].join(', ')})` : 0} |`,
+            `| ${r.engine} | ${r.succeeded.toLocaleString('en-US')} of ${r.rows.toLocaleString('en-US')} | ${r.seconds.toFixed(1)} | ${Math.round(r.rowsPerSecond).toLocaleString('en-US')} | ${r.peakRssMb.toFixed(0)} | ${quantile(r.idle, 0.5).toFixed(1)} / ${quantile(r.idle, 0.95).toFixed(1)} | ${quantile(r.during, 0.5).toFixed(1)} / ${quantile(r.during, 0.95).toFixed(1)} (${r.during.length}) | ${r.during.length ? (quantile(r.during, 0.95) / quantile(r.idle, 0.95)).toFixed(2) : '–'} | ${r.refused.length ? `${r.refused.length} (${[...new Set(r.refused)].join(', ')})` : 0} |`,
         )
         .join('\n') +
       '\n',

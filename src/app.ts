@@ -206,7 +206,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const requests = foreground();
   app.addHook('onRequest', (req, reply, done) => {
     // 'close' comes once the answer is sent or the connection is gone, whichever way the request ended.
-    reply.raw.once('close', requests.enter());
+    // A read (GET, HEAD) is told apart: an import on SQLite takes short chunks while writes arrive (docs/imports.md).
+    reply.raw.once('close', requests.enter(req.method !== 'GET' && req.method !== 'HEAD'));
     done();
   });
   followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log, foreground: requests });
@@ -235,7 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     betweenChunks: () => store.betweenWrites(),
     // One connection (SQLite) is the API's and the import's: the import lets the requests in flight
     // finish first (docs/imports.md). With a pool (PostgreSQL) requests run on connections of their own.
-    ...(store.oneConnection ? { foreground: requests } : {}),
+    ...(store.oneConnection ? { foreground: requests, liveChunkMs: config.importLiveChunkMs } : {}),
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 

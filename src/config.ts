@@ -78,6 +78,12 @@ const EnvSchema = Type.Object({
    * 128 rows take longer). 0: every chunk has IMPORT_CHUNK_ROWS rows.
    */
   IMPORT_CHUNK_MS: Type.Integer({ default: 50, minimum: 0, maximum: 60_000 }),
+  /**
+   * SQLite: how long an import chunk should take while the API's writes arrive (one in the last second),
+   * in ms; chunks are then sized to it (8 rows at least), so a write beside an import waits about this
+   * long instead of IMPORT_CHUNK_MS. 0: chunks are sized to IMPORT_CHUNK_MS whatever arrives.
+   */
+  IMPORT_LIVE_CHUNK_MS: Type.Integer({ default: 10, minimum: 0, maximum: 60_000 }),
   /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
   IMPORT_UPLOAD_EXPIRY_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
   /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
@@ -146,6 +152,8 @@ export type Config = {
   importChunkRows: number;
   /** How long an import chunk should take (ms; 0: fixed chunks of importChunkRows). */
   importChunkMs: number;
+  /** SQLite: how long a chunk should take while the API's writes arrive (ms; 0: importChunkMs always). */
+  importLiveChunkMs: number;
   /** Milliseconds an import may wait for its upload after its last part (IMPORT_UPLOAD_EXPIRY_HOURS, default 24 h). */
   importUploadExpiryMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
@@ -246,6 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
     importChunkRows: env2.IMPORT_CHUNK_ROWS,
     importChunkMs: env2.IMPORT_CHUNK_MS,
+    importLiveChunkMs: env2.IMPORT_LIVE_CHUNK_MS,
     importUploadExpiryMs: env2.IMPORT_UPLOAD_EXPIRY_HOURS * 3_600_000,
     otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
     otelServiceName: env2.OTEL_SERVICE_NAME,

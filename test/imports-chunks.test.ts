@@ -43,4 +43,16 @@ describe('the size of an import chunk', () => {
     expect(sizes.size).toBeLessThanOrEqual(4);
     expect([...sizes].every((s) => s === 1000 || Number.isInteger(Math.log2(s)))).toBe(true);
   });
+
+  it('while writes arrive: straight to the power of two at or below the size that takes the live time, from 8 rows', () => {
+    const live = { chunkMs: 10, chunkRows: 1000, live: true };
+    expect(nextChunkSize(null, live)).toBe(8);
+    // 1,000 rows in 370 ms: 27 would take 10 ms; no step halfway from 1,000 (a write waits for the chunk).
+    expect(nextChunkSize({ rows: 1000, ms: 370 }, live)).toBe(16);
+    // 16 rows in 12 ms: 13 would take 10 ms.
+    expect(nextChunkSize({ rows: 16, ms: 12 }, live)).toBe(8);
+    expect(nextChunkSize({ rows: 8, ms: 60 }, live)).toBe(8);
+    expect(nextChunkSize({ rows: 8, ms: 1 }, live)).toBe(64);
+    expect(nextChunkSize({ rows: 8, ms: 0 }, { chunkMs: 10, chunkRows: 100, live: true })).toBe(100);
+  });
 });

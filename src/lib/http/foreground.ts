@@ -7,10 +7,15 @@
  * never stops it).
  */
 export interface Foreground {
-  /** A request arrived; the returned function, called once (more calls are ignored), says it has ended. */
-  enter(): () => void;
+  /**
+   * A request arrived (`write`: one that may write, any method but GET and HEAD; the default); the
+   * returned function, called once (more calls are ignored), says it has ended.
+   */
+  enter(write?: boolean): () => void;
   /** Requests in flight now. */
   readonly inFlight: number;
+  /** When the last request that may write arrived (performance.now()); -Infinity before the first. */
+  readonly lastWriteAt: number;
   /**
    * Resolves after a turn of the event loop once no request has been in flight for `lingerMs` (default
    * DEFAULT_LINGER_MS), or after `maxWaitMs`.
@@ -30,6 +35,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
   const lingerMs = opts.lingerMs ?? DEFAULT_LINGER_MS;
   let inFlight = 0;
   let lastEnded = -Infinity;
+  let lastWriteAt = -Infinity;
   const waiting = new Set<() => void>();
   const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -45,8 +51,9 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
       waiting.add(wake);
     });
   return {
-    enter() {
+    enter(write = true) {
       inFlight++;
+      if (write) lastWriteAt = performance.now();
       let ended = false;
       return () => {
         if (ended) return;
@@ -58,6 +65,9 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
     },
     get inFlight() {
       return inFlight;
+    },
+    get lastWriteAt() {
+      return lastWriteAt;
     },
     async quiet(maxWaitMs = DEFAULT_QUIET_WAIT_MS, linger = lingerMs) {
       // A turn first: a request whose bytes have arrived is read (and counted) before we look.
@@ -80,5 +90,6 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
 export const NO_FOREGROUND: Foreground = {
   enter: () => () => {},
   inFlight: 0,
+  lastWriteAt: -Infinity,
   quiet: () => new Promise<void>((resolve) => setImmediate(resolve)),
 };

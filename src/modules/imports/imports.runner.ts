@@ -43,6 +43,13 @@ export interface ImportRunnerDeps {
    * flight; this bounds that wait. 0: every chunk has `chunkRows` rows.
    */
   chunkMs?: number;
+  /**
+   * With `foreground` (SQLite): how long a chunk should take while the API's writes arrive (one arrived
+   * within LIVE_WINDOW_MS), instead of `chunkMs`; sized from the last chunk's time per row without the
+   * halfway step, from MIN_LIVE_CHUNK_ROWS rows. A write beside the import then waits about this long for
+   * the chunk in flight. 0 (the default): chunks are sized to `chunkMs` whatever arrives.
+   */
+  liveChunkMs?: number;
   leaseMs?: number;
   pollMs?: number;
   /** A chunk that fails as a whole (not a row's refusal) is tried again this many times before the import fails. */
@@ -77,6 +84,9 @@ const ANALYZE_AT_END_ROWS = 1_000;
 // moved, recounted whole, which grow with each lane's history), and chunks sized below them by the time
 // they took shrank further on PostgreSQL as the history grew (1,000 rows/s at 185,000 rows).
 const MIN_CHUNK_ROWS = 128;
+// Live chunks (liveChunkMs): as few rows as that, and taken while a write arrived within this window.
+const MIN_LIVE_CHUNK_ROWS = 8;
+const LIVE_WINDOW_MS = 1_000;
 
 /**
  * The rows of an import's next chunk: `chunkRows` when chunks are not timed (`chunkMs` 0); else 128 for
@@ -86,8 +96,15 @@ const MIN_CHUNK_ROWS = 128;
  * slow chunk (a collection, a checkpoint). Powers of two: few sizes, so few statement texts (a size's
  * lists of references and multi-row inserts are statements of their own, each compiled and kept).
  */
-export function nextChunkSize(last: { rows: number; ms: number } | null, opts: { chunkMs: number; chunkRows: number }): number {
+export function nextChunkSize(last: { rows: number; ms: number } | null, opts: { chunkMs: number; chunkRows: number; live?: boolean }): number {
   if (opts.chunkMs <= 0) return opts.chunkRows;
+  if (opts.live) {
+    // While writes arrive: straight to the power of two at or below the size that takes chunkMs (a
+    // write waits for the chunk in flight, so no step halfway from a larger one), from 8 rows.
+    if (!last) return Math.min(opts.chunkRows, MIN_LIVE_CHUNK_ROWS);
+    const fitting = (opts.chunkMs * last.rows) / Math.max(0.1, last.ms);
+    return Math.min(opts.chunkRows, Math.max(MIN_LIVE_CHUNK_ROWS, 2 ** Math.floor(Math.log2(Math.max(1, fitting)))));
+  }
   if (!last) return Math.min(opts.chunkRows, FIRST_CHUNK_ROWS);
   const fitting = (opts.chunkMs * last.rows) / Math.max(1, last.ms);
   return Math.min(opts.chunkRows, Math.max(MIN_CHUNK_ROWS, 2 ** Math.round(Math.log2((last.rows + fitting) / 2))));
@@ -137,6 +154,10 @@ export function importRunner(deps: ImportRunnerDeps) {
   const leaseMs = deps.leaseMs ?? 30_000;
   const maxAttempts = deps.maxChunkAttempts ?? 5;
   const foreground = deps.foreground ?? NO_FOREGROUND;
+  const liveChunkMs = deps.foreground && chunkMs > 0 ? (deps.liveChunkMs ?? 0) : 0;
+  /** Whether the API's writes are arriving (one within LIVE_WINDOW_MS): chunks are then sized to liveChunkMs. */
+  const writesArriving = () => liveChunkMs > 0 && performance.now() - foreground.lastWriteAt < LIVE_WINDOW_MS;
+  const sizing = (live: boolean) => (live ? { chunkMs: liveChunkMs, chunkRows, live: true } : { chunkMs, chunkRows });
   /**
    * Right before a chunk's transaction: the requests in flight go first (`foreground`, SQLite). A request
    * read while the chunk filled has its statements queued on the one connection: its first one (a read)
@@ -291,11 +312,13 @@ export function importRunner(deps: ImportRunnerDeps) {
     heartbeat.unref();
     const csv: CsvOptions = (imp.options ? (JSON.parse(imp.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
     const format = imp.format as 'ndjson' | 'csv';
+    // NDJSON through one reused buffer (files.chunks); CSV's parser takes a stream.
+    const upload = () => (format === 'ndjson' ? files.chunks(imp.id, imp.parts) : files.open(imp.id, imp.parts));
     try {
       if (imp.rows_total === null) {
         let total: number;
         try {
-          total = await countRows(files.open(imp.id, imp.parts), format, csv);
+          total = await countRows(upload(), format, csv);
         } catch (err) {
           throw new UnreadableUpload(`the upload cannot be read: ${(err as Error).message}`);
         }
@@ -304,8 +327,10 @@ export function importRunner(deps: ImportRunnerDeps) {
       let checkpoint = Number(imp.checkpoint_row);
       const stats = await plannerStats(imp);
       let chunk: UploadRow[] = [];
-      let size = nextChunkSize(null, { chunkMs, chunkRows });
-      const rows = uploadRows(files.open(imp.id, imp.parts), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
+      let live = writesArriving();
+      let last: { rows: number; ms: number } | null = null;
+      let size = nextChunkSize(last, sizing(live));
+      const rows = uploadRows(upload(), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
       try {
         let turnAt = performance.now();
         for await (const r of rows) {
@@ -317,13 +342,22 @@ export function importRunner(deps: ImportRunnerDeps) {
             await new Promise<void>((resolve) => setImmediate(resolve));
             turnAt = performance.now();
           }
-          if (chunk.length < size) continue;
+          if (chunk.length < size) {
+            // A write arrived while a chunk sized to chunkMs filled: it is cut to the live size (looked
+            // at every 8 rows).
+            if (live || (chunk.length & 7) !== 0 || !writesArriving()) continue;
+            live = true;
+            size = nextChunkSize(last, sizing(true));
+            if (chunk.length < size) continue;
+          }
           await giveWay();
           // Stopped, cancelled or taken over during the wait: the chunk is not begun.
           if (!(await goingOn())) return;
           const began = performance.now();
           checkpoint = await commitChunk(imp, claim, chunk, checkpoint);
-          size = nextChunkSize({ rows: chunk.length, ms: performance.now() - began }, { chunkMs, chunkRows });
+          last = { rows: chunk.length, ms: performance.now() - began };
+          live = writesArriving();
+          size = nextChunkSize(last, sizing(live));
           await stats.grew(chunk.length);
           chunk = [];
           // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some

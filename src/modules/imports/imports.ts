@@ -25,6 +25,7 @@ export function importsModule(deps: {
   leaseMs?: number;
   chunkRows?: number;
   chunkMs?: number;
+  liveChunkMs?: number;
   pollMs?: number;
   uploadExpiryMs?: number;
   betweenChunks?: () => Promise<void>;
@@ -42,6 +43,7 @@ export function importsModule(deps: {
     ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
     ...(deps.chunkRows ? { chunkRows: deps.chunkRows } : {}),
     ...(deps.chunkMs !== undefined ? { chunkMs: deps.chunkMs } : {}),
+    ...(deps.liveChunkMs !== undefined ? { liveChunkMs: deps.liveChunkMs } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
     ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
