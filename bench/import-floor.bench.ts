@@ -23,7 +23,7 @@
  * this process's CPU per load, and on PostgreSQL the backend's CPU per load (/proc).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -171,8 +171,19 @@ async function postgresFloor(url: string, variant: string, tpl: Templates): Prom
     texts.set(t, { cols, text: `insert into "${t}" (${cols.map((c) => `"${c}"`).join(', ')}) select * from unnest(${cols.map((c, i) => `$${i + 1}::"${types.get(c)}"[]`).join(', ')})` });
   }
   const pid = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+  // The backend's CPU from /proc (utime + stime, in the kernel's 100 ticks a second): only when it is a
+  // PostgreSQL process of this machine (not one in a container or on another host: then no figure).
+  const local = (() => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('postgres');
+    } catch {
+      return false;
+    }
+  })();
   const cpu = () => {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    if (!local) return null;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
   };
   return run('postgres', variant, tpl, {
@@ -182,7 +193,8 @@ async function postgresFloor(url: string, variant: string, tpl: Templates): Prom
         if (rows[t].length === 0) continue;
         const { cols, text } = texts.get(t)!;
         const at = performance.now();
-        await client.query(text, cols.map((c) => rows[t].map((r) => r[c] ?? null)));
+        // Named (prepared once on the connection), as the service sends statements of few parameters.
+        await client.query({ name: `floor_${t}`, text, values: cols.map((c) => rows[t].map((r) => r[c] ?? null)) });
         perTable[t] += performance.now() - at;
       }
       const at = performance.now();
@@ -238,7 +250,12 @@ function importedTemplates(engine: 'sqlite' | 'postgres'): string {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const kept = /kept (?:SQLite|PostgreSQL) database (\S+)/.exec(r.stderr ?? '')?.[1];
-  if (r.status !== 0 || !kept) throw new Error(`imports.bench.ts failed (${r.status}): ${(r.stderr ?? '').slice(-2000)}`);
+  if (r.status !== 0 || !kept) {
+    // What the failed run kept is removed.
+    if (kept && engine === 'sqlite') rmSync(dirname(kept), { recursive: true, force: true });
+    if (kept && engine === 'postgres') spawnSync('psql', [PG_ADMIN_URL, '-c', `drop database if exists ${kept} with (force)`], { stdio: 'ignore' });
+    throw new Error(`imports.bench.ts failed (${r.status}): ${(r.stderr ?? '').slice(-2000)}`);
+  }
   return kept;
 }
 
@@ -259,7 +276,10 @@ async function measureSqlite(variants: string[]): Promise<Measure[]> {
     const out: Measure[] = [];
     for (const variant of variants) {
       const file = join(dir, `${variant}.db`);
-      copyFileSync(kept, file);
+      // The kept file with its log copied in (a copy of the main file alone could miss the last commits).
+      const copy = new Database(kept);
+      await copy.backup(file);
+      copy.close();
       out.push(await sqliteFloor(file, variant, tpl));
       rmSync(file, { force: true });
       rmSync(`${file}-wal`, { force: true });
@@ -273,11 +293,12 @@ async function measureSqlite(variants: string[]): Promise<Measure[]> {
 }
 
 async function measurePostgres(variants: string[]): Promise<Measure[]> {
-  const kept = importedTemplates('postgres');
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
   await admin.connect();
   const urlOf = (name: string) => Object.assign(new URL(PG_ADMIN_URL), { pathname: `/${name}` }).toString();
+  let kept: string | null = null;
   try {
+    kept = importedTemplates('postgres');
     const src = new pg.Client({ connectionString: urlOf(kept) });
     await src.connect();
     const rows = {} as Record<Table, Row[]>;
@@ -297,7 +318,7 @@ async function measurePostgres(variants: string[]): Promise<Measure[]> {
     }
     return out;
   } finally {
-    await admin.query(`drop database if exists ${kept} with (force)`);
+    if (kept) await admin.query(`drop database if exists ${kept} with (force)`);
     await admin.end();
   }
 }

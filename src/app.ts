@@ -206,8 +206,15 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const requests = foreground();
   app.addHook('onRequest', (req, reply, done) => {
     // 'close' comes once the answer is sent or the connection is gone, whichever way the request ended.
-    // A read (GET, HEAD) is told apart: an import on SQLite takes short chunks while writes arrive (docs/imports.md).
-    reply.raw.once('close', requests.enter(req.method !== 'GET' && req.method !== 'HEAD'));
+    reply.raw.once('close', requests.enter());
+    done();
+  });
+  // An API write about to run: authenticated (the key check is an onRequest hook), within its limits, its
+  // body read and valid. While such writes arrive an import on SQLite takes short chunks (docs/imports.md);
+  // reads, refused requests and the imports API's own calls (an upload's parts) do not count.
+  app.addHook('preHandler', (req, _reply, done) => {
+    const scope = req.routeOptions.config?.scope;
+    if (scope && scope !== 'write:imports' && req.method !== 'GET' && req.method !== 'HEAD') requests.wrote();
     done();
   });
   followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log, foreground: requests });

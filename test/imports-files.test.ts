@@ -33,33 +33,49 @@ describe('an upload read back', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('reads parts through one reused buffer with the same lines as the stream: lines across reads and parts, CRLF, a line over the limit', async () => {
+  it('reads parts through one reused buffer with the same lines as the stream: lines across reads and parts, CRLF split by a read, a line over the limit', async () => {
     const files = importFiles(dir);
-    // 3 MiB of lines of varied length (so reads of 1 MiB end inside lines), CRLF in part 2, a line of
-    // 1 MiB + 1 byte (too long) in part 3, and a line that part 3 begins and part 4 ends.
     const line = (i: number) => JSON.stringify({ i, pad: 'x'.repeat(i % 997) });
+    const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => line(from + i));
+    // Part 1 over 1 MiB: its first read of 1 MiB ends inside a line.
+    const p1 = range(0, 2500);
+    // Part 2: CRLF lines, one sized so that its CR is the last byte of the part's first read and its LF
+    // the first of the next.
+    const head2 = range(2500, 1500).join('\r\n') + '\r\n';
+    const filler = `{"f":"${'z'.repeat((1 << 20) - 1 - head2.length - 8)}"}`;
+    const tail2 = range(4000, 100);
+    expect(head2.length + filler.length).toBe((1 << 20) - 1);
+    // Part 3: a line of 1 MiB + 1 byte (too long), a line, and the start of a line that part 4 ends; part
+    // 4 then brings over 1 MiB of lines, which overwrite that start in the buffer: it must have been copied.
+    const p4 = range(5000, 2500);
     const parts = [
-      Array.from({ length: 2000 }, (_, i) => line(i)).join('\n') + '\n',
-      Array.from({ length: 2000 }, (_, i) => line(2000 + i)).join('\r\n') + '\r\n',
-      `${'y'.repeat((1 << 20) + 1)}\n${line(4000)}\n{"i":4001,"split":"`,
-      'here"}\n',
+      p1.join('\n') + '\n',
+      head2 + filler + '\r\n' + tail2.join('\r\n') + '\r\n',
+      `${'y'.repeat((1 << 20) + 1)}\n${line(4100)}\n{"i":4101,"split":"`,
+      'here"}\n' + p4.join('\n') + '\n',
     ];
+    expect(parts[0]!.length).toBeGreaterThan(1 << 20);
+    expect(parts[3]!.length).toBeGreaterThan(1 << 20);
     for (const [k, text] of parts.entries()) await (await files.stagePart('imp_reused', k + 1, Readable.from([Buffer.from(text)]))).keep();
     const read = async (source: AsyncIterable<Buffer>) => {
       const out: string[] = [];
       for await (const l of ndjsonLines(source)) out.push('text' in l ? l.text : `too long: ${l.tooLong}`);
       return out;
     };
+    const expected = [...p1, ...range(2500, 1500), filler, ...tail2, `too long: ${(1 << 20) + 1}`, line(4100), '{"i":4101,"split":"here"}', ...p4];
     const reused = await read(files.chunks('imp_reused', 4));
-    expect(reused).toEqual(await read(files.open('imp_reused', 4)));
-    expect(reused).toHaveLength(4003);
-    expect(reused).toEqual([...Array.from({ length: 4000 }, (_, i) => line(i)), `too long: ${(1 << 20) + 1}`, line(4000), '{"i":4001,"split":"here"}']);
-    // The rows the runner reads: the same records, numbered alike.
-    const rows: unknown[] = [];
-    for await (const r of uploadRows(files.chunks('imp_reused', 4), 'ndjson', { csv: {}, createSchema: Type.Object({}) })) rows.push('record' in r ? (r.record as { i: number }).i : r.row);
-    expect(rows.slice(0, 3)).toEqual([0, 1, 2]);
-    expect(rows.slice(-3)).toEqual([4001, 4000, 4001]);
-    expect(await countRows(files.chunks('imp_reused', 4), 'ndjson', {})).toBe(4003);
+    expect(reused).toEqual(expected);
+    expect(await read(files.open('imp_reused', 4))).toEqual(expected);
+    // The rows the runner reads, numbered alike: the refused long line is row 4102.
+    let records = 0;
+    const refused: number[] = [];
+    for await (const r of uploadRows(files.chunks('imp_reused', 4), 'ndjson', { csv: {}, createSchema: Type.Object({}) })) {
+      if ('record' in r) records++;
+      else refused.push(r.row);
+    }
+    expect(refused).toEqual([4102]);
+    expect(records).toBe(expected.length - 1);
+    expect(await countRows(files.chunks('imp_reused', 4), 'ndjson', {})).toBe(expected.length);
   });
 
   it('fails the stream when a part is missing, with the file system’s error', async () => {

@@ -17,8 +17,9 @@ let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-give-way-'));
   // Chunks of 10 rows; the wait for quiet bounded by 5 s, so a chunk that starts while a request is in
-  // flight shows.
-  t = await startApp({ importsDir: dir, importChunkRows: 10, importChunkMs: 5_000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
+  // flight shows. Without live chunks (IMPORT_LIVE_CHUNK_MS=0): the writes of the setup would otherwise
+  // bound the wait by the live chunk's 10 ms (test/imports-live-chunks.test.ts).
+  t = await startApp({ importsDir: dir, importChunkRows: 10, importChunkMs: 5_000, importLiveChunkMs: 0 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 });
 afterAll(async () => {
   await t.close();

@@ -7,14 +7,13 @@
  * never stops it).
  */
 export interface Foreground {
-  /**
-   * A request arrived (`write`: one that may write, any method but GET and HEAD; the default); the
-   * returned function, called once (more calls are ignored), says it has ended.
-   */
-  enter(write?: boolean): () => void;
+  /** A request arrived; the returned function, called once (more calls are ignored), says it has ended. */
+  enter(): () => void;
+  /** A request that writes is about to run (authenticated, its body read and valid). */
+  wrote(): void;
   /** Requests in flight now. */
   readonly inFlight: number;
-  /** When the last request that may write arrived (performance.now()); -Infinity before the first. */
+  /** When the last request that writes was about to run (performance.now(), `wrote`); -Infinity before the first. */
   readonly lastWriteAt: number;
   /**
    * Resolves after a turn of the event loop once no request has been in flight for `lingerMs` (default
@@ -51,9 +50,8 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
       waiting.add(wake);
     });
   return {
-    enter(write = true) {
+    enter() {
       inFlight++;
-      if (write) lastWriteAt = performance.now();
       let ended = false;
       return () => {
         if (ended) return;
@@ -65,6 +63,9 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
     },
     get inFlight() {
       return inFlight;
+    },
+    wrote() {
+      lastWriteAt = performance.now();
     },
     get lastWriteAt() {
       return lastWriteAt;
@@ -89,6 +90,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
 /** Background work with nothing to give way to (tests, the CLI, a worker process without an API). */
 export const NO_FOREGROUND: Foreground = {
   enter: () => () => {},
+  wrote: () => {},
   inFlight: 0,
   lastWriteAt: -Infinity,
   quiet: () => new Promise<void>((resolve) => setImmediate(resolve)),

@@ -162,11 +162,11 @@ export function importRunner(deps: ImportRunnerDeps) {
    * Right before a chunk's transaction: the requests in flight go first (`foreground`, SQLite). A request
    * read while the chunk filled has its statements queued on the one connection: its first one (a read)
    * ran, and without this its transaction queued behind the chunk's. Waits until none is in flight, at
-   * most chunkMs (under a steady stream of requests the import still gets about half of the writer's
-   * time), without the follow-up's linger (a client's next request waits for one chunk at most either
+   * most the chunk's own target (liveChunkMs or chunkMs: under a steady stream of requests the import
+   * still gets about half of the writer's time), without the follow-up's linger (a client's next request waits for one chunk at most either
    * way). A request arriving while the chunk's transaction runs still waits for it (docs/imports.md).
    */
-  const giveWay = () => foreground.quiet(chunkMs, 0);
+  const giveWay = (live: boolean) => foreground.quiet(live ? liveChunkMs : chunkMs, 0);
   const nowIso = () => toIso(clock.now());
   const leaseEnd = () => toIso(new Date(clock.now().getTime() + leaseMs));
   let stopping = false;
@@ -350,7 +350,7 @@ export function importRunner(deps: ImportRunnerDeps) {
             size = nextChunkSize(last, sizing(true));
             if (chunk.length < size) continue;
           }
-          await giveWay();
+          await giveWay(live);
           // Stopped, cancelled or taken over during the wait: the chunk is not begun.
           if (!(await goingOn())) return;
           const began = performance.now();
@@ -360,7 +360,7 @@ export function importRunner(deps: ImportRunnerDeps) {
           size = nextChunkSize(last, sizing(live));
           await stats.grew(chunk.length);
           chunk = [];
-          // A turn of the event loop between chunks: the rows come from a read-ahead buffer (1 MiB, some
+          // A turn of the event loop between chunks: the rows come from a buffer of 1 MiB (some
           // 1,600 rows) and SQLite's driver is synchronous, so without it the requests beside the import
           // (a PUT, a status read) were not even read for many chunks in a row.
           await new Promise<void>((resolve) => setImmediate(resolve));
@@ -377,7 +377,7 @@ export function importRunner(deps: ImportRunnerDeps) {
         throw err;
       }
       if (chunk.length > 0) {
-        await giveWay();
+        await giveWay(writesArriving());
         if (!(await goingOn())) return;
         await commitChunk(imp, claim, chunk, checkpoint);
         await stats.grew(chunk.length);
