@@ -98,16 +98,24 @@ export class ConflictError extends DetailError {
   }
 }
 
+/** A 422 lists at most this many problems, with `truncated: true` beside `detail` when there were more (docs/api.md "Bounds of a request"). */
+export const MAX_VALIDATION_ISSUES = 100;
+
+/** A 422's body: the first MAX_VALIDATION_ISSUES problems, and `truncated` when some were left out. */
+export function validationBody(issues: ValidationIssue[]): { detail: ValidationIssue[]; truncated?: true } {
+  return issues.length > MAX_VALIDATION_ISSUES ? { detail: issues.slice(0, MAX_VALIDATION_ISSUES), truncated: true } : { detail: issues };
+}
+
 export class ValidationError extends ApiError {
   readonly code = 'validation';
   constructor(readonly issues: ValidationIssue[]) {
-    super(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+    super(issues.slice(0, MAX_VALIDATION_ISSUES).map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
   }
   static single(loc: LocPart[], msg: string, type = 'value_error'): ValidationError {
     return new ValidationError([{ type, loc, msg }]);
   }
   body() {
-    return { detail: this.issues };
+    return validationBody(this.issues);
   }
   /** The same problems, found inside a batch item: locations are rewritten under `body.items[i].<kind>`. */
   nestedUnder(prefix: LocPart[]): ValidationError {

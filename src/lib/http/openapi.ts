@@ -42,7 +42,10 @@ export const ErrorSchemas = {
   ),
   ValidationIssue: ValidationIssueSchema,
   ValidationErrorBody: Type.Object(
-    { detail: Type.Array(Type.Ref(ValidationIssueSchema), { description: 'One entry per problem.' }) },
+    {
+      detail: Type.Array(Type.Ref(ValidationIssueSchema), { maxItems: 100, description: 'One entry per problem, at most the first 100.' }),
+      truncated: Type.Optional(Type.Literal(true, { description: 'Present (true) when there were more than 100 problems: only the first 100 are listed.' })),
+    },
     { $id: 'ValidationErrorBody' },
   ),
   InternalError: Type.Object(

@@ -18,6 +18,8 @@ import {
   type ValidationIssue,
 } from './errors.js';
 import { API_PREFIX } from './auth.js';
+import { bodyShapeIssue, decodeUtf8 } from './body-scan.js';
+import { cutListsToBounds } from './body-bounds.js';
 import { checksForJsonText, queryEncodingIssues, textIssues, type TextChecks } from './input-text.js';
 import { ajvErrorsToIssues, bodyAjv, queryAjv } from './validation.js';
 import type { Metrics } from './metrics.js';
@@ -38,9 +40,13 @@ export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: 
   const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
   const invalid = error instanceof ValidationError ? error : fe.validation ? new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')) : null;
   if (invalid) {
-    // D16 strict: a request that also failed its schema names its unknown fields in the same 422.
+    // D16 strict: a request that also failed its schema names its unknown fields in the same 422; lists
+    // cut to their bound (body-bounds.ts) come first.
     const strict = strictIssuesOf(req);
-    return strict && !invalid.issues.includes(strict[0]!) ? new ValidationError([...strict, ...invalid.issues]) : invalid;
+    const withStrict = strict && !invalid.issues.includes(strict[0]!) ? [...strict, ...invalid.issues] : invalid.issues;
+    const oversize = oversizeLists.get(req);
+    const issues = oversize && !withStrict.includes(oversize[0]!) ? [...oversize, ...withStrict] : withStrict;
+    return issues === invalid.issues ? invalid : new ValidationError(issues);
   }
   if (error instanceof ApiError) return error;
   switch (fe.code) {
@@ -126,6 +132,13 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
+function invalidUtf8Message(offset: number): string {
+  return `the body is not valid UTF-8 at byte offset ${offset} (counted from 0); send the JSON text encoded as UTF-8`;
+}
+
+/** Entries for lists of a body cut to their schema's bound (body-bounds.ts): the request fails with them. */
+const oversizeLists = new WeakMap<FastifyRequest, ValidationIssue[]>();
+
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /** Batch items refused for their text before the batch runs, by index (see refusedBatchItems). */
@@ -186,9 +199,15 @@ export function installPlumbing(
 
   // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    const text = body as string;
+  // Read as bytes: Fastify's own decoding would replace bytes that are not UTF-8 without a word.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const decoded = decodeUtf8(body as Buffer);
+    if ('badByteAt' in decoded) return done(new MalformedJsonError(invalidUtf8Message(decoded.badByteAt)), undefined);
+    const text = decoded.text;
     if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
+    // Bounds JSON.parse's own time (one synchronous call) before it runs: docs/api.md "Bounds of a request".
+    const shape = bodyShapeIssue(body as Buffer);
+    if (shape) return done(new ValidationError([shape]), undefined);
     let parsed: unknown;
     try {
       // No reviver: V8 parses any depth iteratively, but a reviver recurses (a deep body overflowed the stack).
@@ -216,6 +235,13 @@ export function installPlumbing(
       const ct = req.headers['content-type'];
       if (!ct || !/^application\/json\s*(;|$)/i.test(ct)) return done(new UnsupportedMediaTypeError(ct));
     }
+    // Lists over their schema's bound are named and cut before anything else walks the body.
+    const bodySchema = req.routeOptions.schema?.body;
+    if (bodySchema && req.body !== null && typeof req.body === 'object') {
+      const cut = cutListsToBounds(req.body, bodySchema, req.routeOptions.config?.batchItemSchemas);
+      if (cut.request.length > 0) oversizeLists.set(req, cut.request);
+      if (cut.items.size > 0) refuseBatchItems(req, cut.items);
+    }
     // NUL and lone surrogates, wherever they are (known or ignored fields, batch items, keys): one entry each.
     const bodyChecks = bodiesToCheck.get(req);
     let issues = [
@@ -233,9 +259,15 @@ export function installPlumbing(
         byItem.set(index, [...(byItem.get(index) ?? []), issue]);
         return false;
       });
-      if (byItem.size > 0) refusedItems.set(req, byItem);
+      if (byItem.size > 0) refuseBatchItems(req, byItem);
     }
     done(issues.length > 0 ? new ValidationError(issues) : undefined);
+  });
+
+  // A body whose lists were cut answers 422 even when what was left passed its schema.
+  app.addHook('preHandler', (req, _reply, done) => {
+    const oversize = oversizeLists.get(req);
+    done(oversize ? new ValidationError(oversize) : undefined);
   });
 
   app.setValidatorCompiler(({ schema, httpPart }) =>

@@ -29,6 +29,8 @@ export interface BatchResultEntry {
 export interface BatchItemError {
   status: number;
   detail: string | ValidationIssue[];
+  /** A 422 with more than 100 problems lists the first 100 (as a single-record 422 does). */
+  truncated?: true;
 }
 
 export interface BatchResult {
@@ -113,9 +115,10 @@ export const BatchResultSchema = Type.Object(
             {
               status: Type.Integer({ description: '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.' }),
               request_id: Type.Optional(Type.String({ description: 'On a 500: the request id to quote when reporting it.' })),
-              detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue))], {
-                description: 'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem, loc starting at ["body", "items", index].',
+              detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue), { maxItems: 100 })], {
+                description: 'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem (at most the first 100), loc starting at ["body", "items", index].',
               }),
+              truncated: Type.Optional(Type.Literal(true, { description: 'On a 422 with more than 100 problems: only the first 100 are listed.' })),
             },
             { description: 'Present on a failed item only.' },
           ),
@@ -329,5 +332,6 @@ function batchItemError(err: unknown, opts: RunOptions): BatchItemError & { requ
   const { status, body } = renderError(known);
   const detail = (body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message) as BatchItemError['detail'];
   // D6a: a 500 carries the request's id, like every other 500.
-  return known instanceof InternalError ? { status, detail, request_id: known.requestId } : { status, detail };
+  if (known instanceof InternalError) return { status, detail, request_id: known.requestId };
+  return body.truncated === true ? { status, detail, truncated: true } : { status, detail };
 }
