@@ -127,7 +127,9 @@ describe('OpenAPI document', () => {
       expect(item.anyOf[1].properties[dataKey].$ref).toBe(`#/components/schemas/${Noun}Update`);
     }
     const error = doc.components.schemas.BatchResult.properties.results.items.properties.error;
-    expect(error.properties.detail.anyOf).toEqual([{ type: 'string' }, { type: 'array', items: { $ref: '#/components/schemas/ValidationIssue' } }]);
+    expect(error.properties.detail.anyOf).toEqual([{ type: 'string' }, { type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/ValidationIssue' } }]);
+    expect(error.properties.truncated).toMatchObject({ type: 'boolean', enum: [true] });
+    expect(doc.components.schemas.ValidationErrorBody.properties.truncated).toMatchObject({ type: 'boolean', enum: [true] });
     // Every response of every operation: a real description and its headers.
     for (const [path, operations] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(operations)) {

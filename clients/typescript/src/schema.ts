@@ -628,8 +628,13 @@ export interface components {
             msg: string;
         };
         ValidationErrorBody: {
-            /** @description One entry per problem. */
+            /** @description One entry per problem, at most the first 100. */
             detail: components["schemas"]["ValidationIssue"][];
+            /**
+             * @description Present (true) when there were more than 100 problems: only the first 100 are listed.
+             * @enum {boolean}
+             */
+            truncated?: true;
         };
         InternalError: {
             /** @enum {string} */
@@ -668,8 +673,13 @@ export interface components {
                     status: number;
                     /** @description On a 500: the request id to quote when reporting it. */
                     request_id?: string;
-                    /** @description What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem, loc starting at ["body", "items", index]. */
+                    /** @description What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem (at most the first 100), loc starting at ["body", "items", index]. */
                     detail: string | components["schemas"]["ValidationIssue"][];
+                    /**
+                     * @description On a 422 with more than 100 problems: only the first 100 are listed.
+                     * @enum {boolean}
+                     */
+                    truncated?: true;
                 };
             }[];
         };

@@ -15,6 +15,11 @@ import { ValidationError, type LocPart, type ValidationIssue } from './errors.js
 export const IGNORED_FIELDS_HEADER = 'lanebridge-ignored-fields';
 /** At most this many paths in the header (a client's header limit is a few KiB); the count goes to the dashboard. */
 export const MAX_HEADER_PATHS = 100;
+/**
+ * The walk stops after this many unknown fields (docs/api.md "Bounds of a request"): each costs ~4 µs
+ * in the walk, header and count, and a 1 MiB body of unknown fields holds 87,000 of them.
+ */
+export const MAX_UNKNOWN_FIELDS = 1000;
 const MAX_NAME_CHARS = 100;
 
 type Schema = Record<string, unknown>;
@@ -84,12 +89,13 @@ export function unknownFields(schema: unknown, value: unknown, loc: LocPart[], o
   const s = schema as Schema;
   if (Array.isArray(value)) {
     const items = itemsSchema(s);
-    if (items) for (let i = 0; i < value.length; i++) if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out);
+    if (items) for (let i = 0; i < value.length && out.length < MAX_UNKNOWN_FIELDS; i++) if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out);
     return out;
   }
   const names = namesOf(s);
   if (!names.set) return out;
   for (const key in value as Record<string, unknown>) {
+    if (out.length >= MAX_UNKNOWN_FIELDS) return out;
     const child = (value as Record<string, unknown>)[key];
     if (!names.set.has(key)) out.push({ loc: [...loc, key], known: names.list });
     else if (child !== null && typeof child === 'object') unknownFields(propertySchema(s, key), child, [...loc, key], out);
@@ -209,14 +215,14 @@ function walkRequest(req: FastifyRequest, bodySchema: unknown, querySchema: unkn
   const query = req.query as Record<string, unknown> | undefined;
   if (query && typeof query === 'object') {
     const names = querySchema ? namesOf(querySchema as Schema) : NO_NAMES;
-    if (names.set) for (const key in query) if (!names.set.has(key)) found.push({ loc: ['query', key], known: names.list });
+    if (names.set) for (const key in query) if (!names.set.has(key) && found.length < MAX_UNKNOWN_FIELDS) found.push({ loc: ['query', key], known: names.list });
   }
   const body = req.body;
   if (bodySchema && body !== null && typeof body === 'object') {
     unknownFields(bodySchema, body, ['body'], found);
     const items = (body as { items?: unknown }).items;
     if (batch && Array.isArray(items)) {
-      for (let i = 0; i < items.length; i++) {
+      for (let i = 0; i < items.length && found.length < MAX_UNKNOWN_FIELDS; i++) {
         const item = items[i] as Record<string, unknown> | null;
         if (item === null || typeof item !== 'object') continue;
         const data = item[batch.dataKey];
