@@ -102,16 +102,14 @@ describe('endpoints API (D12)', () => {
     const { secret: _secret, ...stored } = ep as typeof ep & Record<string, unknown>;
     // The same body as stored (types in another order and case, status in capitals), and an empty body.
     for (const body of [{ url: rx.url, event_types: ['CUSTOMER.created', 'load.created'], description: 'TMS', status: 'ENABLED' }, {}]) {
-      t.clock.advance(60_000);
       const same = await a.put(`${BASE}/${ep.id}`, body);
       expect(same.statusCode, same.body).toBe(200);
       expect(json(same)).toEqual(stored);
     }
     expect(await audited()).toEqual([['webhook_endpoint.created', { type: 'webhook_endpoint', id: ep.id }]]);
-    t.clock.advance(60_000);
     const changed = json(await a.put(`${BASE}/${ep.id}`, { description: 'TMS 2', status: 'enabled' }));
     expect(changed).toMatchObject({ description: 'TMS 2', status: 'enabled' });
-    expect(changed.updated_at > ep.updated_at).toBe(true);
+    expect(changed.updated_at > String(stored.updated_at)).toBe(true);
     expect(await audited()).toEqual([
       ['webhook_endpoint.updated', { type: 'webhook_endpoint', id: ep.id }],
       ['webhook_endpoint.created', { type: 'webhook_endpoint', id: ep.id }],
