@@ -160,7 +160,16 @@ describe('years 0000–0099 are real years', () => {
     expect(json(utc)).toMatchObject({ occurred_at: '0099-12-31T23:59:59.000Z', occurred_at_local: '0099-12-31T18:09:23' });
     const late = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'y-3', type: 'DEPARTED', stop_number: 2, occurred_at_local: '9999-12-31T23:00', correction: true });
     expect(late.statusCode).toBe(422);
-    expect(json(late).detail).toEqual([{ type: 'value_error', loc: ['body', 'occurred_at_local'], msg: 'Value error, 9999-12-31T23:00 in America/Chicago falls outside years 0000-9999 in UTC' }]);
+    expect(json(late).detail).toEqual([
+      {
+        type: 'datetime_parsing',
+        loc: ['body', 'occurred_at_local'],
+        msg: 'Input should be a local time whose instant lies between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (9999-12-31T23:00 in America/Chicago is outside)',
+      },
+    ]);
+    const early = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'y-4', type: 'DEPARTED', stop_number: 2, occurred_at: '0000-01-01T00:30:00+01:00', correction: true });
+    expect(early.statusCode).toBe(422);
+    expect(json(early).detail).toEqual([{ type: 'datetime_parsing', loc: ['body', 'occurred_at'], msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' }]);
     expect(json(await a.get('/v2/tms-api/loads/L-1')).stops.map((s: any) => [s.actual_arrival, s.actual_departure])).toEqual([
       ['0050-06-01T15:50:36.000Z', null],
       ['0099-12-31T23:59:59.000Z', null],

@@ -53,7 +53,7 @@ export function instantAt(time: TrackingTime, timeZone: string, stopNumber: numb
   const [type, msg] = {
     invalid: ['datetime_parsing', `Input should be a valid local date and time, YYYY-MM-DDTHH:MM[:SS] without an offset (got ${time.local})`],
     skipped: ['value_error', `Value error, ${time.local} does not exist in ${timeZone} (stop ${stopNumber}'s time zone): the clocks skipped it for daylight saving time; send the time the stop's clock showed, or occurred_at in UTC`],
-    out_of_range: ['value_error', `Value error, ${time.local} in ${timeZone} falls outside years 0000-9999 in UTC`],
+    out_of_range: ['datetime_parsing', `Input should be a local time whose instant lies between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (${time.local} in ${timeZone} is outside)`],
   }[reading.refused] as [string, string];
   throw ValidationError.single(['body', 'occurred_at_local'], msg, type);
 }
