@@ -350,12 +350,21 @@ describe('tracking events (D14)', () => {
   }
   const events = async (a: Tenant) => json(await a.get('/v2/tms-api/events?types=load.stop_arrived,load.stop_departed')).items;
 
-  it('sets the actual from the local time at the stop, once per event_id, and emits load.stop_arrived', async () => {
+  it('sets the actual from the local time at the stop (occurred_at_local), once per event_id, and emits load.stop_arrived', async () => {
     const w = await tracked();
-    const ev = { event_id: 'eld-1', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-02T10:10:00', source: 'ELD' };
+    const ev = { event_id: 'eld-1', type: 'ARRIVED', stop_number: 1, occurred_at_local: '2026-03-02T10:10:00', source: 'ELD' };
     const res = await w.a.post('/v2/tms-api/loads/T-1/tracking-events', ev);
     expect(res.statusCode, res.body).toBe(201);
-    const answer = { event_id: 'eld-1', load_external_reference_id: 'T-1', stop_number: 1, type: 'ARRIVED', occurred_at: '2026-03-02T16:10:00.000Z', source: 'ELD' };
+    const answer = {
+      event_id: 'eld-1',
+      load_external_reference_id: 'T-1',
+      stop_number: 1,
+      type: 'ARRIVED',
+      occurred_at: '2026-03-02T16:10:00.000Z',
+      occurred_at_local: '2026-03-02T10:10:00',
+      time_zone: 'America/Chicago',
+      source: 'ELD',
+    };
     expect(json(res)).toEqual(answer);
     const load = json(await w.a.get('/v2/tms-api/loads/T-1'));
     expect(load.stops[0].actual_arrival).toBe('2026-03-02T16:10:00.000Z');
@@ -365,7 +374,7 @@ describe('tracking events (D14)', () => {
     expect(first[0].data).toEqual(withoutRecs);
 
     // The same id again: the same answer, nothing written (even with another body).
-    const again = await w.a.post('/v2/tms-api/loads/T-1/tracking-events', { ...ev, occurred_at: '2026-03-02T11:00:00' });
+    const again = await w.a.post('/v2/tms-api/loads/T-1/tracking-events', { ...ev, occurred_at_local: '2026-03-02T11:00:00' });
     expect(again.statusCode).toBe(201);
     expect(json(again)).toEqual(answer);
     expect(await events(w.a)).toHaveLength(1);
@@ -377,7 +386,7 @@ describe('tracking events (D14)', () => {
     const post = (body: Record<string, unknown>) => w.a.post('/v2/tms-api/loads/T-1/tracking-events', body);
     const departed = await post({ event_id: 'edi-1', edi_status_code: 'AF', stop_number: 1, occurred_at: '2026-03-02T16:40:00Z' });
     expect(departed.statusCode, departed.body).toBe(201);
-    expect(json(departed)).toMatchObject({ type: 'DEPARTED', source: 'EDI', occurred_at: '2026-03-02T16:40:00.000Z' });
+    expect(json(departed)).toMatchObject({ type: 'DEPARTED', source: 'EDI', occurred_at: '2026-03-02T16:40:00.000Z', occurred_at_local: '2026-03-02T10:40:00', time_zone: 'America/Chicago' });
     expect(json(await post({ event_id: 'edi-2', edi_status_code: 'x3', stop_number: 1, occurred_at: '2026-03-02T10:05:00-06:00' }))).toMatchObject({ type: 'ARRIVED', occurred_at: '2026-03-02T16:05:00.000Z' });
 
     const contradicting = await post({ event_id: 'edi-3', type: 'ARRIVED', edi_status_code: 'D1', stop_number: 2, occurred_at: '2026-03-03T12:00:00' });
@@ -393,10 +402,10 @@ describe('tracking events (D14)', () => {
     expect((await w.a.post('/v2/tms-api/loads/NOPE/tracking-events', { event_id: 'x', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-03T12:00:00Z' })).statusCode).toBe(404);
 
     // A different arrival at stop 1 without "correction": 409; with it: replaced.
-    const conflict = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-02T10:20:00' });
+    const conflict = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at_local: '2026-03-02T10:20:00' });
     expect(conflict.statusCode).toBe(409);
     expect(json(conflict).detail).toBe('Stop 1 of load \'T-1\' already has actual_arrival 2026-03-02T16:05:00.000Z; send "correction": true to replace it with 2026-03-02T16:20:00.000Z');
-    const fixed = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-02T10:20:00', correction: true });
+    const fixed = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at_local: '2026-03-02T10:20:00', correction: true });
     expect(fixed.statusCode, fixed.body).toBe(201);
     expect(json(await w.a.get('/v2/tms-api/loads/T-1')).stops[0]).toMatchObject({ actual_arrival: '2026-03-02T16:20:00.000Z', actual_departure: '2026-03-02T16:40:00.000Z' });
     // A departure before the arrival: 422.

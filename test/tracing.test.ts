@@ -2,11 +2,15 @@
 // sends request, statement, Redis and webhook-attempt spans by OTLP/HTTP with their parent links.
 import http from 'node:http';
 import { rmSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeStatement } from '../src/lib/db/tracing.js';
 import { startTracing } from '../src/lib/telemetry/tracing.js';
-import { isPostgres, uid } from './helpers.js';
+import { isPostgres, newTenant, startApp, uid } from './helpers.js';
 import { createTenantInDb, freshPgDatabase, httpRequest, killAllServers, parse, pgAdminUrl, sleep, startReadyServer, tempDir } from './reliability/support.js';
 import { startReceiver } from './webhooks-support.js';
 
@@ -232,6 +236,50 @@ describe('tracing off (OTEL_EXPORTER_OTLP_ENDPOINT unset)', () => {
   it('startTracing without an endpoint starts nothing', async () => {
     expect(await startTracing({ endpoint: undefined, serviceName: 'lanebridge' })).toBeNull();
     expect(await startTracing({ endpoint: '', serviceName: 'lanebridge' })).toBeNull();
+  });
+});
+
+describe('an API key in a URL (issue 45)', () => {
+  it('is masked in request spans and log lines: lbk_ kept, the rest redacted', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(provider);
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const app = await startApp({ logLevel: 'trace' }, { tracing: true, logger: { level: 'trace', stream } });
+    try {
+      const a = await newTenant(app);
+      const leaked = a.key;
+      // Pasted as a path (an unknown route), as a record reference, in a tracking path, and in the query string.
+      const paths = [`/v2/tms-api/${leaked}`, `/v2/tms-api/loads/${leaked}`, `/v2/tms-api/loads/${leaked}/tracking-events`, `/v2/tms-api/customers?api_key=${leaked}`];
+      const statuses = [];
+      for (const url of paths) statuses.push((await a.request({ method: url.includes('tracking') ? 'POST' : 'GET', url, ...(url.includes('tracking') ? { payload: {} } : {}) })).statusCode);
+      expect(statuses).toEqual([404, 404, 422, 200]);
+      await provider.forceFlush();
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === 1);
+      expect(spans.map((s) => s.attributes['url.path'])).toEqual([
+        '/v2/tms-api/lbk_[redacted]',
+        '/v2/tms-api/loads/lbk_[redacted]',
+        '/v2/tms-api/loads/lbk_[redacted]/tracking-events',
+        '/v2/tms-api/customers',
+      ]);
+      const secret = leaked.slice(4);
+      const exported = JSON.stringify(exporter.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })));
+      expect(exported).not.toContain(secret);
+      expect(lines.join('')).not.toContain(secret);
+      expect(lines.join('')).toContain('"url":"/v2/tms-api/lbk_[redacted]"');
+    } finally {
+      await app.close();
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    }
   });
 });
 

@@ -94,6 +94,28 @@ describe('endpoints API (D12)', () => {
     expect(json(await a.del(`${BASE}/${ep.id}`))).toEqual({ detail: `Webhook endpoint with id '${ep.id}' not found` });
   });
 
+  it('a PUT of what is stored changes nothing: no audit entry, updated_at kept; a real change is audited once', async () => {
+    const a = await newTenant(t);
+    const ep = await endpoint(a, { event_types: ['load.created', 'customer.created'], description: 'TMS' });
+    const audited = async () => json(await a.get('/v2/tms-api/audit-log?action=webhook_endpoint.&page_size=100')).items.map((e: any) => [e.action, e.target]);
+    expect(await audited()).toEqual([['webhook_endpoint.created', { type: 'webhook_endpoint', id: ep.id }]]);
+    const { secret: _secret, ...stored } = ep as typeof ep & Record<string, unknown>;
+    // The same body as stored (types in another order and case, status in capitals), and an empty body.
+    for (const body of [{ url: rx.url, event_types: ['CUSTOMER.created', 'load.created'], description: 'TMS', status: 'ENABLED' }, {}]) {
+      const same = await a.put(`${BASE}/${ep.id}`, body);
+      expect(same.statusCode, same.body).toBe(200);
+      expect(json(same)).toEqual(stored);
+    }
+    expect(await audited()).toEqual([['webhook_endpoint.created', { type: 'webhook_endpoint', id: ep.id }]]);
+    const changed = json(await a.put(`${BASE}/${ep.id}`, { description: 'TMS 2', status: 'enabled' }));
+    expect(changed).toMatchObject({ description: 'TMS 2', status: 'enabled' });
+    expect(changed.updated_at > String(stored.updated_at)).toBe(true);
+    expect(await audited()).toEqual([
+      ['webhook_endpoint.updated', { type: 'webhook_endpoint', id: ep.id }],
+      ['webhook_endpoint.created', { type: 'webhook_endpoint', id: ep.id }],
+    ]);
+  });
+
   it('an endpoint belongs to its organization: another one gets 404 and it receives only its own events', async () => {
     const a = await newTenant(t);
     const b = await newTenant(t);

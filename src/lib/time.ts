@@ -22,6 +22,17 @@ export function isIsoTimestamp(value: string): boolean {
   return parseIsoTimestamp(value) !== null;
 }
 
+/**
+ * Milliseconds since the epoch of a UTC calendar time. Date.UTC reads years 0–99 as 1900–1999 (ECMA-262
+ * MakeFullYear); setUTCFullYear takes the year as it is, so years 0000–0099 stay real years (docs/api.md).
+ */
+export function utcMs(year: number, month: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second, ms);
+  return d.getTime();
+}
+
 const CANONICAL_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
 const digits = (value: string, at: number, count: number): number => {
@@ -59,41 +70,59 @@ export function parseIsoTimestamp(value: string): string | null {
   const t = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}${offset}`);
   if (Number.isNaN(t)) return null;
   // Reject dates JavaScript silently rolls over (2024-02-31 → March 2).
-  const probe = new Date(Date.UTC(Number(y), month - 1, day));
-  if (probe.getUTCDate() !== day) return null;
+  if (new Date(utcMs(Number(y), month, day)).getUTCDate() !== day) return null;
   return storedForm(t);
 }
 
-const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/;
+const WALL_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/;
 const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+const DAY_MS = 86_400_000;
+
+/** The zone's wall clock at instant `t`, to the second (the era read too: 1 BC is year 0). */
+function wallPartsAt(t: number, timeZone: string): { year: number; month: number; day: number; hour: number; minute: number; second: number } {
+  let f = zoneFormats.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', era: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    zoneFormats.set(timeZone, f);
+  }
+  const p = Object.fromEntries(f.formatToParts(new Date(t)).map((x) => [x.type, x.value]));
+  const year = p.era === 'BC' ? 1 - Number(p.year) : Number(p.year);
+  return { year, month: Number(p.month), day: Number(p.day), hour: Number(p.hour), minute: Number(p.minute), second: Number(p.second) };
+}
 
 /** Milliseconds the zone's wall clock is ahead of UTC at instant `t`. */
 function zoneOffsetMs(t: number, timeZone: string): number {
-  let f = zoneFormats.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
-    zoneFormats.set(timeZone, f);
-  }
-  const parts = Object.fromEntries(f.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
-  const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
-  return wall - Math.floor(t / 1000) * 1000;
+  const w = wallPartsAt(t, timeZone);
+  return utcMs(w.year, w.month, w.day, w.hour, w.minute, w.second) - Math.floor(t / 1000) * 1000;
 }
 
+/** A wall-clock time read in a zone: the instant, or why there is none. */
+export type WallTimeReading = { instant: string } | { refused: 'invalid' | 'skipped' | 'out_of_range' };
+
 /**
- * A timestamp that may lack an offset: with one (or Z) it is that instant; without, it is the wall-clock
- * time in `timeZone` (an IANA zone; UTC when null). A wall time skipped by a DST change is read with the
- * offset before the change; a repeated one as its first occurrence. null when it is not a timestamp.
+ * The instant a wall-clock time `YYYY-MM-DDTHH:MM[:SS]` (no offset) names in `timeZone` (IANA). A time
+ * a DST change skipped (02:30 on a spring-forward night) is refused; a repeated one (01:30 on a
+ * fall-back night) is its first occurrence, the earlier instant, as Temporal's 'compatible' reads it
+ * (docs/api.md, tracking events).
  */
-export function parseLocalTimestamp(value: string, timeZone: string | null): string | null {
-  const m = LOCAL_RE.exec(value);
-  if (!m || timeZone === null) return parseIsoTimestamp(value);
-  if (parseIsoTimestamp(`${value}Z`) === null) return null;
-  const [, y, mo, d, h, mi, s = '00', frac] = m;
-  const ms = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
-  const wall = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms);
-  // The offset at the instant the wall time names: two rounds settle it (the second only moves across a DST change).
-  const first = wall - zoneOffsetMs(wall, timeZone);
-  const second = wall - zoneOffsetMs(first, timeZone);
-  const t = zoneOffsetMs(second, timeZone) === zoneOffsetMs(first, timeZone) ? Math.min(first, second) : first;
-  return storedForm(t);
+export function instantOfWallTime(value: string, timeZone: string): WallTimeReading {
+  const m = WALL_RE.exec(value);
+  if (!m || parseIsoTimestamp(`${value}Z`) === null) return { refused: 'invalid' };
+  const [, y, mo, d, h, mi, s = '00'] = m;
+  const wall = utcMs(Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s));
+  // The zone's offsets a day either side: a wall time is real under one of them when the offset at the instant it gives agrees.
+  const offsets = new Set([zoneOffsetMs(wall - DAY_MS, timeZone), zoneOffsetMs(wall + DAY_MS, timeZone)]);
+  const instants = [...offsets].map((o) => wall - o).filter((t) => zoneOffsetMs(t, timeZone) === wall - t);
+  if (instants.length === 0) return { refused: 'skipped' };
+  const stored = storedForm(Math.min(...instants));
+  return stored === null ? { refused: 'out_of_range' } : { instant: stored };
+}
+
+/** The wall-clock time `YYYY-MM-DDTHH:MM:SS` in `timeZone` at a stored instant. */
+export function wallTimeOf(iso: string, timeZone: string): string {
+  const w = wallPartsAt(Date.parse(iso), timeZone);
+  const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+  // A zone behind UTC takes 0000-01-01T00:00Z into year -1, written as ISO 8601's expanded year.
+  const year = w.year >= 0 && w.year <= 9999 ? pad(w.year, 4) : `${w.year < 0 ? '-' : '+'}${pad(Math.abs(w.year), 6)}`;
+  return `${year}-${pad(w.month)}-${pad(w.day)}T${pad(w.hour)}:${pad(w.minute)}:${pad(w.second)}`;
 }

@@ -274,7 +274,9 @@ export interface paths {
          * @description Sets the stop's actual_arrival (ARRIVED) or actual_departure (DEPARTED) and emits load.stop_arrived or load.stop_departed (data: the load), beside load.updated.
          *     - Idempotent by event_id: the same id again in your organization answers what the first answered (201) and changes nothing.
          *     - EDI 214 status codes stand for the type, in any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. A type that contradicts the code: 422.
-         *     - occurred_at without an offset is the local time at the stop's location (its time zone; UTC for a location without one).
+         *     - occurred_at is the instant in UTC (an offset is honoured; none means UTC). A time read off the stop's clock goes in occurred_at_local (YYYY-MM-DDTHH:MM[:SS], no offset), read in the stop location's time zone (UTC for a location without one). Exactly one of the two, else 422.
+         *     - occurred_at_local skipped by a daylight-saving change (02:30 on a spring-forward night): 422; a repeated one (01:30 on a fall-back night) is its first occurrence; send occurred_at for the second.
+         *     - The answer carries occurred_at in UTC, occurred_at_local (the stop's wall time, YYYY-MM-DDTHH:MM:SS) and time_zone (IANA).
          *     - A different time already recorded is replaced only with "correction": true (else 409); the same time again changes nothing.
          *     - A departure before the stop's arrival: 422. A stop_number the load does not have: 422.
          */
@@ -959,6 +961,10 @@ export interface components {
              * @description The instant, in UTC.
              */
             occurred_at: string;
+            /** @description The same instant on the stop's wall clock, YYYY-MM-DDTHH:MM:SS (no offset), in time_zone. */
+            occurred_at_local: string;
+            /** @description The IANA time zone of the stop's location (e.g. America/Chicago); UTC for a location without one. */
+            time_zone: string;
             /** @enum {string} */
             source: "ELD" | "APP" | "EDI" | "TRACKING_PROVIDER" | "MANUAL";
         };
@@ -5906,8 +5912,13 @@ export interface operations {
                     type?: "ARRIVED" | "DEPARTED";
                     /** @description The stop of the load the event is at. */
                     stop_number: number;
-                    /** @description ISO 8601. With an offset (or Z) it is that instant; without one it is the local time at the stop's location (its time zone), as drivers and EDI 214 report it. */
-                    occurred_at: string;
+                    /**
+                     * @description When the event happened, as an instant; send this or occurred_at_local, not both. ISO 8601 date-time; without an offset it is read as UTC, and a bare date as midnight UTC. Returned as UTC with milliseconds and Z.
+                     * @example 2025-01-31T14:00:00Z
+                     */
+                    occurred_at?: string;
+                    /** @description The time as the stop's own clock showed it (EDI 214's local time, a driver's app): YYYY-MM-DDTHH:MM[:SS], no offset; read in the stop location's time zone. A time a DST change skipped: 422; a repeated one is its first occurrence. Send this or occurred_at, not both. */
+                    occurred_at_local?: string;
                     /**
                      * @description Where the event came from. Default: EDI when edi_status_code is given, else MANUAL. One of ELD, APP, EDI, TRACKING_PROVIDER, MANUAL, accepted in any letter case and returned in this spelling.
                      * @enum {string}

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OPEN_STATUSES } from '../../domain/enums.js';
 import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
 import type { LocationsTable } from '../../lib/db/types.js';
+import { utcMs } from '../../lib/time.js';
 import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { lineChart, stackedBars } from '../charts.js';
 import { cellArea, count, hours, label, money, nearCity, utc } from '../format.js';
@@ -88,7 +89,8 @@ const DAY = 86_400_000;
 const weekStart = (ms: number) => {
   const d = new Date(ms);
   const day = (d.getUTCDay() + 6) % 7;
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - day);
+  // utcMs, not Date.UTC: an arrival in year 0050 stays in year 50 (docs/api.md).
+  return utcMs(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate() - day);
 };
 const shortDate = (ms: number) => new Date(ms).toISOString().slice(5, 10);
 

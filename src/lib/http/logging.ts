@@ -1,6 +1,15 @@
 import type { FastifyRequest } from 'fastify';
 
 /**
+ * Text with every API-key-shaped run (`lbk_` and what follows) masked to `lbk_[redacted]`: a key sent
+ * where it does not belong (`?api_key=…`, a path segment) leaves neither in logs nor in trace spans
+ * (docs/observability.md).
+ */
+export function maskApiKeys(text: string): string {
+  return text.replace(/lbk_[0-9a-z]+/gi, 'lbk_[redacted]');
+}
+
+/**
  * The one log format of every process (`serve`, `worker`): Pino's JSON lines on stdout (`level` as
  * Pino's number, `time` in epoch ms, `pid`, `hostname`, `msg`), keys and cookies redacted.
  */
@@ -13,7 +22,7 @@ export function loggerOptions(level: string, extra: Record<string, unknown> = {}
     serializers: {
       req: (req: FastifyRequest) => ({
         method: req.method,
-        url: req.url.replace(/lbk_[0-9A-Za-z]{8,}/g, 'lbk_[redacted]'),
+        url: maskApiKeys(req.url),
         host: req.host,
         remoteAddress: req.ip,
         remotePort: req.socket?.remotePort,

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fast
 
 type ChildLoggerFactory = NonNullable<FastifyServerOptions['childLoggerFactory']>;
 import { ORGANIZATION_ATTRIBUTE, tracer } from './tracing.js';
+import { maskApiKeys } from '../http/logging.js';
 
 interface RequestSpan {
   span: Span;
@@ -23,7 +24,7 @@ export function requestTracing(organizationOf: (req: FastifyRequest) => string |
     if (!entry) {
       const parent = propagation.extract(ROOT_CONTEXT, raw.headers);
       const method = raw.method ?? 'HTTP';
-      const span = tracer().startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': (raw.url ?? '/').split('?')[0] } }, parent);
+      const span = tracer().startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': maskApiKeys((raw.url ?? '/').split('?')[0]!) } }, parent);
       entry = { span, context: trace.setSpan(parent, span) };
       spans.set(raw, entry);
     }

@@ -1,8 +1,7 @@
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/http/errors.js';
 import { toIso } from '../../lib/clock.js';
-import { parseLocalTimestamp } from '../../lib/time.js';
 import type { TrackingEventAnswer, TrackingEventInput } from '../tracking/tracking.schema.js';
-import { trackingTypeOf } from '../tracking/tracking.rules.js';
+import { answeredTimes, instantAt, readTrackingEvent, stopTimeZone } from '../tracking/tracking.rules.js';
 import { insertTrackingEvent, trackingEventById } from '../tracking/tracking.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { LoadsTable } from '../../lib/db/types.js';
@@ -140,26 +139,34 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       carrier_ref: query.carrier_external_reference_id,
     });
 
+  /** An answer kept before answers carried the stop's wall time (docs/api.md) gains it from the stop's location now. */
+  async function keptAnswer(tx: Executor, ws: LoadWorkspace, answer: TrackingEventAnswer): Promise<TrackingEventAnswer> {
+    if (answer.time_zone !== undefined) return answer;
+    const row = await ws.find(tx, answer.load_external_reference_id);
+    const stop = row ? (await ws.stopsOf(tx, row.id)).find((s) => s.stop_number === answer.stop_number) : undefined;
+    const place = stop ? await ws.record(tx, 'locations', stop.location_external_reference_id) : undefined;
+    return Object.assign({}, answer, answeredTimes(answer.occurred_at, stopTimeZone(place?.timezone)));
+  }
+
   /**
    * D14: a tracking event sets a stop's actual arrival or departure through the load's own update (its
    * history row, load.updated and the recommendations follow-up come with it), then load.stop_arrived or
    * load.stop_departed; kept by event_id in the same transaction, so the same id answers the same again.
    */
   async function trackingEvent(orgId: string, ref: string, input: TrackingEventInput): Promise<TrackingEventAnswer> {
-    const type = trackingTypeOf(input);
+    const { type, time } = readTrackingEvent(input);
     return pipeline.write<TrackingEventAnswer, LoadWorkspace>(
       orgId,
       async (tx, changes, ws) => {
         const prior = await trackingEventById(tx, orgId, input.event_id);
-        if (prior) return JSON.parse(prior.answer) as TrackingEventAnswer;
+        if (prior) return keptAnswer(tx, ws, JSON.parse(prior.answer) as TrackingEventAnswer);
         const row = await ws.find(tx, ref);
         if (!row) throw new NotFoundError('Load', ref);
         const stops = await ws.stopsOf(tx, row.id);
         const stop = stops.find((s) => s.stop_number === input.stop_number);
         if (!stop) throw ValidationError.single(['body', 'stop_number'], `Value error, load '${ref}' has no stop ${input.stop_number} (its stops: ${stops.map((s) => s.stop_number).join(', ')})`);
-        const place = await ws.record(tx, 'locations', stop.location_external_reference_id);
-        const occurredAt = parseLocalTimestamp(input.occurred_at, place?.timezone ?? null);
-        if (occurredAt === null) throw ValidationError.single(['body', 'occurred_at'], 'Input should be a valid ISO 8601 datetime (an offset is optional: without one it is the local time at the stop)', 'datetime_parsing');
+        const timeZone = stopTimeZone((await ws.record(tx, 'locations', stop.location_external_reference_id))?.timezone);
+        const occurredAt = instantAt(time, timeZone, stop.stop_number);
         const field = type === 'ARRIVED' ? 'actual_arrival' : 'actual_departure';
         const current = stop[field];
         if (current !== null && current !== occurredAt && input.correction !== true) {
@@ -192,7 +199,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
           load_external_reference_id: row.external_reference_id,
           stop_number: stop.stop_number,
           type,
-          occurred_at: occurredAt,
+          ...answeredTimes(occurredAt, timeZone),
           source: (input.source ?? (input.edi_status_code !== undefined ? 'EDI' : 'MANUAL')) as TrackingEventAnswer['source'],
         };
         await insertTrackingEvent(tx, { org_id: orgId, event_id: input.event_id, load_id: row.id, answer: JSON.stringify(answer), created_at: toIso(clock.now()) });

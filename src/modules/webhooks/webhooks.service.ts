@@ -136,6 +136,13 @@ function toAttempt(row: AttemptRow): WebhookAttempt {
 /** Event types in the feed's order, each once. */
 const canonicalTypes = (types: readonly string[]) => JSON.stringify(EVENT_TYPES.filter((t) => types.includes(t)));
 
+/** Whether a PUT changes the endpoint: one of what is stored writes nothing, no audit entry (docs/webhooks.md). */
+const changesEndpoint = (ep: EndpointRow, body: WebhookEndpointUpdate): boolean =>
+  (body.url !== undefined && body.url !== ep.url) ||
+  (body.event_types !== undefined && canonicalTypes(body.event_types) !== ep.event_types) ||
+  (body.description !== undefined && body.description !== ep.description) ||
+  (body.status !== undefined && body.status !== ep.status);
+
 /**
  * D12's endpoint management: create (the secret shown once), list, get, update, delete, rotate the
  * secret, the delivery log, replay, and the dashboard's test event. Deliveries are the worker's.
@@ -221,6 +228,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
     async update(orgId: string, id: string, body: WebhookEndpointUpdate, actor: AuditActor = cliActor()): Promise<WebhookEndpoint> {
       const ep = await endpoint(orgId, id);
       if (body.url !== undefined && body.url !== ep.url) await checkUrl(body.url);
+      if (!changesEndpoint(ep, body)) return toEndpoint(ep);
       const at = now();
       await db.transaction().execute(async (tx) => {
         const patch: Partial<EndpointRow> = { updated_at: at };
