@@ -219,6 +219,8 @@ describe('part uploads', () => {
     expect(other.statusCode).toBe(422);
     expect(other.json().detail[0]).toMatchObject({ type: 'idempotency_key_reused', loc: ['header', 'idempotency-key'] });
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ bytes_total: 4 });
+    // An empty body is an empty part, as before.
+    expect((await putPart(a, id, 2, '')).json()).toEqual({ id, part: 2, bytes: 0 });
   });
 
   it('a part that does not arrive within its time (400 ms here, 10 minutes by default) is answered 408', async () => {

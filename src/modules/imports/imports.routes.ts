@@ -132,7 +132,8 @@ function partUploads(scope: FastifyInstance, imports: ImportsService, timeoutMs:
       (staged) => {
         clearTimeout(timer);
         if (staged) stagedParts.set(req, staged);
-        done(null, staged ? { bytes: staged.bytes, sha256: staged.sha256 } : undefined);
+        // null: its folder went meanwhile (keepPart says so); undefined stays for a body never parsed (empty).
+        done(null, staged ? { bytes: staged.bytes, sha256: staged.sha256 } : null);
       },
       (err: Error) => {
         clearTimeout(timer);
@@ -165,7 +166,9 @@ function partUploads(scope: FastifyInstance, imports: ImportsService, timeoutMs:
     },
     handler: async (req) => {
       const { id, n } = req.params;
-      const stored = await imports.keepPart(principalOf(req).orgId, id, n, stagedParts.get(req) ?? null);
+      // An empty body is never parsed: an empty part, as one streamed would be.
+      const staged = stagedParts.get(req) ?? (req.body === undefined ? await imports.stagePart(id, n, Readable.from([])) : null);
+      const stored = await imports.keepPart(principalOf(req).orgId, id, n, staged);
       return { id, ...stored };
     },
   });
