@@ -240,6 +240,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     chunkRows: config.importChunkRows,
     chunkMs: config.importChunkMs,
     uploadExpiryMs: config.importUploadExpiryMs,
+    maxUploadBytes: config.importMaxUploadBytes,
+    maxRunning: config.importMaxRunning,
     betweenChunks: () => store.betweenWrites(),
     // One connection (SQLite) is the API's and the import's: the import lets the requests in flight
     // finish first (docs/imports.md). With a pool (PostgreSQL) requests run on connections of their own.
@@ -292,7 +294,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);
-  importRoutes(app, imports.service);
+  importRoutes(app, imports.service, config.importPartTimeoutMs);
   const audit = auditService(store.db);
   auditRoutes(app, audit);
   // Retention runs by itself, in small transactions, off the request path.

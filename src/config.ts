@@ -86,6 +86,10 @@ const EnvSchema = Type.Object({
   IMPORT_LIVE_CHUNK_MS: Type.Integer({ default: 10, minimum: 0, maximum: 60_000 }),
   /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
   IMPORT_UPLOAD_EXPIRY_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
+  /** Bytes of parts one organization's unfinished imports may hold on disk, all together (a part past it: 413). */
+  IMPORT_MAX_UPLOAD_BYTES: Type.Integer({ default: 2_147_483_648, minimum: 1, maximum: 2 ** 50 }),
+  /** Imports one process runs at once, each of another organization. */
+  IMPORT_MAX_RUNNING: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
   /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
   /** The `service.name` of the spans. */
@@ -156,6 +160,12 @@ export type Config = {
   importLiveChunkMs: number;
   /** Milliseconds an import may wait for its upload after its last part (IMPORT_UPLOAD_EXPIRY_HOURS, default 24 h). */
   importUploadExpiryMs: number;
+  /** Bytes of parts an organization's unfinished imports may hold (IMPORT_MAX_UPLOAD_BYTES, default 2 GiB). */
+  importMaxUploadBytes: number;
+  /** Imports one process runs at once, one per organization (IMPORT_MAX_RUNNING, default 2). */
+  importMaxRunning: number;
+  /** How long one part upload's body may take to arrive (ms; 10 minutes, docs/imports.md). */
+  importPartTimeoutMs: number;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
   otlpEndpoint: string | undefined;
   /** OTEL_SERVICE_NAME (default `lanebridge`). */
@@ -256,6 +266,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     importChunkMs: env2.IMPORT_CHUNK_MS,
     importLiveChunkMs: env2.IMPORT_LIVE_CHUNK_MS,
     importUploadExpiryMs: env2.IMPORT_UPLOAD_EXPIRY_HOURS * 3_600_000,
+    importMaxUploadBytes: env2.IMPORT_MAX_UPLOAD_BYTES,
+    importMaxRunning: env2.IMPORT_MAX_RUNNING,
+    importPartTimeoutMs: 600_000,
     otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
     otelServiceName: env2.OTEL_SERVICE_NAME,
   };

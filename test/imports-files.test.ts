@@ -59,7 +59,7 @@ describe('an upload read back', () => {
     for (const [k, text] of parts.entries()) await (await files.stagePart('imp_reused', k + 1, Readable.from([Buffer.from(text)]))).keep();
     const read = async (source: AsyncIterable<Buffer>) => {
       const out: string[] = [];
-      for await (const l of ndjsonLines(source)) out.push('text' in l ? l.text : `too long: ${l.tooLong}`);
+      for await (const l of ndjsonLines(source)) out.push('text' in l ? l.text : 'tooLong' in l ? `too long: ${l.tooLong}` : `not utf-8 at ${l.badUtf8}`);
       return out;
     };
     const expected = [...p1, ...range(2500, 1500), filler, ...tail2, `too long: ${(1 << 20) + 1}`, line(4100), '{"i":4101,"split":"here"}', ...p4];

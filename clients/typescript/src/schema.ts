@@ -576,7 +576,7 @@ export interface paths {
         get?: never;
         /**
          * Upload part n of the file (raw, at most 64 MiB)
-         * @description The body is the part's raw bytes, sent as application/x-ndjson, text/csv, application/octet-stream; streamed to disk. Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB; 415 for another Content-Type; 409 once the import was completed.
+         * @description The body is the part's raw bytes, sent as application/x-ndjson, text/csv, application/octet-stream; streamed to disk, within 10 minutes (else 408). Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB, or past the organization's IMPORT_MAX_UPLOAD_BYTES of parts in all; 415 for another Content-Type; 409 once the import was completed. An Idempotency-Key compares the bytes: the same key with other bytes is 422 idempotency_key_reused.
          */
         put: operations["uploadImportPart"];
         post?: never;
@@ -1147,6 +1147,8 @@ export interface components {
             emit_events: "summary" | "all";
             /** @enum {string} */
             operation: "upsert" | "create";
+            /** @description Rows with unknown fields are refused (created with strict: true, or by a strict key). */
+            strict: boolean;
             /**
              * @description awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.
              * @enum {string}
@@ -8308,6 +8310,11 @@ export interface operations {
                      * @enum {string}
                      */
                     operation?: "upsert" | "create";
+                    /**
+                     * @description true: a row with a field the record does not have is refused (422 unknown_field in the error file, naming it), as Prefer: handling=strict does for a request. An import created by a strict key is strict too.
+                     * @default false
+                     */
+                    strict?: boolean;
                     csv?: {
                         /**
                          * @description One character; default a comma.
@@ -9387,6 +9394,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The part did not arrive within 10 minutes: {"detail":"The part did not arrive within 10 minutes: …"}; the connection is closed. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {

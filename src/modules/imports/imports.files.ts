@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +12,14 @@ export const MAX_PARTS = 10_000;
 
 /** Thrown when a part goes past MAX_PART_BYTES while it streams in (nothing of it is kept). */
 export class PartTooLargeError extends Error {}
+
+/** A part streamed to disk, not yet one of the import's: its size and digest (what an Idempotency-Key compares). */
+export interface StagedPart {
+  bytes: number;
+  sha256: string;
+  keep(): Promise<void>;
+  discard(): Promise<void>;
+}
 
 const partName = (n: number) => `part-${String(n).padStart(6, '0')}`;
 
@@ -30,15 +38,17 @@ export function importFiles(root: string) {
      * import's row lock, that the upload is still open: a part that finishes streaming after the import was
      * completed never replaces what the completion counted and the runner reads.
      */
-    async stagePart(importId: string, n: number, body: Readable): Promise<{ bytes: number; keep(): Promise<void>; discard(): Promise<void> }> {
+    async stagePart(importId: string, n: number, body: Readable): Promise<StagedPart> {
       const dir = dirOf(importId);
       await mkdir(dir, { recursive: true });
       // Its own name: two uploads of one part at once never write into the same file.
       const tmp = join(dir, `${partName(n)}.${randomUUID()}.tmp`);
       let size = 0;
+      const digest = createHash('sha256');
       const limit = new Transform({
         transform(chunk: Buffer, _enc, done) {
           size += chunk.length;
+          digest.update(chunk);
           if (size > MAX_PART_BYTES) return done(new PartTooLargeError(`part is larger than ${MAX_PART_BYTES} bytes (64 MiB)`));
           done(null, chunk);
         },
@@ -49,7 +59,7 @@ export function importFiles(root: string) {
         await rm(tmp, { force: true });
         throw err;
       }
-      return { bytes: size, keep: () => rename(tmp, join(dir, partName(n))), discard: () => rm(tmp, { force: true }) };
+      return { bytes: size, sha256: digest.digest('hex'), keep: () => rename(tmp, join(dir, partName(n))), discard: () => rm(tmp, { force: true }) };
     },
 
     /** The parts uploaded, by number, with their sizes. */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { analyzeTables, plannedRows } from '../../lib/db/planner-stats.js';
 import { bulkInsert } from '../../lib/db/bulk.js';
+import { lockedRead } from '../../lib/db/locks.js';
 import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
 
 const ACTIVE = ['queued', 'running'];
@@ -21,6 +22,26 @@ export async function expireUpload(db: Executor, orgId: string, id: string, befo
 /** Imports still awaiting their upload whose last change (creation, or a part) is older than `before`. */
 export const staleUploads = (db: Executor, before: string, limit: number) =>
   db.selectFrom('imports').select(['id', 'org_id']).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+
+/** The organization's imports awaiting their upload, counted under its row lock (PostgreSQL: two creates at once take turns). */
+export async function awaitingUploads(tx: Executor, orgId: string): Promise<number> {
+  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  const r = await tx.selectFrom('imports').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('status', '=', 'awaiting_upload').executeTakeFirst();
+  return Number(r?.n ?? 0);
+}
+
+/** Bytes of parts the organization's unfinished imports other than `except` hold (bytes_total moves with each part kept), under its row lock. */
+export async function heldUploadBytes(tx: Executor, orgId: string, except: string): Promise<number> {
+  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  const r = await tx
+    .selectFrom('imports')
+    .select((eb) => eb.fn.sum<number | string | null>('bytes_total').as('n'))
+    .where('org_id', '=', orgId)
+    .where('status', 'in', ['awaiting_upload', ...ACTIVE])
+    .where('id', '!=', except)
+    .executeTakeFirst();
+  return Number(r?.n ?? 0);
+}
 
 export const activeImportOf = (db: Executor, orgId: string) =>
   db.selectFrom('imports').select(['id', 'status']).where('org_id', '=', orgId).where('status', 'in', ACTIVE).executeTakeFirst();
@@ -152,3 +173,14 @@ export const plannedRowsOf = (db: Executor, resource: string): Promise<number | 
  * plan again. Autovacuum does the same, later (and not at all where it is off).
  */
 export const analyzeGrownTables = (db: Executor, resource: string): Promise<void> => analyzeTables(db, GROWN_TABLES[resource] ?? []);
+
+/** Finished imports that ended before `before` (retention), oldest first. */
+export const expiredImports = (db: Executor, before: string, limit: number) =>
+  db.selectFrom('imports').select('id').where('status', 'in', ['completed', 'completed_with_errors', 'failed', 'cancelled']).where('finished_at', '<', before).orderBy('finished_at').limit(limit).execute();
+
+/** An import and its refused rows, in one transaction. */
+export const deleteImport = (db: Executor, id: string) =>
+  db.transaction().execute(async (tx) => {
+    await tx.deleteFrom('import_errors').where('import_id', '=', id).execute();
+    await tx.deleteFrom('imports').where('id', '=', id).execute();
+  });

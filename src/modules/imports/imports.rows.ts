@@ -1,8 +1,10 @@
+import { isUtf8 } from 'node:buffer';
 import { pipeline, Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import type { TSchema } from '@sinclair/typebox';
 import type { ValidationIssue } from '../../lib/http/errors.js';
 import { checksForJsonText, textIssues } from '../../lib/http/input-text.js';
+import { unknownFieldIssue, unknownFields } from '../../lib/http/ignored-fields.js';
 
 /** One row of an upload: a record to write, or a refusal found before any rule ran (malformed JSON, a bad CSV record). */
 export type UploadRow = { row: number; record: unknown } | { row: number; refused: { ref: string | null; detail: string | ValidationIssue[] } };
@@ -77,6 +79,27 @@ export interface CsvHeader {
   names: string[];
 }
 
+/** A column path's bounds (docs/imports.md, "Rows"): a record is never deeper, nor has more stops, rates or contacts. */
+export const MAX_PATH_PARTS = 6;
+export const MAX_PATH_POSITION = 99;
+
+/**
+ * The first column whose path is past the bounds, said as the 422's message; null when every one is
+ * within them. Checked at complete, before any row is built: a position of 100,000,000 made a sparse
+ * array per row (seconds each), a path thousands of parts deep overflowed the stack.
+ */
+export function headerBoundsProblem(header: CsvHeader): string | null {
+  for (const [i, path] of header.paths.entries()) {
+    if (!path) continue;
+    const full = header.names[i] ?? '';
+    const name = JSON.stringify(full.length > 100 ? `${full.slice(0, 100)}…` : full);
+    if (path.length > MAX_PATH_PARTS) return `Value error, the CSV column ${name} is a field path of ${path.length} parts; a path has at most ${MAX_PATH_PARTS} (such as stops.2.contacts.1.email)`;
+    const position = path.find((seg) => typeof seg === 'number' && seg + 1 > MAX_PATH_POSITION);
+    if (position !== undefined) return `Value error, the CSV column ${name} names position ${Number(position) + 1}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}`;
+  }
+  return null;
+}
+
 export function csvHeader(names: readonly string[], opts: CsvOptions): CsvHeader {
   const clean = names.map((n) => n.trim());
   return { names: clean, paths: clean.map((n) => (n === '' ? null : fieldPath(opts.columns?.[n] ?? n))) };
@@ -124,7 +147,7 @@ export const MAX_RECORD_BYTES = 1 << 20;
  * held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without a
  * single line end cannot grow one string without bound.
  */
-export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number }> {
+export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number } | { badUtf8: number }> {
   let pieces: Buffer[] = [];
   let held = 0;
   let overflow = 0;
@@ -132,7 +155,13 @@ export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iter
   let afterCR = false;
   const end = (last: Buffer) => {
     const length = held + last.length + overflow;
-    const out = overflow > 0 || length > MAX_RECORD_BYTES ? { tooLong: length } : { text: (pieces.length === 0 ? last : Buffer.concat([...pieces, last])).toString('utf8') };
+    let out: { text: string } | { tooLong: number } | { badUtf8: number };
+    if (overflow > 0 || length > MAX_RECORD_BYTES) out = { tooLong: length };
+    else {
+      const bytes = pieces.length === 0 ? last : Buffer.concat([...pieces, last]);
+      // Never replaced (a Windows-1252 file would go in with its accents turned to U+FFFD): refused.
+      out = isUtf8(bytes) ? { text: bytes.toString('utf8') } : { badUtf8: invalidUtf8At(bytes) };
+    }
     pieces = [];
     held = 0;
     overflow = 0;
@@ -171,6 +200,34 @@ export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iter
   if (held > 0 || overflow > 0) yield end(Buffer.alloc(0));
 }
 
+/** The offset of the first byte that does not belong to well-formed UTF-8 (RFC 3629), for a buffer isUtf8 refused. */
+export function invalidUtf8At(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i]!;
+    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (need < 0 || i + need >= bytes.length + (need === 0 ? 1 : 0)) return i;
+    if (need > 0 && !isUtf8(bytes.subarray(i, i + need + 1))) return i;
+    i += need + 1;
+  }
+  return bytes.length;
+}
+
+/** A CSV record's cells (bytes: the parser never decodes) as text, or the first cell that is not UTF-8. */
+function decodeCells(cells: readonly (Buffer | string)[]): string[] | { column: number; offset: number } {
+  const out: string[] = [];
+  for (const [column, cell] of cells.entries()) {
+    // csv-parse hands the first cell after a BOM as text (it decoded it to find the BOM).
+    if (typeof cell === 'string') {
+      out.push(cell);
+      continue;
+    }
+    if (!isUtf8(cell)) return { column, offset: invalidUtf8At(cell) };
+    out.push(cell.toString('utf8'));
+  }
+  return out;
+}
+
 function csvParser(opts: CsvOptions) {
   return parse({
     bom: true,
@@ -179,6 +236,9 @@ function csvParser(opts: CsvOptions) {
     skip_empty_lines: true,
     // A record may span lines (quoted newlines); bound how far one may grow.
     max_record_size: MAX_RECORD_BYTES,
+    // Cells as bytes, decoded by decodeCells: invalid UTF-8 is refused, never replaced. `info`: where each record ends.
+    encoding: null,
+    info: true,
   });
 }
 
@@ -195,11 +255,17 @@ function csvRecords(stream: Readable, opts: CsvOptions): ReturnType<typeof csvPa
   return parser;
 }
 
+type CsvRecord = { record: (Buffer | string)[]; info: { bytes: number } };
+
 /** The first record of a CSV stream (its header), or null when it has none. */
 export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise<string[] | null> {
   const parser = csvRecords(stream, opts);
   try {
-    for await (const record of parser) return record as string[];
+    for await (const { record } of parser as AsyncIterable<CsvRecord>) {
+      const names = decodeCells(record);
+      if (Array.isArray(names)) return names;
+      throw new Error(`column ${names.column + 1} of the header is not UTF-8 (byte ${names.offset} of its name): save the file as UTF-8`);
+    }
     return null;
   } finally {
     stream.destroy();
@@ -208,13 +274,25 @@ export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise
 }
 
 /** The rows of an upload, in order, numbered from 1 (NDJSON lines; CSV records after the header); `after`: rows already done are skipped unparsed where possible. */
-export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
-  const after = opts.after ?? 0;
-  if (format === 'ndjson') {
-    let row = 0;
-    for await (const next of ndjsonLines(stream)) {
+export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number; strict?: boolean }): AsyncGenerator<UploadRow> {
+  const rows = format === 'ndjson' ? ndjsonRows(stream, opts.after ?? 0) : csvRows(stream, opts);
+  if (!opts.strict) return yield* rows;
+  for await (const r of rows) {
+    // Strict (docs/imports.md, "Rows"): a field the record does not have refuses the row, named as a request's would be.
+    const unknown = 'record' in r ? unknownFields(opts.createSchema, r.record, ['body']) : [];
+    yield 'record' in r && unknown.length > 0 ? { row: r.row, refused: { ref: refOfRecord(r.record), detail: unknown.map(unknownFieldIssue) } } : r;
+  }
+}
+
+async function* ndjsonRows(stream: Readable | AsyncIterable<Buffer>, after: number): AsyncGenerator<UploadRow> {
+  let row = 0;
+  for await (const next of ndjsonLines(stream)) {
       row++;
       if (row <= after) continue;
+      if ('badUtf8' in next) {
+        yield { row, refused: { ref: null, detail: `The line is not UTF-8 at its byte ${next.badUtf8} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)` } };
+        continue;
+      }
       if ('tooLong' in next) {
         yield { row, refused: { ref: null, detail: `The line is ${next.tooLong} bytes; a record is at most ${MAX_RECORD_BYTES} bytes (1 MiB): is a line end missing?` } };
         continue;
@@ -238,9 +316,11 @@ export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, form
         continue;
       }
       yield { row, record };
-    }
-    return;
   }
+}
+
+async function* csvRows(stream: Readable | AsyncIterable<Buffer>, opts: { csv: CsvOptions; createSchema: TSchema; after?: number }): AsyncGenerator<UploadRow> {
+  const after = opts.after ?? 0;
   const schema = opts.createSchema as unknown as JsonSchema;
   const source = csvSource(stream);
   const parser = csvRecords(source, opts.csv);
@@ -248,14 +328,21 @@ export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, form
   let cellSchemas: JsonSchema[][] = [];
   let row = 0;
   try {
-    for await (const cells of parser as AsyncIterable<string[]>) {
+    for await (const { record: raw } of parser as AsyncIterable<CsvRecord>) {
+      const cells = decodeCells(raw);
       if (!header) {
-        header = csvHeader(cells, opts.csv);
+        // complete read the header already (readCsvHeader): a header that is not UTF-8 never gets here.
+        header = csvHeader(Array.isArray(cells) ? cells : [], opts.csv);
         cellSchemas = header.paths.map((p) => (p ? schemasAt(schema, p) : []));
         continue;
       }
       row++;
       if (row <= after) continue;
+      if (!Array.isArray(cells)) {
+        const name = header.names[cells.column] ?? String(cells.column + 1);
+        yield { row, refused: { ref: null, detail: `The column ${JSON.stringify(name)} is not UTF-8 at its byte ${cells.offset} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)` } };
+        continue;
+      }
       if (cells.length !== header.paths.length) {
         yield { row, refused: { ref: null, detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the record has ${cells.length} cells but the header has ${header.paths.length} columns` }] } };
         continue;

@@ -10,10 +10,10 @@ import { RECORD_KINDS } from '../../domain/records.js';
 import type { BatchItem, BatchResult, RunOptions } from '../shared/batch.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import type { ImportFiles } from './imports.files.js';
-import { countRows, uploadRows, type CsvOptions, type UploadRow } from './imports.rows.js';
-import { advanceCheckpoint, analyzeGrownTables, claimableImports, claimImport, extendImportLease, finishImport, importRow, insertImportErrors, expireUpload, plannedRowsOf, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
+import { countRows, uploadRows, type UploadRow } from './imports.rows.js';
+import { advanceCheckpoint, analyzeGrownTables, claimableImports, claimImport, deleteImport, expiredImports, extendImportLease, finishImport, importRow, insertImportErrors, expireUpload, plannedRowsOf, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
 import type { ImportResource } from './imports.schema.js';
-import { presentImport } from './imports.service.js';
+import { optionsOf, presentImport } from './imports.service.js';
 
 /** A resource's batch of the write path (the same runner /batch/<resource> uses), without the 100-item cap of the endpoint. */
 export interface ImportWriter {
@@ -56,6 +56,8 @@ export interface ImportRunnerDeps {
   maxChunkAttempts?: number;
   /** An import awaiting its upload this long after its last part is cancelled and its parts removed (default 24 h). */
   uploadExpiryMs?: number;
+  /** Imports this process runs at once, each of another organization (IMPORT_MAX_RUNNING, default 2). */
+  maxRunning?: number;
   /** Awaited between chunks: the store's pause for a writer that never pauses (DataStore.betweenWrites). */
   betweenChunks?: () => Promise<void>;
   /**
@@ -73,6 +75,12 @@ const EXPIRY_SWEEP_MS = 60_000;
 const RESUME_AFTER_MS = 2_000;
 // Pauses in a row at one checkpoint before the import fails with the database's error (waits 2, 4 … 20 s: about 2 minutes).
 const MAX_PAUSES = 10;
+
+// The errors file's bounds (docs/imports.md, "Bounds"): its first refused rows, each reference cut.
+export const MAX_ERROR_ROWS = 10_000;
+const MAX_ERROR_REF = 256;
+// A finished import, its errors and its parts are deleted this long after it ended.
+export const IMPORT_RETENTION_MS = 30 * 86_400_000;
 
 const FIRST_CHUNK_ROWS = 128;
 // PostgreSQL: the tables an import grows are analyzed once it has taken as many rows (refused ones too)
@@ -172,8 +180,8 @@ export function importRunner(deps: ImportRunnerDeps) {
   let stopping = false;
   let started = false;
   let poll: NodeJS.Timeout | null = null;
-  let ticking: Promise<void> | null = null;
   let again = false;
+  const maxRunning = deps.maxRunning ?? 2;
 
   async function commitChunk(imp: ImportsTable, claim: string, chunk: UploadRow[], fromRow: number): Promise<number> {
     const noun = RECORD_KINDS[imp.resource as ImportResource].noun;
@@ -196,16 +204,20 @@ export function importRunner(deps: ImportRunnerDeps) {
           if (!(err instanceof ClaimLost)) failure = err;
         },
         beforeCommit: async (tx, results) => {
-          const refused = [...early];
+          let refused = [...early];
           results.forEach((entry, index) => {
             if (entry.success || !entry.error) return;
             const { row, ref } = itemRows[index]!;
             refused.push({ import_id: imp.id, row, external_reference_id: ref ?? entry.external_reference_id, detail: JSON.stringify(rowDetail(entry.error.detail, index, noun)) });
           });
           refused.sort((a, b) => Number(a.row) - Number(b.row));
+          const failed = refused.length;
+          // The errors file keeps the first MAX_ERROR_ROWS refused rows; rows_failed counts them all.
+          const room = Math.max(0, MAX_ERROR_ROWS - Number((await importRow(tx, imp.id))?.rows_failed ?? 0));
+          refused = refused.slice(0, room).map((e) => (e.external_reference_id && e.external_reference_id.length > MAX_ERROR_REF ? Object.assign({}, e, { external_reference_id: e.external_reference_id.slice(0, MAX_ERROR_REF) }) : e));
           await insertImportErrors(tx, refused);
           const succeeded = results.filter((e) => e.success).length;
-          if (!(await advanceCheckpoint(tx, { id: imp.id, claim, fromRow, toRow, succeeded, failed: refused.length, now: nowIso(), leasedUntil: leaseEnd() }))) throw new ClaimLost();
+          if (!(await advanceCheckpoint(tx, { id: imp.id, claim, fromRow, toRow, succeeded, failed, now: nowIso(), leasedUntil: leaseEnd() }))) throw new ClaimLost();
         },
       });
       // The batch answers per item even when its transaction failed: the checkpoint says whether it committed.
@@ -310,7 +322,7 @@ export function importRunner(deps: ImportRunnerDeps) {
         .catch(() => undefined);
     }, Math.max(200, Math.floor(leaseMs / 3)));
     heartbeat.unref();
-    const csv: CsvOptions = (imp.options ? (JSON.parse(imp.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
+    const { csv = {}, strict = false } = optionsOf(imp);
     const format = imp.format as 'ndjson' | 'csv';
     // NDJSON through one reused buffer (files.chunks); CSV's parser takes a stream.
     const upload = () => (format === 'ndjson' ? files.chunks(imp.id, imp.parts) : files.open(imp.id, imp.parts));
@@ -330,7 +342,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       let live = writesArriving();
       let last: { rows: number; ms: number } | null = null;
       let size = nextChunkSize(last, sizing(live));
-      const rows = uploadRows(upload(), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint });
+      const rows = uploadRows(upload(), format, { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint, strict });
       try {
         let turnAt = performance.now();
         for await (const r of rows) {
@@ -441,7 +453,17 @@ export function importRunner(deps: ImportRunnerDeps) {
     }
   }
 
-  /** Claims and runs imports until none is waiting (one at a time in this process); `only`: that import alone. */
+  /** Abandoned uploads expire; finished imports past their retention go, with their errors and parts (a bounded number a pass). */
+  async function housekeeping(): Promise<void> {
+    await expireUploads();
+    const before = toIso(new Date(clock.now().getTime() - IMPORT_RETENTION_MS));
+    for (const { id } of await expiredImports(db, before, 100)) {
+      await deleteImport(db, id);
+      await files.remove(id);
+    }
+  }
+
+  /** Claims and runs imports until none is waiting (one at a time in this slot); `only`: that import alone. */
   async function pass(only?: string): Promise<void> {
     while (!stopping) {
       const candidates = only ? [{ id: only }] : await claimableImports(db, nowIso(), 20);
@@ -460,29 +482,35 @@ export function importRunner(deps: ImportRunnerDeps) {
     }
   }
 
+  /**
+   * Up to `maxRunning` slots, each a loop of passes: an import of one organization never holds
+   * another's (one import per organization is the database's rule: its unique index). A wake while every
+   * slot runs an import is remembered (`again`): the first slot to finish looks once more.
+   */
+  const slots = new Set<Promise<void>>();
   function tick(): Promise<void> {
     if (stopping) return Promise.resolve();
-    if (ticking) {
-      again = true;
-      return ticking;
+    again = true;
+    while (slots.size < maxRunning) {
+      const slot: Promise<void> = runSlot().finally(() => slots.delete(slot));
+      slots.add(slot);
     }
-    ticking = (async () => {
-      try {
-        if (Date.now() - lastSweep >= EXPIRY_SWEEP_MS) {
-          lastSweep = Date.now();
-          await expireUploads();
-        }
-        do {
-          again = false;
-          await pass();
-        } while (again && !stopping);
-      } catch (err) {
-        deps.log.warn({ err }, 'import runner pass failed; tried again at the next poll');
-      } finally {
-        ticking = null;
+    return Promise.all(slots).then(() => undefined);
+  }
+
+  async function runSlot(): Promise<void> {
+    try {
+      if (Date.now() - lastSweep >= EXPIRY_SWEEP_MS) {
+        lastSweep = Date.now();
+        await housekeeping();
       }
-    })();
-    return ticking;
+      do {
+        again = false;
+        await pass();
+      } while (again && !stopping);
+    } catch (err) {
+      deps.log.warn({ err }, 'import runner pass failed; tried again at the next poll');
+    }
   }
 
   return {
@@ -500,15 +528,16 @@ export function importRunner(deps: ImportRunnerDeps) {
     },
     /** Runs every import waiting now (or only import `id`: the CLI's own) to its end (tests, the CLI). */
     async drain(id?: string): Promise<void> {
-      await ticking;
-      if (id === undefined) await expireUploads();
-      await pass(id);
+      await Promise.all(slots);
+      if (id !== undefined) return pass(id);
+      await housekeeping();
+      await Promise.all(Array.from({ length: maxRunning }, () => pass()));
     },
     /** Stops after the chunk in flight; the import is given back for any instance to resume. */
     async stop(): Promise<void> {
       stopping = true;
       if (poll) clearInterval(poll);
-      await ticking;
+      await Promise.all(slots);
     },
   };
 }

@@ -24,6 +24,12 @@ export const ImportCreate = Type.Object({
     description:
       'upsert (default): a row creates its record, or updates the one with its external_reference_id (run an import again and nothing is written twice). create: a record that exists already is refused (409 in the error file): what a backfill beside a live sync wants, so history never overwrites what the live sync wrote.',
   })),
+  strict: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description: 'true: a row with a field the record does not have is refused (422 unknown_field in the error file, naming it), as Prefer: handling=strict does for a request. An import created by a strict key is strict too.',
+    }),
+  ),
   csv: Type.Optional(
     Type.Object({
       delimiter: Type.Optional(Type.String({ minLength: 1, maxLength: 1, default: ',', description: 'One character; default a comma.' })),
@@ -52,6 +58,7 @@ export const Import = Type.Object(
     format: Type.String({ enum: [...IMPORT_FORMATS] }),
     emit_events: Type.String({ enum: [...IMPORT_EMIT] }),
     operation: Type.String({ enum: [...IMPORT_OPERATIONS] }),
+    strict: Type.Boolean({ description: 'Rows with unknown fields are refused (created with strict: true, or by a strict key).' }),
     status: Type.String({
       enum: [...IMPORT_STATUSES],
       description: 'awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.',

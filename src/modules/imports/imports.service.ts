@@ -8,9 +8,9 @@ import { ConflictError, DetailError, ValidationError, type ValidationIssue } fro
 import { pagination, parseSort } from '../../lib/http/pagination.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles } from './imports.files.js';
-import { FORBIDDEN_SEGMENTS, csvHeader, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
-import { activeImportOf, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
+import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles, type StagedPart } from './imports.files.js';
+import { FORBIDDEN_SEGMENTS, csvHeader, headerBoundsProblem, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { activeImportOf, awaitingUploads, heldUploadBytes, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
 import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type ImportResource } from './imports.schema.js';
 
 // Columns a CSV header may have (a load with 20 stops of 8 columns each is under 200).
@@ -18,6 +18,9 @@ const MAX_CSV_COLUMNS = 500;
 
 /** The media types a part may be sent as (D15). */
 export const PART_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/octet-stream'] as const;
+
+/** What an import was created with beside its columns: its CSV options, and whether it is strict. */
+export const optionsOf = (row: Pick<ImportsTable, 'options'>): { csv?: CsvOptions; strict?: boolean } => (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions; strict?: boolean }) : {});
 
 const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
 
@@ -40,6 +43,7 @@ export function presentImport(row: ImportsTable, now: Date): Import {
     format: row.format,
     emit_events: row.emit_events,
     operation: row.operation,
+    strict: optionsOf(row).strict === true,
     status: row.status,
     parts: row.parts,
     bytes_total: Number(row.bytes_total),
@@ -76,6 +80,21 @@ export class PartTooLargeApiError extends DetailError {
   }
 }
 
+/** Imports awaiting their upload one organization may have at once (docs/imports.md, "Bounds"). */
+export const MAX_AWAITING_UPLOAD = 3;
+
+export class UploadQuotaError extends DetailError {
+  constructor(limit: number, held: number) {
+    super(
+      'payload_too_large',
+      `The unfinished imports of this organization may hold at most ${limit} bytes of parts in all (IMPORT_MAX_UPLOAD_BYTES); they hold ${held} bytes without this part (this part was not kept): complete, cancel or wait for an import first`,
+    );
+  }
+}
+
+const tooManyAwaiting = () =>
+  new ConflictError(`This organization has ${MAX_AWAITING_UPLOAD} imports awaiting their upload, the most it may have at once: complete or cancel one (POST /v2/tms-api/imports/{id}/complete or /cancel) first`);
+
 const oneRunning = (id: string, status: string) =>
   new ConflictError(`Import ${id} is ${status} for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${id}/cancel)`);
 
@@ -85,6 +104,8 @@ export interface ImportsServiceDeps {
   files: ImportFiles;
   /** The create schema of each resource (a CSV's required columns). */
   createSchemas: Record<ImportResource, TSchema>;
+  /** Bytes of parts an organization's unfinished imports may hold, all together (IMPORT_MAX_UPLOAD_BYTES). */
+  maxUploadBytes: number;
   /** Called once an import is queued (the runner takes it at once when it runs in this process). */
   queued?: () => void;
 }
@@ -107,7 +128,7 @@ export function importsService(deps: ImportsServiceDeps) {
     const gap = parts.findIndex((p, i) => p.n !== i + 1);
     if (gap >= 0) throw ValidationError.single(['path', 'id'], `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`);
     if (row.format === 'csv') {
-      const csv = (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions }).csv : undefined) ?? {};
+      const csv = optionsOf(row).csv ?? {};
       let names: string[] | null;
       try {
         names = await readCsvHeader(files.open(id, parts.length), csv);
@@ -119,6 +140,8 @@ export function importsService(deps: ImportsServiceDeps) {
       // thousands of stop columns held the event loop for seconds), and no column may name a prototype.
       if (names.length > MAX_CSV_COLUMNS) throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
       const header = csvHeader(names, csv);
+      const bounds = headerBoundsProblem(header);
+      if (bounds) throw ValidationError.single(['body'], bounds);
       const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
       if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
       const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
@@ -134,6 +157,24 @@ export function importsService(deps: ImportsServiceDeps) {
     return parts;
   }
 
+  /** In keepPart's transaction: false when the upload is no longer open (or its folder went); 413 past the organization's bytes. */
+  async function keepUnderLock(tx: Executor, orgId: string, id: string, n: number, staged: StagedPart): Promise<boolean> {
+    if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
+    // The other imports' parts, as their rows say, and this one's on disk but for the number replaced.
+    const mine = (await files.parts(id)).filter((p) => p.n !== n).reduce((sum, p) => sum + p.bytes, 0);
+    const held = (await heldUploadBytes(tx, orgId, id)) + mine;
+    if (held + staged.bytes > deps.maxUploadBytes) throw new UploadQuotaError(deps.maxUploadBytes, held);
+    try {
+      await staged.keep();
+    } catch (err) {
+      // Its folder removed while the part streamed in (by hand): not kept, said by keepPart.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return false;
+    }
+    await moveImport(tx, orgId, id, ['awaiting_upload'], { bytes_total: mine + staged.bytes });
+    return true;
+  }
+
   async function refuseWhileActive(orgId: string): Promise<void> {
     const active = await activeImportOf(db, orgId);
     if (active) throw oneRunning(active.id, active.status);
@@ -147,6 +188,9 @@ export function importsService(deps: ImportsServiceDeps) {
       const format = (body.format ?? 'ndjson').toLowerCase();
       const csv: CsvOptions | undefined = body.csv;
       if (csv && format !== 'csv') throw ValidationError.single(['body', 'csv'], "Value error, csv options are for format 'csv' only");
+      const options: { csv?: CsvOptions; strict?: boolean } = {};
+      if (csv) options.csv = csv;
+      if (body.strict) options.strict = true;
       const row: ImportsTable = {
         id: newId('imp'),
         org_id: orgId,
@@ -154,7 +198,7 @@ export function importsService(deps: ImportsServiceDeps) {
         format,
         emit_events: (body.emit_events ?? 'summary').toLowerCase(),
         operation: (body.operation ?? 'upsert').toLowerCase(),
-        options: csv ? JSON.stringify({ csv }) : null,
+        options: Object.keys(options).length > 0 ? JSON.stringify(options) : null,
         status: 'awaiting_upload',
         parts: 0,
         bytes_total: 0,
@@ -174,45 +218,48 @@ export function importsService(deps: ImportsServiceDeps) {
         finished_at: null,
       };
       await db.transaction().execute(async (tx) => {
+        // Counted under the organization's row lock (PostgreSQL), so two creates at once cannot both pass.
+        if ((await awaitingUploads(tx, orgId)) >= MAX_AWAITING_UPLOAD) throw tooManyAwaiting();
         await insertImport(tx, row);
         await recordAudit(tx, clock, orgId, actor, 'import.created', { type: 'import', id: row.id });
       });
       return presentImport(row, clock.now());
     },
 
-    /** Streams part `n` to disk (replacing one sent before under that number). */
+    /** Streams part `n` to disk (replacing one sent before under that number): the three steps below in one. */
     async uploadPart(orgId: string, id: string, n: number, contentType: string | undefined, body: Readable): Promise<{ part: number; bytes: number }> {
+      await this.openPart(orgId, id, contentType);
+      return this.keepPart(orgId, id, n, await this.stagePart(id, n, body));
+    },
+
+    /** Before a part's bytes are read: the import is the organization's, open, and the type one a part may have. */
+    async openPart(orgId: string, id: string, contentType: string | undefined): Promise<void> {
       const row = await owned(orgId, id);
       const type = contentType?.split(';')[0]?.trim().toLowerCase();
       if (!type || !(PART_MEDIA_TYPES as readonly string[]).includes(type)) throw new UnsupportedPartTypeError(contentType);
       if (row.status !== 'awaiting_upload') throw new ConflictError(`Import ${id} is ${row.status}: parts are taken only before POST /imports/${id}/complete`);
-      let staged: Awaited<ReturnType<typeof files.stagePart>> | null;
+    },
+
+    /** The part's bytes to a staged file (null: the import's folder went meanwhile, said by keepPart). */
+    async stagePart(id: string, n: number, body: Readable): Promise<StagedPart | null> {
       try {
-        staged = await files.stagePart(id, n, body);
+        return await files.stagePart(id, n, body);
       } catch (err) {
         if (err instanceof PartTooLargeError) throw new PartTooLargeApiError();
-        // Its folder removed while the part streamed in (cancelled or expired meanwhile): said below.
+        // Its folder removed while the part streamed in (cancelled or expired meanwhile): said by keepPart.
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        staged = null;
+        return null;
       }
+    },
+
+    /** A staged part becomes part `n`, if the upload is still open and the organization's parts stay within IMPORT_MAX_UPLOAD_BYTES. */
+    async keepPart(orgId: string, id: string, n: number, staged: StagedPart | null): Promise<{ part: number; bytes: number }> {
       // Kept under the import's row lock, only while the upload is open: `complete` takes the same lock
       // before it counts the parts, so a part is either counted and run, or refused here and never replaces
       // one that was counted. The upload's last activity moves too (its expiry counts from here).
       let kept = false;
       try {
-        kept =
-          staged !== null &&
-          (await db.transaction().execute(async (tx) => {
-            if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
-            try {
-              await staged.keep();
-            } catch (err) {
-              // Its folder removed while the part streamed in (by hand): not kept, said below.
-              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-              return false;
-            }
-            return true;
-          }));
+        kept = staged !== null && (await db.transaction().execute((tx) => keepUnderLock(tx, orgId, id, n, staged)));
       } catch (err) {
         // Not kept: the staged copy goes. (A commit that failed after the rename leaves the part in place,
         // as sent; the client is answered 5xx and sends it again, which replaces it with the same bytes.)

@@ -28,6 +28,8 @@ export function importsModule(deps: {
   liveChunkMs?: number;
   pollMs?: number;
   uploadExpiryMs?: number;
+  maxUploadBytes?: number;
+  maxRunning?: number;
   betweenChunks?: () => Promise<void>;
   foreground?: Foreground;
 }) {
@@ -46,10 +48,11 @@ export function importsModule(deps: {
     ...(deps.liveChunkMs !== undefined ? { liveChunkMs: deps.liveChunkMs } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
+    ...(deps.maxRunning ? { maxRunning: deps.maxRunning } : {}),
     ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
     ...(deps.foreground ? { foreground: deps.foreground } : {}),
   });
-  const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, queued: () => runner.wake() });
+  const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, maxUploadBytes: deps.maxUploadBytes ?? 2 ** 31, queued: () => runner.wake() });
   return { service, runner, files };
 }
 
