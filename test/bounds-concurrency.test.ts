@@ -133,11 +133,13 @@ describe('writes of one load are serialized', () => {
       // The PUT's backend finds the deadlock (after its own deadlock_timeout, 1 s), not this one.
       await sql`set local deadlock_timeout = '20s'`.execute(outside);
       await sql`select 1 from org_versions where org_id = ${a.orgId} for update`.execute(outside);
+      const pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(outside)).rows[0]!.pid;
       put = a.put(`/v2/tms-api/loads/${ref}`, variant(1));
+      // The PUT holds its load and waits for this transaction (at its seal, for the counters row).
       await vi.waitFor(async () => {
-        const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation where not l.granted and c.relname = 'org_versions'`.execute(t.store.db);
+        const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where ${pid} = any(pg_blocking_pids(pid))`.execute(t.store.db);
         expect(waiting.rows[0]!.n).toBeGreaterThan(0);
-      }, { timeout: 10_000, interval: 20 });
+      }, { timeout: 10_000, interval: 10 });
       await sql`select 1 from loads where id = ${loadId} for update`.execute(outside);
     });
     const res = await put!;
