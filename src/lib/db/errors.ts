@@ -16,6 +16,15 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
+/**
+ * The engine gave up this transaction so that another could go on (PostgreSQL: deadlock detected, a
+ * serialization failure): the whole unit of work may simply run again (docs/reliability.md "One load").
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  const e = err as DriverError;
+  return e?.code === '40P01' || e?.code === '40001';
+}
+
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006',
@@ -23,6 +32,8 @@ const UNAVAILABLE_CODES = new Set([
   '57014', '25P03',
   // A lock wait past lock_timeout (a batch waiting past its request's deadline, src/lib/db/locks.ts).
   '55P03',
+  // A deadlock or serialization failure still there after the write pipeline's retries (isTransactionConflict).
+  '40P01', '40001',
   'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_CANTOPEN',
 ]);
 

@@ -3,6 +3,7 @@ import type { Executor } from '../../lib/db/index.js';
 import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
 import { beginHistoryChange, removeHistory, updateLaneStats } from '../../lib/db/lane-stats.js';
 import { prepared } from '../../lib/db/prepared.js';
+import { lockedRead } from '../../lib/db/locks.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
 import { loadDocumentsPage } from '../../lib/db/load-documents.js';
 import { LOAD_COLUMNS, type Database, type LaneHistoryTable, type LoadRatesTable, type LoadStopsTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
@@ -85,9 +86,18 @@ const loadByIdStatement = prepared<{ orgId: string; id: string }, LoadsTable>((d
   db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('id', '=', p('id')),
 );
 
-/** One load by reference (a single write's read). */
-export const loadByRef = async (tx: Executor, orgId: string, ref: string): Promise<LoadsTable | undefined> => (await loadByRefStatement(tx, { orgId, ref }))[0];
-export const loadById = async (tx: Executor, orgId: string, id: string): Promise<LoadsTable | undefined> => (await loadByIdStatement(tx, { orgId, id }))[0];
+// The same reads for a write: the row stays locked to the end of the transaction (PostgreSQL), so the
+// writes of one load take turns (docs/reliability.md "One load").
+const loadByRefLocked = prepared<{ orgId: string; ref: string }, LoadsTable>((db, p) =>
+  lockedRead(db, db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref'))),
+);
+const loadByIdLocked = prepared<{ orgId: string; id: string }, LoadsTable>((db, p) => lockedRead(db, db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('id', '=', p('id'))));
+
+/** One load by reference (a single write's read): locked to the end of the transaction when `tx` is one. */
+export const loadByRef = async (tx: Executor, orgId: string, ref: string): Promise<LoadsTable | undefined> =>
+  (await (tx.isTransaction ? loadByRefLocked : loadByRefStatement)(tx, { orgId, ref }))[0];
+export const loadById = async (tx: Executor, orgId: string, id: string): Promise<LoadsTable | undefined> =>
+  (await (tx.isTransaction ? loadByIdLocked : loadByIdStatement)(tx, { orgId, id }))[0];
 
 const insertLoads = bulkInsert('loads', LOAD_COLUMNS);
 const insertStops = bulkInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival', 'actual_arrival', 'actual_departure', 'arrival_deadline']);

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
+import { isTransactionConflict } from '../../lib/db/errors.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
 import { classifyError, InternalError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
@@ -268,7 +269,8 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
         const { id } = await runItem(work, { retryUniqueRace: upsert });
         Object.assign(entry, { success: true, id, external_reference_id: ref });
       } catch (err) {
-        if (err instanceof BatchRestart) throw err;
+        // The engine gave the whole transaction up (a deadlock): the pipeline runs the batch again.
+        if (err instanceof BatchRestart || isTransactionConflict(err)) throw err;
         entry.error = batchItemError(err, opts);
       }
       results.push(entry);

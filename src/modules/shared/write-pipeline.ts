@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { DataStore, Executor } from '../../lib/db/index.js';
 import { beginBatch, savepointsAreCheap } from '../../lib/db/locks.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
+import { isForeignKeyViolation, isTransactionConflict, isUniqueViolation } from '../../lib/db/errors.js';
 import { bumpVersions, type VersionedKind } from '../../lib/db/versions.js';
 import { laneKeyId, type LaneKey } from '../../domain/lane.js';
 
@@ -204,6 +204,7 @@ export class BatchRestart extends Error {
   }
 }
 
+/** A batch item's upsert that lost its insert race runs again once, in its savepoint (it finds the winner's row). */
 async function retryingUniqueRace<R>(retry: boolean | undefined, attempt: () => Promise<R>): Promise<R> {
   if (!retry) return attempt();
   try {
@@ -211,6 +212,28 @@ async function retryingUniqueRace<R>(retry: boolean | undefined, attempt: () => 
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     return attempt();
+  }
+}
+
+/** How often a unit of work runs again when the engine gave it up for another's sake (a deadlock, a serialization failure). */
+const CONFLICT_RETRIES = 3;
+
+/**
+ * Runs a unit of work again, whole, where the engine says to (docs/reliability.md "One load"): after a
+ * deadlock or serialization failure (a bounded number of times), and after an upsert lost its insert race
+ * (once, `uniqueRace`: it finds the winner's row).
+ */
+async function retrying<R>(uniqueRace: boolean | undefined, attempt: () => Promise<R>): Promise<R> {
+  let conflicts = 0;
+  let raced = false;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (isTransactionConflict(err) && conflicts < CONFLICT_RETRIES) conflicts++;
+      else if (uniqueRace && !raced && isUniqueViolation(err)) raced = true;
+      else throw err;
+    }
   }
 }
 
@@ -238,7 +261,7 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
   }
 
   async function inOwnTransaction<R, W extends Workspace>(orgId: string, work: Work<R, W>, workspace: () => W, committed: ChangeSet, retry?: boolean): Promise<R> {
-    return retryingUniqueRace(retry, async () => {
+    return retrying(retry, async () => {
       const changes = new ChangeSet();
       const result = await store.db.transaction().execute(async (tx) => {
         const ws = workspace();
@@ -345,13 +368,16 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
       try {
         // Decided on the transaction's engine (lib/db): deferred workspaces always start together.
         const together = opts.workspace !== undefined || !savepointsAreCheap(store.db);
-        if (!together) return await attempt(false);
-        try {
-          return await attempt(true);
-        } catch (err) {
-          if (!(err instanceof BatchRestart)) throw err;
-          return await attempt(false);
-        }
+        // A deadlock or serialization failure anywhere in the batch runs the whole batch again.
+        return await retrying(false, async () => {
+          if (!together) return await attempt(false);
+          try {
+            return await attempt(true);
+          } catch (err) {
+            if (!(err instanceof BatchRestart)) throw err;
+            return await attempt(false);
+          }
+        });
       } finally {
         await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
       }
