@@ -120,6 +120,20 @@ describe('bounds of one request (D21)', () => {
     expect(res.ms).toBeLessThan(1000);
   });
 
+  it('an object of more than 1,000 fields is refused 422 before it is parsed (unknown fields, a CSV column map)', async () => {
+    const fields = Array.from({ length: 90_000 }, (_, i) => `"f${i}":1`).join(',');
+    const res = await besideAGet('POST', '/v2/tms-api/customers', `{"external_reference_id":"CUST-WIDE","name":"x",${fields}}`);
+    expect(res.status).toBe(422);
+    expect(res.json.detail).toEqual([
+      { type: 'value_error', loc: ['body'], msg: 'Value error, this object has more than 1,000 fields; no object of this API has as many (docs/api.md, Bounds of a request)' },
+    ]);
+    expect(res.ms).toBeLessThan(1000);
+    const columns = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`col${i}`, 'name']));
+    const csv = await send(bystander, 'POST', '/v2/tms-api/imports', JSON.stringify({ resource: 'customers', format: 'csv', csv: { columns } }));
+    expect(csv.status).toBe(422);
+    expect(csv.json.detail[0].loc).toEqual(['body', 'csv', 'columns']);
+  });
+
   it('bytes that are not UTF-8 are refused 400 with their offset, never replaced', async () => {
     const text = Buffer.from('{"external_reference_id":"CUST-UTF","name":"Caf\u00e9 X"}');
     // "é" is C3 A9; the byte after it (the space) becomes a lone continuation byte.

@@ -15,6 +15,9 @@ export const MAX_BODY_DEPTH = 32;
 export const MAX_BODY_CONTAINERS = 50_000;
 /** Values in one body (members and elements): that full batch has ~100,000. */
 export const MAX_BODY_VALUES = 200_000;
+/** Members of one object: a load has about 40 fields, a CSV column map one per column. Tens of thousands of
+ * unknown fields would cost the unknown-field walk and ajv ~100 ms per MiB. */
+export const MAX_OBJECT_MEMBERS = 1_000;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -102,6 +105,9 @@ export function bodyShapeIssue(bytes: Buffer): ValidationIssue | null {
       // In an object a comma ends a member: the next string is a key.
       top.keyEnd = top.keyStart;
       if (++values > MAX_BODY_VALUES) return tooMany(bytes, stack, `more than ${fmt(MAX_BODY_VALUES)} values`);
+      if (!top.array && top.count > MAX_OBJECT_MEMBERS) {
+        return { type: 'value_error', loc: locOf(bytes, stack), msg: `Value error, this object has more than ${fmt(MAX_OBJECT_MEMBERS)} fields; no object of this API has as many (docs/api.md, Bounds of a request)` };
+      }
       continue;
     }
     if (b === CLOSE_OBJECT || b === CLOSE_ARRAY) {
