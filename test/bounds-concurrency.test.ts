@@ -56,7 +56,7 @@ function expectNo5xx(responses: LightMyRequestResponse[]): void {
 }
 
 describe('writes of one load are serialized', () => {
-  it('8 parallel PUTs of one load with different stops: no 5xx, the stored load is one of the 8 bodies', { timeout: 120_000 }, async () => {
+  it('8 parallel PUTs of one load with different stops: no 5xx, the stored load is one of the 8 bodies', { timeout: 240_000 }, async () => {
     for (let round = 0; round < 100; round++) {
       const ref = uid('PUT');
       expect((await a.post('/v2/tms-api/loads', newLoad(ref, 0))).statusCode).toBe(201);
@@ -67,14 +67,14 @@ describe('writes of one load are serialized', () => {
     }
   });
 
-  it('8 parallel tracking events at the stops of one load: no 5xx, every arrival stored', { timeout: 120_000 }, async () => {
+  it('8 parallel tracking events at the stops of one load: no 5xx, every arrival stored', { timeout: 240_000 }, async () => {
     const stops = Array.from({ length: PARALLEL }, (_, i) => ({
       stop_type: i === 0 ? 'Pickup' : i === PARALLEL - 1 ? 'Delivery' : 'Both',
       location_external_reference_id: i % 2 === 0 ? 'DAL' : 'HOU',
       early_arrival: at(2, i),
       late_arrival: at(2, i + 1),
     }));
-    for (let round = 0; round < 50; round++) {
+    for (let round = 0; round < 100; round++) {
       const ref = uid('TRK');
       expect((await a.post('/v2/tms-api/loads', { ...newLoad(ref, 0), stops })).statusCode).toBe(201);
       const answers = await Promise.all(
@@ -89,9 +89,9 @@ describe('writes of one load are serialized', () => {
     }
   });
 
-  it('batch upserts beside PUTs and creates of the same loads, new loads included: no 5xx, each load one whole body', { timeout: 120_000 }, async () => {
+  it('batch upserts beside PUTs and creates of the same loads, new loads included: no 5xx, each load one whole body', { timeout: 240_000 }, async () => {
     const batch = '/v2/tms-api/batch/loads';
-    for (let round = 0; round < 40; round++) {
+    for (let round = 0; round < 100; round++) {
       const stored = [uid('B'), uid('B')];
       const fresh = [uid('N'), uid('N')];
       for (const ref of stored) expect((await a.post('/v2/tms-api/loads', newLoad(ref, 0))).statusCode).toBe(201);
