@@ -1815,6 +1815,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -2149,6 +2164,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2520,6 +2550,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -2838,6 +2883,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -3174,6 +3234,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3545,6 +3620,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -3867,6 +3957,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -4203,6 +4308,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4574,6 +4694,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -4899,6 +5034,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -5235,6 +5385,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5614,6 +5779,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -5981,6 +6161,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -6331,6 +6526,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -6792,6 +7002,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -7139,6 +7364,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7498,6 +7738,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8005,6 +8260,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -8356,6 +8626,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -8692,6 +8977,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description The import was completed already, or another import of the organization is queued or running. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -9022,6 +9322,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9366,6 +9681,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -48,7 +48,8 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService) {
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
     const s = scope.withTypeProvider<TypeBoxTypeProvider>();
     s.put(`${BASE}/:id/parts/:n`, {
-      config,
+      // A part may take 10 minutes to arrive, not REQUEST_TIMEOUT_SECONDS (docs/api.md, "Slow requests").
+      config: { scope: config.scope, bodyTimeoutMs: 10 * 60_000 },
       schema: {
         tags,
         operationId: 'uploadImportPart',
