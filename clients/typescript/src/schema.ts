@@ -1178,10 +1178,10 @@ export interface components {
              */
             at: string;
             /**
-             * @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled.
+             * @description What was done: user.created, user.role_changed, user.password_set, user.sessions_ended, user.removed, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled.
              * @enum {string}
              */
-            action: "user.created" | "user.role_changed" | "user.password_set" | "key.created" | "key.rotated" | "key.revoked" | "key.limits_changed" | "key.handling_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.replayed" | "settings.changed" | "import.created" | "import.cancelled";
+            action: "user.created" | "user.role_changed" | "user.password_set" | "user.sessions_ended" | "user.removed" | "key.created" | "key.rotated" | "key.revoked" | "key.limits_changed" | "key.handling_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.replayed" | "settings.changed" | "import.created" | "import.cancelled";
             /** @description Who did it. */
             actor: {
                 /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
@@ -1199,6 +1199,8 @@ export interface components {
                  */
                 type: "user" | "key" | "webhook_endpoint" | "import" | "settings";
                 id: string;
+                /** @description What the target was called at the time, kept where the target itself is gone: a removed user’s name and email (`user.removed`). */
+                name?: string;
             };
             /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
             ip: string | null;
