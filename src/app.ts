@@ -11,6 +11,7 @@ import { installOpenApi } from './lib/http/openapi.js';
 import { PaginationSchema } from './lib/http/pagination.js';
 import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId, refuseBatchItems } from './lib/http/plumbing.js';
 import { installIgnoredFields } from './lib/http/ignored-fields.js';
+import { installBodyDeadline } from './lib/http/body-deadline.js';
 import { foreground } from './lib/http/foreground.js';
 import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
@@ -265,6 +266,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     bodyLimitBytes: config.bodyLimitBytes,
     refusedBodies: { maxBytes: config.refusedBodyDrainBytes, maxMs: config.refusedBodyDrainMs },
   });
+  // Bodies arrive within REQUEST_TIMEOUT_SECONDS (a route may declare longer), else 408.
+  installBodyDeadline(app, { defaultMs: config.requestTimeoutMs });
   const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
   // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
   // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.

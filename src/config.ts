@@ -19,6 +19,8 @@ const EnvSchema = Type.Object({
   REFUSED_BODY_DRAIN_BYTES: Type.Integer({ default: 67_108_864, minimum: 0, maximum: 1_073_741_824 }),
   /** … and for at most this many seconds, then the connection is cut (0: close at once). */
   REFUSED_BODY_DRAIN_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 300 }),
+  /** A request body must arrive within this many seconds of its headers, else 408 (routes may declare longer: import parts). */
+  REQUEST_TIMEOUT_SECONDS: Type.Number({ default: 60, minimum: 1, maximum: 3600 }),
   DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
   LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
   // D14: minutes after a stop's deadline that still count as on time (an organization may set its own).
@@ -108,6 +110,8 @@ export type Config = {
   refusedBodyDrainBytes: number;
   /** Milliseconds the rest of a refused body is read after its early answer before the connection is cut. */
   refusedBodyDrainMs: number;
+  /** Milliseconds a request body may take to arrive after its headers (REQUEST_TIMEOUT_SECONDS, default 60 s). */
+  requestTimeoutMs: number;
   dbPoolSize: number;
   dashboardCookieSecure: 'auto' | 'on' | 'off';
   dashboardCookieSecret: string | undefined;
@@ -235,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
     refusedBodyDrainBytes: env2.REFUSED_BODY_DRAIN_BYTES,
     refusedBodyDrainMs: Math.round(env2.REFUSED_BODY_DRAIN_SECONDS * 1000),
+    requestTimeoutMs: Math.round(env2.REQUEST_TIMEOUT_SECONDS * 1000),
     dbPoolSize: env2.DB_POOL_SIZE,
     dashboardCookieSecure: env2.DASHBOARD_COOKIE_SECURE,
     dashboardCookieSecret: env2.DASHBOARD_COOKIE_SECRET,

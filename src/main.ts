@@ -6,6 +6,7 @@ import { ApiError, ValidationError } from './lib/http/errors.js';
 import { MAX_GRACE_HOURS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseExpiry, parseScopes } from './modules/accounts/accounts.service.js';
 import { ROLES, isRole } from './modules/accounts/users.js';
 import { startTracing } from './lib/telemetry/tracing.js';
+import { userAccessCommand } from './cli/user-access.js';
 
 const USAGE = `Usage: lanebridge <command>
 
@@ -21,6 +22,10 @@ const USAGE = `Usage: lanebridge <command>
   user create --org ORG_ID --email EMAIL --name NAME [--role admin|member] [--password P | --password-stdin]
                                                   (role: admin for an organization's first user, else member)
   user set-password --email EMAIL (--password P | --password-stdin)
+                                                  (ends every dashboard session of the user)
+  user sessions-end --email EMAIL                 sign the user out of the dashboard everywhere
+  user remove --email EMAIL                       remove the user (not an organization's last admin);
+                                                  the organization's API keys stay
   key create --org ORG_ID --name NAME --system SYSTEM --scopes all|s1,s2 [--per-minute N] [--per-day N]
              [--expires-at ISO] [--strict]        (a UTC date or time in the future; default: never)
                                                   --strict: the key's requests refuse unknown fields (422)
@@ -340,6 +345,9 @@ export async function main(argv: string[]): Promise<number> {
         print(user);
         return 0;
       }
+      case 'user sessions-end':
+      case 'user remove':
+        return userAccessCommand(accounts, command, required(values, 'email'), { print, refuse: (m) => new UsageError(m, { usage: false }) });
       case 'key create': {
         const perMinute = optionalInt(values, 'per-minute');
         const perDay = optionalInt(values, 'per-day');

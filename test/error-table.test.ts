@@ -22,6 +22,7 @@ import {
   type ErrorCode,
 } from '../src/lib/http/errors.js';
 import { errorResponses } from '../src/lib/http/openapi.js';
+import { BodyTimeoutError } from '../src/lib/http/body-deadline.js';
 import { EventsGoneError } from '../src/modules/events/events.service.js';
 
 // One error table (src/lib/http/errors.ts): every error the service raises renders from it, and the
@@ -35,6 +36,7 @@ const one: Record<ErrorCode, ApiError> = {
   not_found: new NotFoundError('Load', 'LOAD-001'),
   route_not_found: new RouteNotFoundError(),
   method_not_allowed: new MethodNotAllowedError(['GET', 'POST']),
+  request_timeout: new BodyTimeoutError(60_000),
   conflict: ConflictError.duplicate('Customer', 'CUST-ACME-001'),
   idempotency_in_progress: new IdempotencyKeyInProgressError(),
   idempotency_key_reused: new IdempotencyKeyReusedError(),
@@ -58,6 +60,11 @@ describe('the error table', () => {
       not_found: { status: 404, headers: {}, body: { detail: "Load with external_reference_id 'LOAD-001' not found" } },
       route_not_found: { status: 404, headers: {}, body: { detail: 'Not Found' } },
       method_not_allowed: { status: 405, headers: { Allow: 'GET, POST' }, body: { detail: 'Method Not Allowed' } },
+      request_timeout: {
+        status: 408,
+        headers: {},
+        body: { detail: "Request timed out: the body did not arrive within 60 seconds of the request's headers: send it faster, or split it into smaller requests" },
+      },
       conflict: { status: 409, headers: {}, body: { detail: "Customer with external_reference_id 'CUST-ACME-001' already exists" } },
       idempotency_in_progress: { status: 409, headers: { 'Retry-After': '1' }, body: { detail: 'A request with this Idempotency-Key is still being processed' } },
       idempotency_key_reused: {
@@ -103,7 +110,7 @@ describe('the error table', () => {
   it('gives the OpenAPI error responses of a route from the table', () => {
     const write = errorResponses({ method: 'PUT', url: '/v2/tms-api/loads/:external_reference_id' }) as Record<string, { $ref: string }>;
     const read = errorResponses({ method: 'GET', url: '/v2/tms-api/loads' }) as Record<string, { $ref: string }>;
-    expect(Object.keys(write).sort()).toEqual(['400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(write).sort()).toEqual(['400', '401', '403', '404', '408', '409', '413', '415', '422', '429', '500', '503']);
     expect(Object.keys(read).sort()).toEqual(['401', '403', '422', '429', '500', '503']);
     for (const e of Object.values(ERRORS).filter((e) => e.scope !== 'routing' && e.scope !== 'feed')) expect(write[e.status]!.$ref).toBe(`${e.body}#`);
     // The change feed alone answers 410 (D11).

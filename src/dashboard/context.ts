@@ -15,7 +15,7 @@ import type { FeedEvent } from '../modules/events/events.schema.js';
 import { userActor, type AuditActor, type AuditService } from '../modules/audit/audit.js';
 import type { SafeHtml } from './html.js';
 import type { CookieSecret } from './secret.js';
-import type { SignInThrottle } from './throttle.js';
+import type { AttemptLimit, SignInThrottle } from './throttle.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,6 +53,8 @@ export interface DashboardContext {
   clock: Clock;
   sessions: SessionsService;
   throttle: SignInThrottle;
+  /** The setup-code and own-password forms: 5 attempts a minute per client address (keys `form\naddress`). */
+  formAttempts: AttemptLimit;
   secret: CookieSecret;
   cookieSecure: CookieSecureMode;
 }

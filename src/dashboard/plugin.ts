@@ -32,7 +32,7 @@ import { auditRoutes } from './pages/audit.js';
 import { webhookPageRoutes } from './pages/webhooks.js';
 import type { WebhooksService } from '../modules/webhooks/webhooks.service.js';
 import { cookieSecret } from './secret.js';
-import { signInThrottle, type ThrottleOptions } from './throttle.js';
+import { attemptLimit, signInThrottle, type ThrottleOptions } from './throttle.js';
 
 export interface DashboardOptions {
   /** Secure cookies: `on` (always; behind a TLS-terminating proxy), `off`, or `auto` (when the request came over TLS). */
@@ -82,6 +82,8 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 const FORM_BODY_LIMIT = 64 * 1024;
+/** Setup-code and own-password form posts per client address and minute (docs/dashboard.md). */
+const FORM_ATTEMPTS_PER_MINUTE = 5;
 
 /**
  * The web dashboard for organization users, server-rendered by the API's own process. Registered as
@@ -97,6 +99,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
       clock: deps.clock,
       sessions,
       throttle: signInThrottle(deps.options.signInThrottle),
+      formAttempts: attemptLimit(FORM_ATTEMPTS_PER_MINUTE, 60_000, () => deps.clock.now().getTime()),
       secret,
       cookieSecure: deps.options.cookieSecure,
     };

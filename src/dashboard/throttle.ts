@@ -117,3 +117,40 @@ export function signInThrottle(
 }
 
 export type SignInThrottle = ReturnType<typeof signInThrottle>;
+
+/**
+ * At most `limit` attempts in any `windowMs` per key (a form and a client address), in this process:
+ * the first-run setup-code form and the own-password form (5 a minute, docs/dashboard.md). Refused
+ * attempts are not counted, so waiting out the window always lets the next one through.
+ */
+export function attemptLimit(limit: number, windowMs: number, now: () => number) {
+  const recent = new Map<string, number[]>();
+
+  function sweep(cutoff: number) {
+    for (const [k, times] of recent) if ((times[times.length - 1] ?? 0) <= cutoff) recent.delete(k);
+    // Still full of live keys (many addresses at once): the oldest go first, as the sign-in throttle does.
+    for (const k of recent.keys()) {
+      if (recent.size < MAX_ENTRIES * 0.9) break;
+      recent.delete(k);
+    }
+  }
+
+  return {
+    /** Counts an attempt for `key`: 0 when it may go ahead, else the seconds until one may. */
+    take(key: string): number {
+      const at = now();
+      const cutoff = at - windowMs;
+      if (recent.size >= MAX_ENTRIES) sweep(cutoff);
+      const times = (recent.get(key) ?? []).filter((t) => t > cutoff);
+      if (times.length >= limit) {
+        recent.set(key, times);
+        return Math.max(1, Math.ceil((times[0]! - cutoff) / 1000));
+      }
+      times.push(at);
+      recent.set(key, times);
+      return 0;
+    },
+  };
+}
+
+export type AttemptLimit = ReturnType<typeof attemptLimit>;

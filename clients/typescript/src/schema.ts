@@ -1196,10 +1196,10 @@ export interface components {
              */
             at: string;
             /**
-             * @description What was done: user.created, user.role_changed, user.password_set, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled.
+             * @description What was done: user.created, user.role_changed, user.password_set, user.sessions_ended, user.removed, key.created, key.rotated, key.revoked, key.limits_changed, key.handling_changed, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated, webhook_endpoint.replayed, settings.changed, import.created, import.cancelled.
              * @enum {string}
              */
-            action: "user.created" | "user.role_changed" | "user.password_set" | "key.created" | "key.rotated" | "key.revoked" | "key.limits_changed" | "key.handling_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.replayed" | "settings.changed" | "import.created" | "import.cancelled";
+            action: "user.created" | "user.role_changed" | "user.password_set" | "user.sessions_ended" | "user.removed" | "key.created" | "key.rotated" | "key.revoked" | "key.limits_changed" | "key.handling_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.replayed" | "settings.changed" | "import.created" | "import.cancelled";
             /** @description Who did it. */
             actor: {
                 /** @description A dashboard user, an API key, or the command line (bin/lanebridge). */
@@ -1217,6 +1217,8 @@ export interface components {
                  */
                 type: "user" | "key" | "webhook_endpoint" | "import" | "settings";
                 id: string;
+                /** @description What the target was called at the time, kept where the target itself is gone: a removed user’s name and email (`user.removed`). */
+                name?: string;
             };
             /** @description The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line. */
             ip: string | null;
@@ -1833,6 +1835,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -2167,6 +2184,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2538,6 +2570,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -2856,6 +2903,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -3192,6 +3254,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3563,6 +3640,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -3885,6 +3977,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -4221,6 +4328,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4592,6 +4714,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -4917,6 +5054,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -5253,6 +5405,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5632,6 +5799,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -6004,6 +6186,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -6354,6 +6551,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyError"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
                 };
             };
             /** @description Duplicate external_reference_id, or the record is still referenced. A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
@@ -6815,6 +7027,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -7162,6 +7389,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7521,6 +7763,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8028,6 +8285,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -8384,6 +8656,21 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyError"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -8720,6 +9007,21 @@ export interface operations {
                     "application/json": components["schemas"]["Detail"];
                 };
             };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
             /** @description The import was completed already, or another import of the organization is queued or running. Also: A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second). */
             409: {
                 headers: {
@@ -9050,6 +9352,21 @@ export interface operations {
                     "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
                     "Preference-Applied": components["headers"]["PreferenceApplied"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Detail"];
+                };
+            };
+            /** @description The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it. */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Lanebridge-Ignored-Fields": components["headers"]["IgnoredFields"];
+                    "Preference-Applied": components["headers"]["PreferenceApplied"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -6,7 +6,7 @@ import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { actorOf, checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
-import { fieldErrorsOf } from './auth.js';
+import { fieldErrorsOf, tooManyAttempts } from './auth.js';
 
 function passwordPage(s: DashboardSession, o: { errors?: FieldErrors; done?: boolean } = {}): SafeHtml {
   const errors = o.errors ?? {};
@@ -16,7 +16,7 @@ function passwordPage(s: DashboardSession, o: { errors?: FieldErrors; done?: boo
     narrow: true,
     body: html`<h1>Change your password</h1>
 <p>You are signed in as ${s.userName} (${s.userEmail}), ${s.userRole === 'admin' ? 'an admin' : 'a member'} of ${s.orgName}.</p>
-${o.done ? notice('ok', html`<p>Your password is changed. Use it the next time you sign in.</p>`) : ''}
+${o.done ? notice('ok', html`<p>Your password is changed. Use it the next time you sign in. Your other sessions (other browsers and devices) are signed out.</p>`) : ''}
 ${errorSummary(errors)}
 <form class="stack" method="post" action="/account/password" novalidate>
   ${csrfField(s.csrfToken)}
@@ -41,9 +41,16 @@ export function accountRoutes(app: FastifyInstance, ctx: DashboardContext) {
     checkSessionCsrf(req);
     const current = formText(req.body, 'current_password');
     const next = formText(req.body, 'new_password');
+    // 5 tries a minute per address: a session left open cannot be used to guess the current password.
+    const wait = ctx.formAttempts.take(`password\n${req.ip}`);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return sendPage(reply, passwordPage(s, { errors: { current_password: tooManyAttempts(wait) } }), 429);
+    }
     if (!current) return sendPage(reply, passwordPage(s, { errors: { current_password: 'Enter your current password.' } }), 403);
     try {
-      await ctx.services.accounts.changeOwnPassword(s.orgId, s.userId, current, next, actorOf(req, s));
+      // This session stays; the user's others end (docs/dashboard.md, "Sessions").
+      await ctx.services.accounts.changeOwnPassword(s.orgId, s.userId, current, next, actorOf(req, s), s.id);
     } catch (err) {
       if (err instanceof CurrentPasswordError) return sendPage(reply, passwordPage(s, { errors: { current_password: 'Your current password is not correct.' } }), 403);
       if (err instanceof ValidationError) return sendPage(reply, passwordPage(s, { errors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);

@@ -96,7 +96,7 @@ ${result.items.length === 0
   <tbody>${result.items.map(
     (e) => html`<tr><td class="nowrap">${utc(e.at)}</td><td><code>${e.action}</code></td>
     <td>${e.actor.name} <span class="muted">(${e.actor.type}${e.actor.id ? html` <code>${e.actor.id}</code>` : ''})</span></td>
-    <td>${e.target.type} <code>${e.target.id}</code></td><td>${e.ip ?? '—'}</td></tr>`,
+    <td>${e.target.type} <code>${e.target.id}</code>${e.target.name ? html` ${e.target.name}` : ''}</td><td>${e.ip ?? '—'}</td></tr>`,
   )}</tbody>
 </table></div>`}
 ${pager('/settings/audit-log', result.pagination, { ...query, actor_type: actorType }, 'entries')}`;

@@ -22,6 +22,9 @@ import { RECORD_KINDS } from '../../domain/records.js';
 import { listPath } from './details.js';
 import { integrationHealth } from './health.js';
 
+/** A throttled form's answer (setup code, own password): how long to wait. */
+export const tooManyAttempts = (seconds: number) => `Too many attempts from your address: wait ${seconds} second${seconds === 1 ? '' : 's'} and try again.`;
+
 /** The one answer to every failed sign-in, whatever failed. */
 export const SIGN_IN_FAILED = 'Email or password is incorrect.';
 
@@ -135,6 +138,12 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const password = formText(req.body, 'password');
     const setupCode = formText(req.body, 'setup_code');
     const token0 = anonymousFormToken(ctx, req, reply);
+    // 5 tries a minute per address: the code cannot be guessed by trying (docs/dashboard.md, "First run").
+    const wait = ctx.formAttempts.take(`setup\n${req.ip}`);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return sendPage(reply, firstRunPage(token0, values, { setup_code: tooManyAttempts(wait) }), 429);
+    }
     // Without the code nothing else is looked at (D17): whoever reaches the port first cannot claim it.
     if (!setupCode.trim()) return sendPage(reply, firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }), 403);
     const errors: FieldErrors = {};

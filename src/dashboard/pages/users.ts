@@ -9,6 +9,12 @@ import { html, segment } from '../html.js';
 import { adminOnlyNote, csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
 import { fieldErrorsOf } from './auth.js';
 
+/** An admin's buttons beside another user: sign them out everywhere, remove them (docs/dashboard.md, "Sessions"). */
+function accessButtons(s: DashboardSession, u: { id: string; name: string }) {
+  return html`<form class="inline" method="post" action="/users/${segment(u.id)}/sessions/end">${csrfField(s.csrfToken)}<button type="submit" class="small secondary">End sessions<span class="visually-hidden"> of ${u.name}</span></button></form>
+    <form class="inline" method="post" action="/users/${segment(u.id)}/remove">${csrfField(s.csrfToken)}<button type="submit" class="small danger">Remove<span class="visually-hidden"> ${u.name}</span></button></form>`;
+}
+
 interface UserForm {
   name: string;
   email: string;
@@ -30,16 +36,17 @@ ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 <p>The people of your organization. Loads’ sales and dispatcher reps are matched to these users by email (or by a unique name).</p>
 <div class="table-wrap"><table>
   <caption>${users.length} user${users.length === 1 ? '' : 's'}</caption>
-  <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th></tr></thead>
+  <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th>${admin ? html`<th scope="col">Access</th>` : ''}</tr></thead>
   <tbody>${users.map(
     (u) => html`<tr><th scope="row">${u.name}${u.id === s.userId ? html` <span class="badge">you</span>` : ''}</th><td>${u.email}</td>
     <td>${u.role}${admin
       ? html`<form class="inline" method="post" action="/users/${segment(u.id)}/role">${csrfField(s.csrfToken)}<input type="hidden" name="role" value="${u.role === 'admin' ? 'member' : 'admin'}"><button type="submit" class="small secondary">Make ${u.role === 'admin' ? 'member' : 'admin'}<span class="visually-hidden"> ${u.name}</span></button></form>`
       : ''}</td>
-    <td>${u.password_hash ? 'Yes' : html`<span class="muted">No</span>`}</td><td class="nowrap">${utc(u.created_at)}</td></tr>`,
+    <td>${u.password_hash ? 'Yes' : html`<span class="muted">No</span>`}</td><td class="nowrap">${utc(u.created_at)}</td>${admin ? html`<td>${u.id === s.userId ? '' : accessButtons(s, u)}</td>` : ''}</tr>`,
   )}</tbody>
 </table></div>
 ${o.roleError ? notice('error', html`<p>${o.roleError}</p>`, 'alert') : ''}
+${admin ? html`<p>End sessions signs a user out of every browser at once; Remove deletes the user (the organization’s API keys stay, the audit log keeps who removed whom). The command line does the same: <code>bin/lanebridge user sessions-end</code>, <code>bin/lanebridge user remove</code>.</p>` : ''}
 <p><a href="/account/password">Change your own password</a> (it asks for your current one).</p>
 ${admin ? html`<section class="card" aria-labelledby="add-user-title">
   <h2 id="add-user-title">Add a user</h2>
@@ -79,12 +86,20 @@ ${admin ? html`<section class="card" aria-labelledby="add-user-title">
   });
 }
 
+const DONE: Record<string, string> = {
+  added: 'The user is added.',
+  password: 'The password is set: that user can sign in with it. Their sessions have ended everywhere.',
+  role: 'The role is changed. It holds from that user’s next request.',
+  'sessions-ended': 'That user is signed out everywhere: their sessions have ended.',
+  removed: 'The user is removed. The organization’s API keys are unchanged; the audit log records the removal.',
+};
+
 export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
   app.get('/users', async (req, reply) => {
     const s = requireSession(req, reply);
     if (!s) return reply;
     const q = (req.query as Record<string, string | undefined>).done;
-    const done = q === 'added' ? 'The user is added.' : q === 'password' ? 'The password is set: that user can sign in with it.' : q === 'role' ? 'The role is changed. It holds from that user’s next request.' : undefined;
+    const done = DONE[q ?? ''];
     return sendPage(reply, await usersPage(ctx, s, { done }));
   });
 
@@ -150,5 +165,29 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
       throw err;
     }
     return reply.redirect('/users?done=role', 303);
+  });
+
+  app.post('/users/:id/sessions/end', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    checkSessionCsrf(req);
+    await ctx.services.accounts.endSessions(s.orgId, String((req.params as { id?: string }).id ?? ''), actorOf(req, s));
+    return reply.redirect('/users?done=sessions-ended', 303);
+  });
+
+  app.post('/users/:id/remove', async (req, reply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    checkSessionCsrf(req);
+    const id = String((req.params as { id?: string }).id ?? '');
+    // Not oneself here: an admin signing themselves out of existence by a stray click (another admin can).
+    if (id === s.userId) return sendPage(reply, await usersPage(ctx, s, { roleError: 'You cannot remove yourself: ask another admin.' }), 409);
+    try {
+      await ctx.services.accounts.removeUser(s.orgId, id, actorOf(req, s));
+    } catch (err) {
+      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
+      throw err;
+    }
+    return reply.redirect('/users?done=removed', 303);
   });
 }

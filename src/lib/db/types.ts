@@ -479,6 +479,8 @@ export interface AuditLogTable {
   actor_name: string;
   target_type: string;
   target_id: string;
+  /** What the target was called then (a removed user's name and email); null when not recorded. */
+  target_name?: string | null;
   ip: string | null;
 }
 

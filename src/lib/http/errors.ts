@@ -37,6 +37,7 @@ export const ERRORS = {
   not_found: { status: 404, body: 'Detail', scope: 'record', description: 'No record with this external_reference_id in your organization.' },
   route_not_found: { status: 404, body: 'Detail', scope: 'routing', description: 'No such path.' },
   method_not_allowed: { status: 405, body: 'Detail', scope: 'routing', description: 'The path exists with other methods (listed in Allow).' },
+  request_timeout: { status: 408, body: 'Detail', scope: 'body', description: 'The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it.' },
   conflict: { status: 409, body: 'Detail', scope: 'write', description: 'Duplicate external_reference_id, or the record is still referenced.' },
   idempotency_in_progress: { status: 409, body: 'Detail', scope: 'write', description: 'A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second).' },
   gone: { status: 410, body: 'Detail', scope: 'feed', description: 'The events after this sequence were pruned (retention): resynchronise with the list endpoints, then continue from X-Events-Kept-After.' },

@@ -110,8 +110,11 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
   let error: ApiError;
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     error = new OtherClientError(431, `Request headers are larger than the limit of ${maxHeaderSize} bytes: send fewer or shorter headers`);
-  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+  } else if (err.code === 'ERR_HTTP_HEADERS_TIMEOUT') {
     error = new OtherClientError(408, 'Request timed out: the request line and headers did not arrive in time');
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // Node's requestTimeout: the longest any route allows (src/lib/http/body-deadline.ts).
+    error = new OtherClientError(408, 'Request timed out: the request (headers and body) did not arrive in time: send it faster, or split it into smaller requests');
   } else {
     error = new DetailError('bad_request', `Malformed HTTP request: ${PARSER_PROBLEMS[err.code ?? ''] ?? 'the request line or headers cannot be parsed'}`);
   }

@@ -49,6 +49,11 @@ export function accountsRepo(db: Executor) {
     touchSession: (id: string, at: string, tx: Executor = db) =>
       tx.updateTable('dashboard_sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
     deleteSession: (id: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('id', '=', id).execute(),
+    /** Every session of a user, or all but one (`except`: the session that changed its own password). */
+    deleteUserSessions: (userId: string, except: string | null, tx: Executor = db) => {
+      const q = tx.deleteFrom('dashboard_sessions').where('user_id', '=', userId);
+      return (except ? q.where('id', '<>', except) : q).executeTakeFirst();
+    },
     deleteSessionsExpiredBy: (at: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('expires_at', '<', at).execute(),
 
     insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
@@ -104,6 +109,7 @@ export function accountsRepo(db: Executor) {
       tx.updateTable('users').set({ role }).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
     setUserPassword: (id: string, passwordHash: string, tx: Executor = db) =>
       tx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).executeTakeFirst(),
+    deleteUser: (orgId: string, id: string, tx: Executor = db) => tx.deleteFrom('users').where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
     findUser: (orgId: string, id: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };

@@ -1,4 +1,4 @@
-import type { DataStore } from '../../lib/db/index.js';
+import type { DataStore, Executor } from '../../lib/db/index.js';
 import { isUniqueViolation } from '../../lib/db/errors.js';
 import { inTransaction } from '../../lib/db/tx.js';
 import { bumpVersions } from '../../lib/db/versions.js';
@@ -115,13 +115,20 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
       const orgName = input.organizationName.trim();
       if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
       const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
-      const user = await userRow(org.id, input, clock);
       const alreadySetUp = () => new ConflictError('This Lanebridge already has an organization: sign in instead');
+      const checkCode = async (tx?: Executor) => {
+        const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
+        if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
+      };
+      // The code first: a wrong one costs a read, never a password hash (docs/dashboard.md, "First run").
+      if ((await repo.countOrganizations()) > 0) throw alreadySetUp();
+      await checkCode();
+      const user = await userRow(org.id, input, clock);
       try {
         await inTransaction(store, async (tx) => {
           if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
-          const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
-          if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
+          // Again in the transaction: the code is used once, and another first run may have taken it.
+          await checkCode(tx);
           // Used once: gone with the first run's commit.
           await repo.deleteSetting(SETUP_CODE_SETTING, tx);
           await repo.markFirstRun(org.id, org.created_at, tx);

@@ -146,6 +146,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       const hashed = await hashPassword(password);
       await inTransaction(store, async (tx) => {
         await repo.setUserPassword(user.id, hashed, tx);
+        // A reset (by an admin or the command line) ends every session of the user: whoever held one is out.
+        await repo.deleteUserSessions(user.id, null, tx);
         await recordAudit(tx, clock, user.org_id, actor, 'user.password_set', { type: 'user', id: user.id });
       });
       return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
@@ -162,8 +164,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       return this.setPassword(user.email, password, actor);
     },
 
-    /** One's own password: only with the current one (D17). */
-    async changeOwnPassword(orgId: string, userId: string, current: string, next: string, actor: AuditActor) {
+    /** One's own password: only with the current one (D17); the user's other sessions end, `keepSessionId`'s stays. */
+    async changeOwnPassword(orgId: string, userId: string, current: string, next: string, actor: AuditActor, keepSessionId: string | null = null) {
       const user = await repo.findUser(orgId, userId);
       if (!user) throw new NotFoundByIdError('User', userId);
       checkPassword(next);
@@ -172,8 +174,45 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       const hashed = await hashPassword(next);
       await inTransaction(store, async (tx) => {
         await repo.setUserPassword(user.id, hashed, tx);
+        await repo.deleteUserSessions(user.id, keepSessionId, tx);
         await recordAudit(tx, clock, orgId, actor, 'user.password_set', { type: 'user', id: user.id });
       });
+    },
+
+    /** Signs a user out everywhere (an admin, or the command line); returns how many sessions ended. */
+    async endSessions(orgId: string, userId: string, actor: AuditActor = cliActor()): Promise<number> {
+      const user = await repo.findUser(orgId, userId);
+      if (!user) throw new NotFoundByIdError('User', userId);
+      return inTransaction(store, async (tx) => {
+        const ended = await repo.deleteUserSessions(user.id, null, tx);
+        await recordAudit(tx, clock, orgId, actor, 'user.sessions_ended', { type: 'user', id: user.id, name: `${user.name} <${user.email}>` });
+        return Number(ended.numDeletedRows);
+      });
+    },
+
+    /**
+     * Removes a user: their sessions end with them; the API keys of the organization stay (keys are the
+     * organization's, not a user's). An organization's last admin stays (409). The audit entry keeps the
+     * removed user's name and email, since the row is gone.
+     */
+    async removeUser(orgId: string, userId: string, actor: AuditActor = cliActor()) {
+      const user = await repo.findUser(orgId, userId);
+      if (!user) throw new NotFoundByIdError('User', userId);
+      await inTransaction(store, async (tx) => {
+        await repo.deleteUserSessions(user.id, null, tx);
+        await repo.deleteUser(orgId, user.id, tx);
+        if ((await repo.countAdmins(orgId, tx)) === 0) throw new ConflictError(`${user.name} is the organization's last admin and cannot be removed: make another user an admin first`);
+        await bumpVersions(tx, orgId, USERS);
+        await recordAudit(tx, clock, orgId, actor, 'user.removed', { type: 'user', id: user.id, name: `${user.name} <${user.email}>` });
+      });
+      return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
+    },
+
+    /** The user with this email, in any organization (the command line names users by email). */
+    async requireUserByEmail(email: string) {
+      const user = await repo.findUserByEmail(email);
+      if (!user) throw new DetailError('not_found', `No user with email '${email.trim()}'`);
+      return user;
     },
 
     /** Makes a user an admin or a member; an organization always keeps one admin. */

@@ -30,6 +30,8 @@ export interface AuditTarget {
   /** The AuditEntry schema publishes these as an enum: a new kind of target is added to AUDIT_TARGET_TYPES. */
   type: AuditTargetType;
   id: string;
+  /** Kept with the entry when the target itself will be gone (a removed user: "Name <email>"). */
+  name?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -51,6 +53,7 @@ export async function recordAudit(tx: Executor, clock: Clock, orgId: string, act
     actor_name: actor.name.slice(0, 255),
     target_type: target.type,
     target_id: target.id,
+    target_name: target.name?.slice(0, 512) ?? null,
     ip: actor.ip,
   });
   await auditRepo.prune(tx, orgId, toIso(new Date(now.getTime() - AUDIT_RETENTION_DAYS * DAY_MS)));
@@ -81,7 +84,7 @@ export function auditService(db: Executor) {
           at: r.at,
           action: r.action,
           actor: { type: r.actor_type as AuditActorType, id: r.actor_id, name: r.actor_name },
-          target: { type: r.target_type, id: r.target_id },
+          target: r.target_name ? { type: r.target_type, id: r.target_id, name: r.target_name } : { type: r.target_type, id: r.target_id },
           ip: r.ip,
         })),
         pagination: pagination(q.page, q.page_size, total),

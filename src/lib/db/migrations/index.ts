@@ -22,6 +22,7 @@ import { migration0020 } from './0020_lane_carriers.js';
 import { migration0021 } from './0021_delivery_deadline.js';
 import { migration0022 } from './0022_lane_history_version.js';
 import { migration0023 } from './0023_stop_rate_org_checks.js';
+import { migration0024 } from './0024_audit_target_name.js';
 
 /** Every migration, by the name the migrator records. A new one is a new file added last here. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -48,6 +49,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0021_delivery_deadline': migration0021(dialect),
     '0022_lane_history_version': migration0022(dialect),
     '0023_stop_rate_org_checks': migration0023(dialect),
+    '0024_audit_target_name': migration0024(dialect),
   };
 }
 
