@@ -194,6 +194,24 @@ describe('D16: Prefer: handling=strict', () => {
     expect((await a.get('/v2/tms-api/customers/S-3')).statusCode).toBe(200);
   });
 
+  it('in a batch, an item after items with hundreds of unknown fields is still refused (each item is walked on its own)', async () => {
+    const a = await newTenant(t);
+    const wide = (ref: string) => ({ external_reference_id: ref, name: 'Wide', ...Object.fromEntries(Array.from({ length: 990 }, (_, i) => [`x${i}`, 1])) });
+    const res = await post(
+      a,
+      '/v2/tms-api/batch/customers',
+      { items: [{ operation: 'create', customer: wide('W-1') }, { operation: 'create', customer: wide('W-2') }, { operation: 'create', customer: { external_reference_id: 'W-3', name: 'c', nmae: 'typo' } }] },
+      strict,
+    );
+    expect(res.statusCode).toBe(200);
+    const body = json(res);
+    expect(body).toMatchObject({ success_count: 0, error_count: 3 });
+    expect(body.results[0].error).toMatchObject({ status: 422, truncated: true });
+    expect(body.results[0].error.detail).toHaveLength(100);
+    expect(body.results[2].error).toEqual({ status: 422, detail: [{ type: 'unknown_field', loc: ['body', 'items', 2, 'customer', 'nmae'], msg: "Unknown field 'nmae' in items[2].customer; did you mean 'name'?" }] });
+    expect((await a.get('/v2/tms-api/customers/W-3')).statusCode).toBe(404);
+  });
+
   it('a "__proto__" key (as sent, or spelled with escapes) is an unknown field: named when lenient, refused when strict', async () => {
     const a = await newTenant(t);
     const headers = { 'content-type': 'application/json' };

@@ -20,6 +20,12 @@ export const MAX_HEADER_PATHS = 100;
  * in the walk, header and count, and a 1 MiB body of unknown fields holds 87,000 of them.
  */
 export const MAX_UNKNOWN_FIELDS = 1000;
+/**
+ * Each batch item's data object is walked with a budget of its own (the request's would run out on the
+ * first items and leave a later item's unknown field unseen: strict handling would write it). An item's
+ * 422 lists at most 100; one more tells it that there were more (`truncated`).
+ */
+const MAX_ITEM_UNKNOWN_FIELDS = 101;
 const MAX_NAME_CHARS = 100;
 
 type Schema = Record<string, unknown>;
@@ -84,21 +90,21 @@ function itemsSchema(schema: Schema): Schema | undefined {
 }
 
 /** Collects the fields of `value` its schema does not declare, at any depth (arrays by index). */
-export function unknownFields(schema: unknown, value: unknown, loc: LocPart[], out: UnknownField[] = []): UnknownField[] {
+export function unknownFields(schema: unknown, value: unknown, loc: LocPart[], out: UnknownField[] = [], limit = MAX_UNKNOWN_FIELDS): UnknownField[] {
   if (value === null || typeof value !== 'object' || !schema || typeof schema !== 'object') return out;
   const s = schema as Schema;
   if (Array.isArray(value)) {
     const items = itemsSchema(s);
-    if (items) for (let i = 0; i < value.length && out.length < MAX_UNKNOWN_FIELDS; i++) if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out);
+    if (items) for (let i = 0; i < value.length && out.length < limit; i++) if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out, limit);
     return out;
   }
   const names = namesOf(s);
   if (!names.set) return out;
   for (const key in value as Record<string, unknown>) {
-    if (out.length >= MAX_UNKNOWN_FIELDS) return out;
+    if (out.length >= limit) return out;
     const child = (value as Record<string, unknown>)[key];
     if (!names.set.has(key)) out.push({ loc: [...loc, key], known: names.list });
-    else if (child !== null && typeof child === 'object') unknownFields(propertySchema(s, key), child, [...loc, key], out);
+    else if (child !== null && typeof child === 'object') unknownFields(propertySchema(s, key), child, [...loc, key], out, limit);
   }
   return out;
 }
@@ -222,12 +228,14 @@ function walkRequest(req: FastifyRequest, bodySchema: unknown, querySchema: unkn
     unknownFields(bodySchema, body, ['body'], found);
     const items = (body as { items?: unknown }).items;
     if (batch && Array.isArray(items)) {
-      for (let i = 0; i < items.length && found.length < MAX_UNKNOWN_FIELDS; i++) {
+      for (let i = 0; i < items.length; i++) {
         const item = items[i] as Record<string, unknown> | null;
         if (item === null || typeof item !== 'object') continue;
         const data = item[batch.dataKey];
         const op = typeof item.operation === 'string' ? item.operation.toLowerCase() : '';
-        if (op !== 'delete' && data !== null && typeof data === 'object') unknownFields(op === 'create' ? batch.create : batch.update, data, ['body', 'items', i, batch.dataKey], found);
+        if (op === 'delete' || data === null || typeof data !== 'object') continue;
+        const mine = unknownFields(op === 'create' ? batch.create : batch.update, data, ['body', 'items', i, batch.dataKey], [], MAX_ITEM_UNKNOWN_FIELDS);
+        for (const f of mine) found.push(f);
       }
     }
   }
