@@ -25,6 +25,7 @@ const load = (stops: string) => `{"external_reference_id":"L-1","equipment_type"
 const cases: [string, string, string, () => string][] = [
   ['batch/loads: 10 MiB of {} items', 'POST', '/v2/tms-api/batch/loads', () => `{"items":[${repeat('{}', fitting(10 * MiB, '{}', 20))}]}`],
   ['batch/loads: 10 MiB of 0 items', 'POST', '/v2/tms-api/batch/loads', () => `{"items":[${repeat('0', fitting(10 * MiB, '0', 20))}]}`],
+  ['batch/loads: one 10 MiB number', 'POST', '/v2/tms-api/batch/loads', () => `1${'0'.repeat(10 * MiB - 100)}`],
   ['batch/loads: 100 items x invalid stops (10 MiB)', 'POST', '/v2/tms-api/batch/loads', () => {
     const perItem = fitting(10 * MiB / 100, stop, 200);
     return `{"items":[${repeat(`{"operation":"create","load":${load(repeat(stop, perItem))}}`, 100)}]}`;

@@ -27,6 +27,9 @@ const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
+/** The bytes that end a scalar (a number, true, false, null): white space and JSON's structure. */
+const ENDS_SCALAR = new Uint8Array(256);
+for (const b of [0x20, 0x09, 0x0a, 0x0d, COMMA, COLON, QUOTE, OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRAY]) ENDS_SCALAR[b] = 1;
 
 /** An open object or array: its member count, and for an object the byte range of the key being read. */
 interface Frame {
@@ -123,7 +126,11 @@ export function bodyShapeIssue(bytes: Buffer): ValidationIssue | null {
         top.keyStart = start;
         top.keyEnd = i + 1;
       }
-    } else if (b === OPEN_OBJECT || b === OPEN_ARRAY) {
+    } else if (b !== OPEN_OBJECT && b !== OPEN_ARRAY) {
+      // A number, true, false or null: its bytes are skipped in a tight loop (10 MiB of digits cost the
+      // general loop 400 ms).
+      while (i + 1 < bytes.length && !ENDS_SCALAR[bytes[i + 1]!]) i++;
+    } else {
       if (++containers > MAX_BODY_CONTAINERS) return tooMany(bytes, stack, `more than ${fmt(MAX_BODY_CONTAINERS)} objects and arrays`);
       stack.push({ array: b === OPEN_ARRAY, count: 0, keyStart: 0, keyEnd: 0 });
       if (stack.length > MAX_BODY_DEPTH) {
