@@ -57,6 +57,12 @@ describe('CSV column paths', () => {
     ['stops.100.name', 'names position 100; stops, rates and contacts count from 1 to at most 99'],
     ['a.b.c.d.e.f.g', 'is a field path of 7 parts; a path has at most 6 (such as stops.2.contacts.1.email)'],
     [`${'x.'.repeat(50_000)}y`, 'is a field path of 50001 parts; a path has at most 6 (such as stops.2.contacts.1.email)'],
+    ['stops.0.stop_type', 'names position "0"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['contacts.01.name', 'names position "01"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['stops.1e2.stop_type', 'names position "1e2"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['stops.+100000000.x', 'names position "+100000000"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['stops.-1.x', 'names position "-1"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['stops..x', 'has an empty part in its field path; write it as names and positions joined by single dots (such as stops.2.early_arrival)'],
   ])('%# a column past the bounds is refused at complete with 422 naming it, nothing queued', async (column, says) => {
     const a = await tenant();
     const id = await created(a, { resource: 'customers', format: 'csv' });

@@ -15,12 +15,16 @@ export interface CsvOptions {
   columns?: Record<string, string>;
 }
 
-/** A field path of a CSV column: `stops.1.early_arrival` → ['stops', 0, 'early_arrival'] (array positions count from 1). */
+/**
+ * A field path of a CSV column: `stops.1.early_arrival` → ['stops', 0, 'early_arrival'] (array positions
+ * count from 1). A part that only looks like a position (`0`, `01`, `1e2`, `+1`, `-1`) stays text, and
+ * headerBoundsProblem refuses it.
+ */
 export function fieldPath(path: string): (string | number)[] {
   return path
     .split('.')
     .map((s) => s.trim())
-    .map((s) => (/^\d+$/.test(s) ? Math.max(0, Number(s) - 1) : s));
+    .map((s) => (/^[1-9]\d*$/.test(s) ? Number(s) - 1 : s));
 }
 
 type JsonSchema = { type?: string | string[]; properties?: Record<string, JsonSchema>; items?: JsonSchema; anyOf?: JsonSchema[]; required?: string[] };
@@ -82,6 +86,8 @@ export interface CsvHeader {
 /** A column path's bounds (docs/imports.md, "Rows"): a record is never deeper, nor has more stops, rates or contacts. */
 export const MAX_PATH_PARTS = 6;
 export const MAX_PATH_POSITION = 99;
+/** A path part that reads as a number but is no position from 1 (`0`, `01`, `1e2`, `+1`, `-1`, `.5`). */
+const LOOKS_NUMERIC = /^[+-]?[\d.]/;
 
 /**
  * The first column whose path is past the bounds, said as the 422's message; null when every one is
@@ -94,6 +100,9 @@ export function headerBoundsProblem(header: CsvHeader): string | null {
     const full = header.names[i] ?? '';
     const name = JSON.stringify(full.length > 100 ? `${full.slice(0, 100)}…` : full);
     if (path.length > MAX_PATH_PARTS) return `Value error, the CSV column ${name} is a field path of ${path.length} parts; a path has at most ${MAX_PATH_PARTS} (such as stops.2.contacts.1.email)`;
+    if (path.some((seg) => seg === '')) return `Value error, the CSV column ${name} has an empty part in its field path; write it as names and positions joined by single dots (such as stops.2.early_arrival)`;
+    const odd = path.find((seg) => typeof seg === 'string' && LOOKS_NUMERIC.test(seg));
+    if (odd !== undefined) return `Value error, the CSV column ${name} names position ${JSON.stringify(odd)}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
     const position = path.find((seg) => typeof seg === 'number' && seg + 1 > MAX_PATH_POSITION);
     if (position !== undefined) return `Value error, the CSV column ${name} names position ${Number(position) + 1}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}`;
   }
