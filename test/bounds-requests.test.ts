@@ -156,4 +156,26 @@ describe('bounds of one request (D21)', () => {
     expect(ok.status).toBe(201);
     expect(ok.json.name).toBe('Caf\u00e9 \u{1F69A}');
   });
+
+  it('a compressed body is refused 415 before it is read; a byte order mark is ignored; an empty body where a route takes none is accepted', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const headers = { 'x-api-key': hostile.key, 'content-type': 'application/json' };
+    const gz = await fetch(`${base}/v2/tms-api/customers`, { method: 'POST', headers: { ...headers, 'content-encoding': 'gzip' }, body: gzipSync('{"external_reference_id":"GZ","name":"g"}') });
+    expect(gz.status).toBe(415);
+    expect(await gz.json()).toEqual({ detail: "Unsupported Content-Encoding 'gzip': send the body uncompressed (no Content-Encoding, or 'identity')" });
+    expect((await send(hostile, 'GET', '/v2/tms-api/customers/GZ')).status).toBe(404);
+
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"external_reference_id":"BOM","name":"b"}')]);
+    const withBom = await send(hostile, 'POST', '/v2/tms-api/customers', bom);
+    expect(withBom.status).toBe(201);
+    expect(withBom.json).toMatchObject({ external_reference_id: 'BOM', name: 'b' });
+
+    const del = await fetch(`${base}/v2/tms-api/customers/BOM`, { method: 'DELETE', headers });
+    expect(del.status).toBe(204);
+    expect((await send(hostile, 'GET', '/v2/tms-api/customers/BOM')).status).toBe(404);
+    // A route that takes a body still says an empty one is empty.
+    const empty = await fetch(`${base}/v2/tms-api/customers`, { method: 'POST', headers, body: '' });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toEqual({ detail: expect.stringContaining('the body is empty') });
+  });
 });

@@ -207,6 +207,13 @@ export class UnsupportedMediaTypeError extends DetailError {
   }
 }
 
+/** 415 for a compressed body: the service reads bodies as sent (gzip bytes read as JSON said "not UTF-8"). */
+export class UnsupportedContentEncodingError extends DetailError {
+  constructor(received: string) {
+    super('unsupported_media_type', `Unsupported Content-Encoding '${received}': send the body uncompressed (no Content-Encoding, or 'identity')`);
+  }
+}
+
 /** 1048576 → "1 MiB" (exact sizes only; otherwise the bytes say it). */
 function binarySize(bytes: number): string | null {
   if (bytes % 1_048_576 === 0) return `${bytes / 1_048_576} MiB`;

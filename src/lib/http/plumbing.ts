@@ -12,6 +12,7 @@ import {
   renderError,
   PayloadTooLargeError,
   ServiceUnavailableError,
+  UnsupportedContentEncodingError,
   UnsupportedMediaTypeError,
   ValidationError,
   type LocPart,
@@ -167,6 +168,8 @@ function routePattern(url: string): RegExp {
   return new RegExp(`^${escaped}/?$`);
 }
 
+const hasBom = (b: Buffer) => b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+
 /** Request ids, JSON-only bodies, validation, the one error handler, 404/405, and request metrics. */
 export function installPlumbing(
   app: FastifyInstance,
@@ -188,7 +191,11 @@ export function installPlumbing(
   // The per-request hooks take callbacks rather than being async: no promise per hook on every request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    done(closing ? new ServiceUnavailableError() : undefined);
+    if (closing) return done(new ServiceUnavailableError());
+    // Bodies are read as sent: a compressed one is refused before it is read (docs/api.md, Bounds of a request).
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && BODY_METHODS.has(req.method) && !/^\s*identity\s*$/i.test(encoding)) return done(new UnsupportedContentEncodingError(encoding));
+    done();
   });
 
   app.addHook('onSend', (req, reply, payload, done) => {
@@ -204,12 +211,16 @@ export function installPlumbing(
   app.removeAllContentTypeParsers();
   // Read as bytes: Fastify's own decoding would replace bytes that are not UTF-8 without a word.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
-    const decoded = decodeUtf8(body as Buffer);
-    if ('badByteAt' in decoded) return done(new MalformedJsonError(invalidUtf8Message(decoded.badByteAt)), undefined);
+    // A UTF-8 byte order mark is ignored, as RFC 8259 allows (JSON.parse would name an invisible character).
+    const skipped = hasBom(body as Buffer) ? 3 : 0;
+    const bytes = (body as Buffer).subarray(skipped);
+    const decoded = decodeUtf8(bytes);
+    if ('badByteAt' in decoded) return done(new MalformedJsonError(invalidUtf8Message(skipped + decoded.badByteAt)), undefined);
     const text = decoded.text;
-    if (text.trim() === '') return done(new MalformedJsonError('the body is empty'), undefined);
+    // An empty body where the route takes none (a DELETE from a client that sends Content-Type on every request).
+    if (text.trim() === '') return done(req.routeOptions.schema?.body ? new MalformedJsonError('the body is empty') : null, undefined);
     // Bounds JSON.parse's own time (one synchronous call) before it runs: docs/api.md "Bounds of a request".
-    const shape = bodyShapeIssue(body as Buffer);
+    const shape = bodyShapeIssue(bytes);
     if (shape) return done(new ValidationError([shape]), undefined);
     let parsed: unknown;
     try {
