@@ -94,7 +94,7 @@ const PARSER_PROBLEMS: Record<string, string> = {
   HPE_LF_EXPECTED: 'a line does not end with CRLF',
   HPE_CR_EXPECTED: 'a line does not end with CRLF',
   HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a number',
-  HPE_UNEXPECTED_CONTENT_LENGTH: 'the request has both Content-Length and Transfer-Encoding: chunked',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'the request has Content-Length more than once, or both Content-Length and Transfer-Encoding: chunked',
   HPE_INVALID_TRANSFER_ENCODING: 'Transfer-Encoding must end with chunked and cannot come with Content-Length',
   HPE_INVALID_CHUNK_SIZE: 'a chunk of the chunked body has an invalid size',
 };
