@@ -161,7 +161,8 @@ export function importsService(deps: ImportsServiceDeps) {
   async function keepUnderLock(tx: Executor, orgId: string, id: string, n: number, staged: StagedPart): Promise<boolean> {
     if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: toIso(clock.now()) }))) return false;
     // The other imports' parts, as their rows say, and this one's on disk but for the number replaced.
-    const mine = (await files.parts(id)).filter((p) => p.n !== n).reduce((sum, p) => sum + p.bytes, 0);
+    const others = (await files.parts(id)).filter((p) => p.n !== n);
+    const mine = others.reduce((sum, p) => sum + p.bytes, 0);
     const held = (await heldUploadBytes(tx, orgId, id)) + mine;
     if (held + staged.bytes > deps.maxUploadBytes) throw new UploadQuotaError(deps.maxUploadBytes, held);
     try {
@@ -171,7 +172,8 @@ export function importsService(deps: ImportsServiceDeps) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       return false;
     }
-    await moveImport(tx, orgId, id, ['awaiting_upload'], { bytes_total: mine + staged.bytes });
+    // `parts` and `bytes_total` move together as parts arrive (GET showed 0 parts beside the bytes).
+    await moveImport(tx, orgId, id, ['awaiting_upload'], { bytes_total: mine + staged.bytes, parts: others.length + 1 });
     return true;
   }
 
