@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SCOPES, type Scope } from '../src/modules/accounts/scopes.js';
 import { openDataStore } from '../src/lib/db/index.js';
 import { accountsService as otherAccounts } from '../src/modules/accounts/accounts.service.js';
@@ -216,8 +216,10 @@ describe('key lifecycle', () => {
     expect(JSON.stringify(row)).not.toContain(a.key.slice(4));
     expect(row.key_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(row.key_prefix).toBe(a.key.slice(0, 12));
-    await new Promise((r) => setTimeout(r, 50));
-    const touched = await t.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', a.keyId).executeTakeFirstOrThrow();
-    expect(touched.last_used_at).not.toBeNull();
+    // Last use is recorded after the answer (off the request's path): wait for it, not for a fixed time.
+    await vi.waitFor(async () => {
+      const touched = await t.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', a.keyId).executeTakeFirstOrThrow();
+      expect(touched.last_used_at).not.toBeNull();
+    });
   });
 });
