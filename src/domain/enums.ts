@@ -1,4 +1,4 @@
-/** Enumerations of spec section 2.5, in their canonical spellings (D1). */
+/** Enumerations of spec section 2.5, in their canonical spellings (docs/api.md, "Records"). */
 export const LOAD_STATUSES = [
   'ACTIVE', 'TENDERED', 'TENDER_ACCEPTED', 'SPOT', 'COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER',
   'DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED', 'CANCELLED', 'TENDER_REJECTED', 'INACTIVE', 'ON_HOLD',
@@ -21,14 +21,14 @@ export const RATE_ENTITIES = ['CUSTOMER', 'CARRIER'] as const;
 export const RATE_TYPES = ['LINEHAUL', 'FUEL_SURCHARGE', 'ACCESSORIAL', 'OTHER'] as const;
 export const WEIGHT_UOMS = ['lbs', 'kg'] as const;
 
-/** Delivered, and the statuses that come after delivery: these loads are lane history (D7). */
+/** Delivered, and the statuses that come after delivery: these loads are lane history (docs/api.md, "Lane history and carrier recommendations"). */
 export const DELIVERED_STATUSES: ReadonlySet<string> = new Set(['DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED']);
 
-/** Loads still looking for a carrier: these show recommendations (D7). */
+/** Loads still looking for a carrier: these show recommendations. */
 export const OPEN_STATUSES: ReadonlySet<string> = new Set(['ACTIVE', 'SPOT', 'TENDERED', 'TENDER_REJECTED']);
 
 export const isPickup = (t: string) => t === 'Pickup' || t === 'Both';
 export const isDelivery = (t: string) => t === 'Delivery' || t === 'Both';
 
-/** Loads on their way to delivery (D14's backhaul): the partial index loads_backhaul_idx holds exactly these. */
+/** Loads on their way to delivery, whose delivery may be a backhaul (docs/api.md, "Stop actuals, tracking events and recommendation evidence"): the partial index loads_backhaul_idx holds exactly these. */
 export const BACKHAUL_STATUSES = ['COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER'] as const;

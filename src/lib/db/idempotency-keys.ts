@@ -5,7 +5,7 @@ import { prepared } from './prepared.js';
 import type { IdempotencyKeysTable } from './types.js';
 
 /**
- * Storage of Idempotency-Keys (D13, src/lib/http/idempotency.ts). Every statement runs on its own,
+ * Storage of Idempotency-Keys (src/lib/http/idempotency.ts). Every statement runs on its own,
  * outside any transaction, so a claim is visible to every instance the moment it is made.
  */
 
