@@ -3,19 +3,16 @@ export const LOAD_STATUSES = [
   'ACTIVE', 'TENDERED', 'TENDER_ACCEPTED', 'SPOT', 'COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER',
   'DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED', 'CANCELLED', 'TENDER_REJECTED', 'INACTIVE', 'ON_HOLD',
 ] as const;
-export type LoadStatus = (typeof LOAD_STATUSES)[number];
 
 export const EQUIPMENT_TYPES = [
   'DRY_VAN', 'REEFER', 'FLATBED', 'FLATBED_CONESTOGA', 'STEPDECK', 'STEPDECK_CONESTOGA', 'LOWBOY', 'REMOVABLE_GOOSENECK',
   'TANKER', 'INTERMODAL', 'STRAIGHT', 'SPRINTER', 'HOTSHOT', 'POWER_ONLY', 'BULK_DRY_HOPPER', 'BULK_DRY_PNEUMATIC', 'BULK_DRY_DUMP',
 ] as const;
-export type EquipmentType = (typeof EQUIPMENT_TYPES)[number];
 
 export const TRANSPORT_MODES = ['FTL', 'PTL', 'LTL'] as const;
 
 /** Returned as the published samples spell them; accepted in any case (PICKUP, pickup, Pickup). */
 export const STOP_TYPES = ['Pickup', 'Delivery', 'Both'] as const;
-export type StopType = (typeof STOP_TYPES)[number];
 
 export const RATE_ENTITIES = ['CUSTOMER', 'CARRIER'] as const;
 export const RATE_TYPES = ['LINEHAUL', 'FUEL_SURCHARGE', 'ACCESSORIAL', 'OTHER'] as const;

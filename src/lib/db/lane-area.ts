@@ -37,7 +37,7 @@ export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordin
 }
 
 /**
- * A lane's ellipses as a condition (mayBeWithin in SQL): of the box's rows, about 4 in 10 lie beyond the
+ * A lane's ellipses as a condition (nearWithin's, in SQL): of the box's rows, about 4 in 10 lie beyond the
  * radius at one end or the other, and each was read, parsed and weighed 0 (a third of a recommendation's
  * read at a million loads). Absent (true) for a union of areas.
  */

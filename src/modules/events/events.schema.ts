@@ -10,7 +10,6 @@ export const EVENT_TYPES = [
   'market_rate.created',
   'import.completed',
 ] as const satisfies readonly `${RecordNoun | 'import'}.${string}`[];
-export type EventType = (typeof EVENT_TYPES)[number];
 
 export const MAX_EVENTS_PAGE = 500;
 

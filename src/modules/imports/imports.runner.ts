@@ -541,5 +541,3 @@ export function importRunner(deps: ImportRunnerDeps) {
     },
   };
 }
-
-export type ImportRunner = ReturnType<typeof importRunner>;

@@ -28,5 +28,3 @@ export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock:
       deps.store.db.transaction().execute(async (tx) => replaceLaneStats(tx, orgId, await historyLanes(tx, orgId), toIso(deps.clock.now()))),
   };
 }
-
-export type LaneAnalytics = ReturnType<typeof laneAnalytics>;
