@@ -86,15 +86,15 @@ export interface AppDeps {
    */
   recommendationFollowUp?: 'background' | 'manual';
   /**
-   * Webhook deliveries (D12) are sent in the background after each commit and by a poll (default when
-   * config.webhookWorker is on), or only when `webhooks.worker.drain()` is called (tests). Follows
-   * `recommendationFollowUp: 'manual'` when not given (tests that count a request's statements).
+   * Webhook deliveries (docs/webhooks.md) are sent in the background after each commit and by a poll
+   * (default when config.webhookWorker is on), or only when `webhooks.worker.drain()` is called (tests).
+   * Follows `recommendationFollowUp: 'manual'` when not given (tests that count a request's statements).
    */
   webhookDelivery?: 'background' | 'manual';
   /** How webhook URLs' host names are resolved for the URL rules (tests: a fixed table; default the system's). */
   webhookResolve?: Resolver;
   /**
-   * Imports (D15) run in the background (default when config.importWorker is on), or only when
+   * Imports (docs/imports.md) run in the background (default when config.importWorker is on), or only when
    * `imports.runner.drain()` is called (tests). Follows `webhookDelivery` when not given.
    */
   importRunner?: 'background' | 'manual';
@@ -109,7 +109,7 @@ export interface AppDeps {
 export interface Lanebridge {
   app: FastifyInstance;
   routeTable: ApiRouteEntry[];
-  /** Every dashboard route that is not a GET, and whether a member may use it (D17; the role test walks it). */
+  /** Every dashboard route that is not a GET, and whether a member may use it (docs/dashboard.md, "Roles, the first run and the audit log"; the role test walks it). */
   dashboardWriteRoutes: DashboardWriteRoute[];
   metrics: Metrics;
   rateLimiter: RateLimiter;
@@ -120,15 +120,15 @@ export interface Lanebridge {
   analytics: ReturnType<typeof laneAnalytics>;
   /** The one write path (src/modules/shared/write-pipeline.ts). */
   pipeline: WritePipeline;
-  /** The change feed (D11): its outbox, pages and retention. */
+  /** The change feed (docs/events.md): its outbox, pages and retention. */
   events: EventsService;
   /** load.recommendations_changed, written after load writes (schedule, sweep, idle). */
   recommendations: RecommendationsFeed;
-  /** Webhooks (D12): the endpoints service and the delivery worker. */
+  /** Webhooks: the endpoints service and the delivery worker. */
   webhooks: Webhooks;
-  /** Imports (D15): the API's service and the job runner. */
+  /** Imports: the API's service and the job runner. */
   imports: Imports;
-  /** Integration health's counters (usage per key, failed writes, D16's ignored fields). */
+  /** Integration health's counters (usage per key, failed writes, ignored fields). */
   usage: UsageRecorder;
 }
 
@@ -155,13 +155,15 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
-    // Requests that arrive while closing get the D1 503 from the plumbing (Fastify's has another body).
+    // Requests that arrive while closing get the API's 503 (docs/api.md, "Errors") from the plumbing
+    // (Fastify's has another body).
     return503OnClosing: false,
     forceCloseConnections: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Errors raised before routing get the same shapes.
     frameworkErrors: frameworkErrorHandler,
-    // And those Node's HTTP parser refuses (a malformed request line or header): the D1 shape, an X-Request-Id.
+    // And those Node's HTTP parser refuses (a malformed request line or header): the same detail shape,
+    // an X-Request-Id.
     clientErrorHandler,
   });
 
@@ -194,7 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Load and location writes are followed up beside the request (load.recommendations_changed).
   let followUp: RecommendationsFeed | null = null;
   const afterCommit: AfterCommit = async (orgId, committed, opts) => {
-    // The committed events go out to webhook endpoints beside the request (D12).
+    // The committed events go out to webhook endpoints beside the request.
     // (Background work of its own: outside the request's span when tracing is on.)
     if (committed.records.length > 0 || committed.announcements.length > 0) detached(() => webhooks.worker.wake(orgId));
     await analytics.afterCommit(orgId, committed, opts);
@@ -227,8 +229,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline: p, lanes }),
   });
   const services = { accounts, ...recordServices(pipeline), marketRates: marketRatesService(pipeline, clock) };
-  // D15 `emit_events: summary`: the same services over the same pipeline without its outbox (no per-row
-  // events, so no webhooks nor recommendation follow-ups); the lane analytics still run once per chunk.
+  // Imports with `emit_events: summary` (docs/imports.md, "The shape"): the same services over the same
+  // pipeline without its outbox (no per-row events, so no webhooks nor recommendation follow-ups); the
+  // lane analytics still run once per chunk.
   const quiet = recordServices(writePipeline({ store, afterCommit: analytics.afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts } }));
   const imports = importsModule({
     db: store.db,
@@ -269,8 +272,9 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // Bodies arrive within REQUEST_TIMEOUT_SECONDS (a route may declare longer), else 408.
   installBodyDeadline(app, { defaultMs: config.requestTimeoutMs });
   const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
-  // Idempotency-Key on every write route declared below (D13): after the key check and the rate limit.
-  // A claim's lease outlasts the longest request (a load batch's deadline) by a minute.
+  // Idempotency-Key on every write route declared below
+  // (docs/api.md, "Safe retries: `Idempotency-Key`"): after the key check and the rate limit. A claim's
+  // lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
   await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS, ...IMPORT_SCHEMAS, AuditEntry, AuditEntryPage]);
 
@@ -278,7 +282,8 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
   if (config.usageRecording !== false) installUsage(app, usage, (presented) => accounts.authenticate(presented));
-  // D16: unknown body fields and query parameters named in Lanebridge-Ignored-Fields, or 422 when strict.
+  // Unknown body fields and query parameters named in Lanebridge-Ignored-Fields, or 422 when strict
+  // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`").
   installIgnoredFields(app, {
     strictKey: (req) => req.principal?.strict === true,
     refuseBatchItems,

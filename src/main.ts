@@ -165,7 +165,9 @@ async function serve(config: Config) {
     throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`);
   }
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
-  // D17: a fresh server's first-run page asks for this code, so whoever reaches the port first cannot claim it.
+  // A fresh server's first-run page asks for this code
+  // (docs/dashboard.md, "Roles, the first run and the audit log"), so whoever reaches the port first
+  // cannot claim it.
   const setupCode = await accountsService(store).setupCode();
   if (setupCode !== null) {
     app.log.info({ setup_code: setupCode }, 'First run: open the dashboard and enter this setup code (bin/lanebridge setup-code prints it again)');
@@ -175,8 +177,9 @@ async function serve(config: Config) {
 }
 
 /**
- * `worker`: a process that only delivers webhooks (D12): the same claim loop as inside `serve`, polling
- * the outbox and due retries. Any number may run beside the servers (PostgreSQL; SQLite: one host).
+ * `worker`: a process that only delivers webhooks (docs/webhooks.md, "The worker"): the same claim loop
+ * as inside `serve`, polling the outbox and due retries. Any number may run beside the servers
+ * (PostgreSQL; SQLite: one host).
  */
 async function worker(config: Config) {
   const tracing = await startTracing(tracingSettings(config));
@@ -218,7 +221,7 @@ async function worker(config: Config) {
   // Delivering from here on: said at once, before the import runner's app (and its geocoder) is built.
   log.info({ address, database: store.dialect, imports: config.importWorker }, 'Lanebridge webhook worker started');
   if (config.webhookAllowInsecure) log.warn(INSECURE_WEBHOOKS_WARNING);
-  // Imports (D15) run here too: the app's write path without its HTTP server (its runner claims imports).
+  // Imports run here too: the app's write path without its HTTP server (its runner claims imports).
   // Built after the start line and after the signal handlers, so a stop while it builds is still clean.
   const building = config.importWorker
     ? import('./app.js').then(({ buildApp }) => buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' }))

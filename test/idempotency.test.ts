@@ -3,7 +3,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { claimIdempotencyKey, countIdempotencyKeys, findIdempotencyKey, pruneIdempotencyKeys } from '../src/lib/db/idempotency-keys.js';
+import { claimIdempotencyKey, findIdempotencyKey, pruneIdempotencyKeys } from '../src/lib/db/idempotency-keys.js';
 import { readVersions } from '../src/lib/db/versions.js';
 import { canonicalJson, requestFingerprint } from '../src/lib/http/idempotency.js';
 import { dallasToHouston, seedFreight } from './fixtures.js';
@@ -46,6 +46,12 @@ async function analyticsRuns(app: Pick<TestApp, 'metrics'> = t): Promise<number>
 
 async function rows(table: 'customers' | 'loads' | 'market_rate_snapshots', orgId: string): Promise<number> {
   const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** The Idempotency-Keys an organization holds, on `db`. */
+async function idempotencyKeys(db: TestApp['store']['db'], orgId: string): Promise<number> {
+  const r = await db.selectFrom('idempotency_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -223,7 +229,7 @@ describe('Idempotency-Key: replays', () => {
     const dup = await a.post(CUSTOMERS, body);
     expect(dup.statusCode).toBe(409);
     expect(dup.headers['idempotent-replayed']).toBeUndefined();
-    expect(await countIdempotencyKeys(t.store.db, a.orgId)).toBe(0);
+    expect(await idempotencyKeys(t.store.db, a.orgId)).toBe(0);
   });
 });
 
@@ -460,14 +466,14 @@ describe('Idempotency-Key: retention', () => {
       const fresh = await req({ external_reference_id: 'CUST-2', name: 'Other' });
       expect(fresh.statusCode).toBe(201);
       expect(fresh.headers['idempotent-replayed']).toBeUndefined();
-      expect(await countIdempotencyKeys(app.store.db, a.orgId)).toBe(1);
+      expect(await idempotencyKeys(app.store.db, a.orgId)).toBe(1);
       // Expired keys nobody reuses are deleted in the background, after a later claim.
       const stale = newKey();
       expect((await app.app.inject({ method: 'DELETE', url: `${CUSTOMERS}/NONE`, headers: { ...a.headers, 'idempotency-key': stale } })).statusCode).toBe(404);
-      expect(await countIdempotencyKeys(app.store.db, a.orgId)).toBe(2);
+      expect(await idempotencyKeys(app.store.db, a.orgId)).toBe(2);
       app.clock.advance(3 * HOUR);
       expect((await app.app.inject({ method: 'DELETE', url: `${CUSTOMERS}/NONE`, headers: { ...a.headers, 'idempotency-key': newKey() } })).statusCode).toBe(404);
-      await vi.waitFor(async () => expect(await countIdempotencyKeys(app.store.db, a.orgId)).toBe(1));
+      await vi.waitFor(async () => expect(await idempotencyKeys(app.store.db, a.orgId)).toBe(1));
       expect(await findIdempotencyKey(app.store.db, a.orgId, stale)).toBeUndefined();
     } finally {
       await app.close();
@@ -482,13 +488,13 @@ describe('Idempotency-Key: retention', () => {
     await claimIdempotencyKey(t.store.db, { ...base, key: 'kept', expires_at: new Date(now.getTime() + HOUR).toISOString() });
     // Other test files may have expired keys of their own on the shared database: count this tenant's.
     let deleted = 0;
-    while ((await countIdempotencyKeys(t.store.db, a.orgId)) > 1) {
+    while ((await idempotencyKeys(t.store.db, a.orgId)) > 1) {
       const n = await pruneIdempotencyKeys(t.store.db, now.toISOString(), 2);
       expect(n).toBeLessThanOrEqual(2);
       deleted += n;
       if (deleted > 1000) break;
     }
-    expect(await countIdempotencyKeys(t.store.db, a.orgId)).toBe(1);
+    expect(await idempotencyKeys(t.store.db, a.orgId)).toBe(1);
     expect(await findIdempotencyKey(t.store.db, a.orgId, 'kept')).toBeDefined();
   });
 

@@ -33,16 +33,15 @@ export interface DashboardServices {
   locations: LocationsService;
   loads: LoadsService;
   insights: InsightsService;
-  /** D7 lanes: the lane pages rank carriers exactly as recommendations do. */
+  /** Lanes: the lane pages rank carriers exactly as recommendations do. */
   lanes: LanesService;
   /** API usage and failed writes (src/modules/ops/usage.ts). */
   usage: UsageRecorder;
-  /** The change feed, newest first (the Events page). */
-  /** The audit log (D17). */
+  /** The audit log. */
   audit: AuditService;
-  /** `retentionDays`: how long events are kept (EVENT_RETENTION_DAYS). */
+  /** The change feed, newest first (the Events page); `retentionDays`: how long events are kept (EVENT_RETENTION_DAYS). */
   events: { recent(orgId: string, q: { before: number | null; type: string | null; limit: number }): Promise<FeedEvent[]>; retentionDays: number };
-  /** D15: imports (the Imports page). */
+  /** Imports (the Imports page). */
   imports?: ImportsService;
 }
 
@@ -63,14 +62,14 @@ export const SESSION_COOKIE = 'lb_session';
 /** Carries a random id for the forms shown before sign-in (sign-in, first run): their CSRF token derives from it. */
 export const FORM_COOKIE = 'lb_form';
 
-/** A member's change refused (D17): answered 403 before the route runs. */
+/** A member's change refused (docs/dashboard.md, "Roles, the first run and the audit log"): answered 403 before the route runs. */
 export class AdminOnlyError extends Error {
   constructor() {
     super('Only an admin of your organization can do this');
   }
 }
 
-/** The audit actor of a dashboard request (D17). */
+/** The audit actor of a dashboard request. */
 export function actorOf(req: FastifyRequest, s: DashboardSession): AuditActor {
   return userActor(s, req.ip);
 }

@@ -152,7 +152,7 @@ export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks' | 
 </ul></nav>`;
 }
 
-/** What a member sees in place of an admin's form (D17): the server refuses the change anyway. */
+/** What a member sees in place of an admin's form: the server refuses the change anyway. */
 export function adminOnlyNote(what: string): SafeHtml {
   return notice('info', html`<p>Only an admin of your organization can ${what}. You are a member: you can read everything here.</p>`);
 }

@@ -51,8 +51,9 @@ export interface DashboardWriteRoute {
 }
 
 /**
- * The changes a member may make (D17): signing in and out, and their own password. Every other route
- * that is not a GET is an admin's, refused 403 before its handler runs, so a new form cannot forget it.
+ * The changes a member may make (docs/dashboard.md, "Roles, the first run and the audit log"): signing
+ * in and out, and their own password. Every other route that is not a GET is an admin's, refused 403
+ * before its handler runs, so a new form cannot forget it.
  */
 export const MEMBER_WRITES: ReadonlySet<string> = new Set(['POST /signin', 'POST /signout', 'POST /account/password']);
 
@@ -63,7 +64,7 @@ export interface DashboardDeps {
   store: DataStore;
   clock: Clock;
   options: DashboardOptions;
-  /** Settings → Webhooks (D12). */
+  /** Settings → Webhooks. */
   webhooks?: WebhooksService;
 }
 

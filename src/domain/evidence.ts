@@ -1,6 +1,8 @@
 /**
- * D14: the evidence behind a carrier recommendation, pure arithmetic over the lane's history rows
- * (each already weighted by D7's proximity × recency), so both engines and both rankings agree.
+ * The evidence behind a carrier recommendation
+ * (docs/api.md, "Stop actuals, tracking events and recommendation evidence"), pure arithmetic over the
+ * lane's history rows (each already weighted by the ranking's proximity × recency), so both engines and
+ * both rankings agree.
  */
 
 /** What an on-time outcome needs of a stop. */
@@ -9,7 +11,7 @@ export interface OutcomeStop {
   stop_type: string;
   late_arrival: string;
   actual_arrival?: string | null;
-  /** The deadline as it stood when actual_arrival was recorded (D14: a later window move changes nothing). */
+  /** The deadline as it stood when actual_arrival was recorded (a later window move changes nothing). */
   arrival_deadline?: string | null;
 }
 
@@ -131,7 +133,7 @@ export function weightedMedian(values: readonly { value: number; w: number }[]):
   return sorted[sorted.length - 1]!.value;
 }
 
-/** D14 confidence: round(50 + 50 × density × consistency × (0.5 + 0.5 × cov)), within 50–100. */
+/** Confidence: round(50 + 50 × density × consistency × (0.5 + 0.5 × cov)), within 50–100. */
 export function confidenceOf(effectiveLoads: number, ratesPerMile: readonly number[], pickupCoverage: number | null, deliveryCoverage: number | null): number {
   const density = 1 - Math.exp(-effectiveLoads / 4);
   let cv = 1;
@@ -148,13 +150,13 @@ export function confidenceOf(effectiveLoads: number, ratesPerMile: readonly numb
 
 const DAY_MS = 86_400_000;
 
-/** D14: a delivery's price against the market, total ÷ (market $/mi × miles); null when it cannot be priced. */
+/** A delivery's price against the market, total ÷ (market $/mi × miles); null when it cannot be priced. */
 export function priceRatio(total: number | null, miles: number | null, marketPerMile: number | null): number | null {
   if (total === null || !miles || miles <= 0 || marketPerMile === null || marketPerMile <= 0) return null;
   return total / (marketPerMile * miles);
 }
 
-/** D14's `price`: the weighted median of the priced deliveries' ratios (3 decimals) and how many there were. */
+/** The evidence's `price`: the weighted median of the priced deliveries' ratios (3 decimals) and how many there were. */
 export function priceSummary(ratios: readonly { value: number; w: number }[]): { rate_vs_market: number | null; priced_loads: number } {
   const median = weightedMedian(ratios);
   return { rate_vs_market: median === null ? null : round(median, 3), priced_loads: ratios.length };
@@ -210,7 +212,7 @@ export function carrierEvidence(
 }
 
 /**
- * D14 balanced score: score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) (1 when null) × 1.25
+ * The balanced score: score × (0.5 + 0.5 × p) × clamp(1 ÷ rate_vs_market, 0.8, 1.2) (1 when null) × 1.25
  * with a backhaul, p = (Σw on time + 3 × 0.85) ÷ (Σw scored + 3) over deliveries; 4 decimals.
  */
 export function balancedScore(score: number, e: CarrierEvidence): number {
@@ -220,5 +222,5 @@ export function balancedScore(score: number, e: CarrierEvidence): number {
   return round(score * (0.5 + 0.5 * p) * price * (e.evidence.backhaul ? 1.25 : 1), 4);
 }
 
-/** Below this confidence the dashboard says "thin evidence: get more bids" (D14). */
+/** Below this confidence the dashboard says "thin evidence: get more bids" (docs/dashboard.md, "Recommendation evidence"). */
 export const THIN_EVIDENCE_BELOW = 63;

@@ -93,8 +93,3 @@ export function nearWithin(latitude: number, longitude: number, miles: number): 
   const lonScale = MILES_PER_DEGREE_LOW * Math.max(Math.cos((farthest * Math.PI) / 180), 0.01);
   return { latitude, longitude, latScale2: MILES_PER_DEGREE_LOW ** 2, lonScale2: lonScale ** 2, reach2: (miles * 1.02 + 1) ** 2 };
 }
-
-/** The ellipse's condition as the database checks it. */
-export function mayBeWithin(n: Near, latitude: number, longitude: number): boolean {
-  return (latitude - n.latitude) * (latitude - n.latitude) * n.latScale2 + (longitude - n.longitude) * (longitude - n.longitude) * n.lonScale2 <= n.reach2;
-}

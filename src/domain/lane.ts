@@ -8,8 +8,9 @@ export interface OrderedStop {
 }
 
 /**
- * D7: a load's origin is its first Pickup/Both stop by stop_number, its destination the last
- * Delivery/Both stop. Either is undefined when the load has no such stop.
+ * A load's lane ends (docs/api.md, "Lane history and carrier recommendations"): its origin is its first
+ * Pickup/Both stop by stop_number, its destination the last Delivery/Both stop. Either is undefined when
+ * the load has no such stop.
  */
 export function laneEnds<S extends OrderedStop>(stops: readonly S[]): { origin: S | undefined; destination: S | undefined } {
   const ordered = [...stops].sort((a, b) => a.stop_number - b.stop_number);
@@ -26,7 +27,7 @@ export function sameLaneEnds<S extends OrderedStop & { location_id: string }>(a:
   return x.origin?.location_id === y.origin?.location_id && x.destination?.location_id === y.destination?.location_id;
 }
 
-/** Two points share a lane end when they are within the lane radius of each other (D7). */
+/** Two points share a lane end when they are within the lane radius of each other. */
 export const withinRadius = (a: Coordinates, b: Coordinates, radiusMiles: number) => haversineMiles(a, b) <= radiusMiles;
 
 export interface LaneSnapshot {
@@ -38,7 +39,7 @@ export interface LaneSnapshot {
   rate_per_mile_high: number | null;
 }
 
-/** The first snapshot (callers pass them newest first) whose both ends lie on the lane (D8). */
+/** The first snapshot (callers pass them newest first) whose both ends lie on the lane (the snapshot of a market max_buy_rate). */
 export function latestOnLane<S extends LaneSnapshot>(newestFirst: readonly S[], lane: { origin: Coordinates; destination: Coordinates }, radiusMiles: number): S | undefined {
   return newestFirst.find(
     (s) =>
@@ -48,9 +49,10 @@ export function latestOnLane<S extends LaneSnapshot>(newestFirst: readonly S[], 
 }
 
 /**
- * D8: (rate_per_mile_high, else rate_per_mile) × miles, to the cent, half a cent up. The product in
- * binary floating point can fall just short of a half cent that the decimal figures reach (1.15 × 100.5
- * is 115.57499999999999): it is taken to 12 significant digits first, as the decimal product is.
+ * A market max_buy_rate (docs/api.md, "Loads"): (rate_per_mile_high, else rate_per_mile) × miles, to the
+ * cent, half a cent up. The product in binary floating point can fall just short of a half cent that the
+ * decimal figures reach (1.15 × 100.5 is 115.57499999999999): it is taken to 12 significant digits
+ * first, as the decimal product is.
  */
 export const maxBuyRate = (snapshot: LaneSnapshot, miles: number) =>
   Math.round(Number(((snapshot.rate_per_mile_high ?? snapshot.rate_per_mile) * miles * 100).toPrecision(12))) / 100;

@@ -10,7 +10,7 @@ export interface RuleIssue {
 
 export const ruleIssue = (loc: (string | number)[], msg: string): RuleIssue => ({ type: 'value_error', loc, msg: `Value error, ${msg}` });
 
-// ---- Stops (D4) ----
+// ---- Stops (docs/api.md, "Loads") ----
 
 export interface StopRequest {
   stop_number?: number;
@@ -19,7 +19,7 @@ export interface StopRequest {
   /** Canonical UTC text (the schema rewrites timestamps), so text order is time order. */
   early_arrival: string;
   late_arrival: string;
-  /** D14; undefined: not sent (an update keeps the stop's stored value), null: cleared. */
+  /** An actual (docs/api.md, "Stop actuals, tracking events and recommendation evidence"); undefined: not sent (an update keeps the stop's stored value), null: cleared. */
   actual_arrival?: string | null;
   actual_departure?: string | null;
 }
@@ -34,7 +34,7 @@ export interface PlannedStop {
   location_id: string;
   early_arrival: string;
   late_arrival: string;
-  /** D14 actuals (null: unknown). */
+  /** The actual arrival and departure (null: unknown). */
   actual_arrival: string | null;
   actual_departure: string | null;
   /** The deadline (late_arrival, else early_arrival) when actual_arrival was recorded; null without one. */
@@ -46,27 +46,27 @@ export interface StopPlan {
   stops: PlannedStop[];
   /** The first pickup's early_arrival (the list's pickup_date filters). */
   pickupAt: string | null;
-  /** The last delivery's late_arrival (D7's destination; D14's backhaul window). */
+  /** The last delivery's late_arrival (the lane's destination; the window a backhaul must deliver in). */
   deliveryDeadline: string | null;
   estimatedMiles: number | null;
   issues: RuleIssue[];
 }
 
-/** D4: a stop's location the organization does not have. */
+/** A stop's location the organization does not have. */
 export const unknownLocationIssue = (index: number, ref: string): RuleIssue =>
   ruleIssue(['body', 'stops', index, 'location_external_reference_id'], `no location with external_reference_id '${ref}' in your organization: create locations before the loads that use them`);
 
-/** D4: a stop whose late_arrival is before its early_arrival (both canonical UTC text). */
+/** A stop whose late_arrival is before its early_arrival (both canonical UTC text). */
 export const windowIssue = (index: number, early: string, late: string): RuleIssue =>
   ruleIssue(['body', 'stops', index, 'late_arrival'], `late_arrival (${late}) is before early_arrival (${early})`);
 
-/** D14: a stop whose actual_departure is before its actual_arrival. */
+/** A stop whose actual_departure is before its actual_arrival. */
 export const actualsIssue = (index: number, arrival: string, departure: string): RuleIssue =>
   ruleIssue(['body', 'stops', index, 'actual_departure'], `actual_departure (${departure}) is before actual_arrival (${arrival})`);
 
 /**
  * An update's stops beside the stored ones (by stop_number): an actual not sent keeps the stored value,
- * and an arrival already recorded keeps the deadline it was recorded against (D14: a window moved after
+ * and an arrival already recorded keeps the deadline it was recorded against (a window moved after
  * the arrival changes nothing).
  */
 export function carryActuals(sent: readonly StopRequest[], planned: readonly PlannedStop[], stored: readonly PlannedStop[]): PlannedStop[] {
@@ -84,8 +84,9 @@ export function carryActuals(sent: readonly StopRequest[], planned: readonly Pla
 }
 
 /**
- * A full stops array checked against D4: numbers default to the position and are unique, late not
- * before early, at least one pickup and one delivery, every location known (`locations` by reference).
+ * A full stops array checked against its rules (docs/api.md, "Loads"): numbers default to the position
+ * and are unique, late not before early, at least one pickup and one delivery, every location known
+ * (`locations` by reference).
  */
 export function planStops(stops: readonly StopRequest[], locations: ReadonlyMap<string, PlacedLocation>, circuity: number): StopPlan {
   const issues: RuleIssue[] = [];
@@ -140,7 +141,7 @@ export function sameStops(current: readonly PlannedStop[], next: readonly Planne
   );
 }
 
-/** D4: great-circle miles between consecutive stops × circuity, to 0.1 mile; null with fewer than two. */
+/** Estimated road miles: great-circle miles between consecutive stops × circuity, to 0.1 mile; null with fewer than two. */
 export function estimateMiles(points: readonly Coordinates[], circuity: number): number | null {
   if (points.length < 2) return null;
   let miles = 0;
@@ -151,9 +152,9 @@ export function estimateMiles(points: readonly Coordinates[], circuity: number):
 export type DistanceSource = 'caller' | 'estimated' | null;
 
 /**
- * D4's total_distance after a write: the caller's figure when sent; otherwise an estimate follows the
- * stops (new ones, or on a new load), and null hands a caller's distance back to the estimate.
- * `stored`: the load's current source, undefined for a new load.
+ * total_distance after a write (docs/api.md, "Loads"): the caller's figure when sent; otherwise an
+ * estimate follows the stops (new ones, or on a new load), and null hands a caller's distance back to
+ * the estimate. `stored`: the load's current source, undefined for a new load.
  */
 export function distanceRule(sent: number | null | undefined, stored: DistanceSource | undefined, stopsSent: boolean): 'caller' | 'estimate' | 'unchanged' {
   if (sent !== undefined && sent !== null) return 'caller';
@@ -163,7 +164,7 @@ export function distanceRule(sent: number | null | undefined, stored: DistanceSo
 
 export const estimatedDistance = (miles: number | null) => ({ total_distance: miles, total_distance_source: (miles === null ? null : 'estimated') as DistanceSource });
 
-// ---- Status (D4, D7) ----
+// ---- Status (docs/api.md, "Loads") ----
 
 /** Delivered (or later) keeps the first delivery time; any other status clears it. */
 export function deliveredAt(previous: { status: string; delivered_at: string | null } | null, status: string, now: string): string | null {
@@ -171,7 +172,7 @@ export function deliveredAt(previous: { status: string; delivered_at: string | n
   return previous && DELIVERED_STATUSES.has(previous.status) && previous.delivered_at ? previous.delivered_at : now;
 }
 
-// ---- Team members (D4) ----
+// ---- Team members (docs/api.md, "Loads") ----
 
 export interface TeamMemberRecord {
   name: string | null;
@@ -203,7 +204,7 @@ export interface WorkspaceUser {
 }
 
 /**
- * D4's service_user_id: the user whose email equals the rep's (any case), else the one user whose
+ * A rep's service_user_id: the user whose email equals the rep's (any case), else the one user whose
  * name equals the rep's (any case, trimmed), else null.
  */
 export function teamMemberMatcher(users: readonly WorkspaceUser[]): (rep: TeamMemberRecord) => string | null {
@@ -219,7 +220,7 @@ export function teamMemberMatcher(users: readonly WorkspaceUser[]): (rep: TeamMe
   };
 }
 
-// ---- Financial rates (D4) ----
+// ---- Financial rates (docs/api.md, "Loads") ----
 
 export interface RateRequest {
   rate_entity: string;
@@ -238,7 +239,7 @@ export interface FinancialRateValues {
   description: string | null;
 }
 
-/** Defaults of D4: currency USD (upper case), rate_type LINEHAUL; order kept as sent. */
+/** Defaults: currency USD (upper case), rate_type LINEHAUL; order kept as sent. */
 export function normalizeRates(rates: readonly RateRequest[]): FinancialRateValues[] {
   return rates.map((r, position) => ({
     position,

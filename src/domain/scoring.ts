@@ -1,16 +1,16 @@
 import { haversineMiles, type Coordinates } from '../geo/distance.js';
 
-/** D7's settings; the distances are configurable, the weights are the decision's. */
+/** The lane's settings (docs/api.md, "Lane history and carrier recommendations"); the distances are configurable, the weights are fixed. */
 export interface LaneRules {
-  /** Origins within this many miles of each other, and destinations likewise, share a lane (D7: 100). */
+  /** Origins within this many miles of each other, and destinations likewise, share a lane (default 100). */
   radiusMiles: number;
-  /** D14 `widen=true`: the lane widened to 150 or 250 miles (weights 0.25 and 0.1 beyond radiusMiles). */
+  /** `widen=true` (docs/api.md, "Stop actuals, tracking events and recommendation evidence"): the lane widened to 150 or 250 miles (weights 0.25 and 0.1 beyond radiusMiles). */
   widenedToMiles?: number;
-  /** D14: the default on-time grace in minutes (ON_TIME_GRACE_MINUTES; an organization may set its own). */
+  /** The default on-time grace in minutes (ON_TIME_GRACE_MINUTES; an organization may set its own). */
   graceMinutes?: number;
 }
 
-/** D14: the radii `widen=true` tries after the lane's own, with the proximity weight of each ring. */
+/** The radii `widen=true` tries after the lane's own, with the proximity weight of each ring. */
 export const WIDENED_RINGS = [
   { miles: 150, weight: 0.25 },
   { miles: 250, weight: 0.1 },
@@ -19,7 +19,7 @@ export const WIDENED_RINGS = [
 export const HALF_LIFE_DAYS = 90;
 const DAY_MS = 86_400_000;
 
-/** Proximity weight from the larger of the origin and destination distances (D7). */
+/** Proximity weight from the larger of the origin and destination distances. */
 export function proximityWeight(miles: number, rules: LaneRules): number {
   if (miles <= 25) return 1.0;
   if (miles <= 50) return 0.7;
@@ -63,8 +63,9 @@ export const MAX_RECOMMENDATIONS = 10;
 export const roundScore = (s: number) => Math.round(s * 1e6) / 1e6;
 
 /**
- * D1a: the currency of a carrier's average rate: the one most of its history loads' rates use
- * (ties: USD, then the first by code); null when none has a rate.
+ * The currency of a carrier's average rate (docs/api.md, "Lane history and carrier recommendations"):
+ * the one most of its history loads' rates use (ties: USD, then the first by code); null when none has a
+ * rate.
  */
 export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>): string | null {
   let best: string | null = null;
@@ -82,7 +83,7 @@ export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>):
 }
 
 /**
- * D7's weights of history rows for one lane: each row's proximity weight (0 outside the radius) and
+ * The weights of history rows for one lane: each row's proximity weight (0 outside the radius) and
  * recency weight, in the rows' order. The recency of a row is the same for every lane ranked at one
  * moment (`recency`, when the caller worked it out once for several lanes); `proximity`, when the rows
  * came with their weights to this lane (kept rows: src/modules/lanes/lane-rows.ts).
@@ -98,7 +99,7 @@ export function laneWeights(
   return { proximity: proximity ?? proximityWeights(lane, history, rules), recency: recency ?? recencyWeights(history, now) };
 }
 
-/** Each row's proximity weight to the lane (D7; 0 beyond the radius), in the rows' order. */
+/** Each row's proximity weight to the lane (0 beyond the radius), in the rows' order. */
 export function proximityWeights(lane: { origin: Coordinates; destination: Coordinates }, history: readonly HistoryLoad[], rules: LaneRules): Float64Array {
   const proximity = new Float64Array(history.length);
   for (let i = 0; i < history.length; i++) {
@@ -108,7 +109,7 @@ export function proximityWeights(lane: { origin: Coordinates; destination: Coord
   return proximity;
 }
 
-/** Each row's recency weight at `now` (D7), in the rows' order. */
+/** Each row's recency weight at `now`, in the rows' order. */
 export function recencyWeights(history: readonly HistoryLoad[], now: Date): Float64Array {
   const out = new Float64Array(history.length);
   for (let i = 0; i < history.length; i++) {
@@ -119,10 +120,11 @@ export function recencyWeights(history: readonly HistoryLoad[], now: Date): Floa
 }
 
 /**
- * D7 ranking over candidate history loads (already narrowed to the lane's cells and equipment):
- * exact distance filter, proximity × recency per load, summed per carrier; ties by the latest
- * delivery, then the carrier's external reference (`refOf`). The assigned carrier is left out.
- * `weights`: the rows' weights for this lane (laneWeights), when the caller needs them again.
+ * The ranking (docs/api.md, "Lane history and carrier recommendations") over candidate history loads
+ * (already narrowed to the lane's cells and equipment): exact distance filter, proximity × recency per
+ * load, summed per carrier; ties by the latest delivery, then the carrier's external reference
+ * (`refOf`). The assigned carrier is left out. `weights`: the rows' weights for this lane (laneWeights),
+ * when the caller needs them again.
  */
 export function rankCarriers(
   lane: { origin: Coordinates; destination: Coordinates; assignedCarrierId: string | null },

@@ -1,8 +1,8 @@
 /**
- * Offline geocoding for Lanebridge locations (spec 2.3, decisions D4 and D5): ISO 3166 country
- * and subdivision codes, postal code centres (US ZIP, Canadian FSA), subdivision and time zone of
- * a point, and great-circle distance. Pure library: no HTTP, no database, no network. Data is
- * loaded on first use and kept; warmup() loads it all at boot. See docs/geo.md.
+ * Offline geocoding for Lanebridge locations (spec 2.3; docs/api.md, "Locations"; docs/geo.md): ISO 3166
+ * country and subdivision codes, postal code centres (US ZIP, Canadian FSA), subdivision and time zone
+ * of a point, and great-circle distance. Pure library: no HTTP, no database, no network. Data is loaded
+ * on first use and kept; warmup() loads it all at boot. See docs/geo.md.
  */
 import { allCanadianFsas, allUsZipCodes, loadPostalData } from './postal.js';
 import { loadIsoData } from './iso3166.js';

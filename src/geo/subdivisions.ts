@@ -313,13 +313,14 @@ export function subdivisionAt(latitude: number, longitude: number, country?: str
 }
 
 /**
- * How far past a subdivision's border a point may lie and still be said to be in it (D1a): the
- * positional accuracy of the 10m boundaries, as for borders between countries.
+ * How far past a subdivision's border a point may lie and still be said to be in it
+ * (docs/api.md, "Locations"): the positional accuracy of the 10m boundaries, as for borders between
+ * countries.
  */
 export const SUBDIVISION_BORDER_TOLERANCE_KM = CROSS_BORDER_TOLERANCE_KM;
 
 /**
- * Whether coordinates may be said to lie in subdivision `code` (D1a): inside its polygon, or no farther
+ * Whether coordinates may be said to lie in subdivision `code`: inside its polygon, or no farther
  * from it than SUBDIVISION_BORDER_TOLERANCE_KM beyond the subdivision the point resolves to (a point
  * off a simplified coastline is `resolved.distanceKm` from land already). `resolved` is
  * locateSubdivision's answer for the point.

@@ -1,8 +1,8 @@
 /**
- * The one case fold of every case-insensitive filter (D1a), applied in JavaScript on both sides: to the
- * stored folded column when a record is written (and by migration 0013 to the rows that existed) and to
- * the filter's value. Both engines then compare the same folded text byte for byte, whatever their
- * collation (PostgreSQL's `lower()` under "C" and SQLite's only fold ASCII).
+ * The one case fold of every case-insensitive filter (docs/api.md, "Lists"), applied in JavaScript on
+ * both sides: to the stored folded column when a record is written (and by migration 0013 to the rows
+ * that existed) and to the filter's value. Both engines then compare the same folded text byte for byte,
+ * whatever their collation (PostgreSQL's `lower()` under "C" and SQLite's only fold ASCII).
  *
  * NFKC first (compatibility forms: `ﬁ` is `fi`, full-width letters are ASCII, composed and decomposed
  * accents are one form), then upper and lower case (JavaScript's locale-independent Unicode mappings:

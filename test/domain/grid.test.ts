@@ -1,11 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cellOf, cellsWithin, mayBeWithin, nearWithin } from '../../src/domain/grid.js';
+import { cellOf, cellsWithin, nearWithin, type Near } from '../../src/domain/grid.js';
 import { haversineMiles } from '../../src/geo/distance.js';
 
 // The lane reads seek every pair of origin and destination cells cellsWithin names: a cell left out that
 // holds a point within the radius would drop history rows from a lane (a wrong score), one kept that
 // cannot hold such a point only costs seeks.
+
+/** The ellipse's condition as the database checks it (src/lib/db/lane-area.ts, nearEnds). */
+function mayBeWithin(n: Near, latitude: number, longitude: number): boolean {
+  return (latitude - n.latitude) * (latitude - n.latitude) * n.latScale2 + (longitude - n.longitude) * (longitude - n.longitude) * n.lonScale2 <= n.reach2;
+}
 
 /** The point `miles` from (lat, lon) along `bearing` degrees (great circle). */
 function destination(lat: number, lon: number, bearing: number, miles: number) {

@@ -27,7 +27,7 @@ ${errorSummary(errors)}
   });
 }
 
-/** One's own account (D17): the password, changed only with the current one; members may use it. */
+/** One's own account (docs/dashboard.md, "Roles, the first run and the audit log"): the password, changed only with the current one; members may use it. */
 export function accountRoutes(app: FastifyInstance, ctx: DashboardContext) {
   app.get('/account/password', async (req, reply) => {
     const s = requireSession(req, reply);

@@ -23,7 +23,7 @@ function dayStart(text: string, plusDays = 0): string | undefined {
   return new Date(ms + plusDays * 86_400_000).toISOString();
 }
 
-/** Settings → Audit log (D17): who changed users, keys, webhooks, imports and settings, newest first. */
+/** Settings → Audit log (docs/dashboard.md, "Roles, the first run and the audit log"): who changed users, keys, webhooks, imports and settings, newest first. */
 export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
   app.get('/settings/audit-log', async (req, reply) => {
     const s = requireSession(req, reply);

@@ -138,13 +138,14 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const password = formText(req.body, 'password');
     const setupCode = formText(req.body, 'setup_code');
     const token0 = anonymousFormToken(ctx, req, reply);
-    // 5 tries a minute per address: the code cannot be guessed by trying (docs/dashboard.md, "First run").
+    // 5 tries a minute per address: the code cannot be guessed by trying
+    // (docs/dashboard.md, "Throttled forms").
     const wait = ctx.formAttempts.take(`setup\n${req.ip}`);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return sendPage(reply, firstRunPage(token0, values, { setup_code: tooManyAttempts(wait) }), 429);
     }
-    // Without the code nothing else is looked at (D17): whoever reaches the port first cannot claim it.
+    // Without the code nothing else is looked at: whoever reaches the port first cannot claim it.
     if (!setupCode.trim()) return sendPage(reply, firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }), 403);
     const errors: FieldErrors = {};
     if (!values.organization_name) errors.organization_name = 'Enter the organization name.';

@@ -14,7 +14,7 @@ import type { LoadLine, PrimaryContact } from '../../modules/insights/insights.s
 import type { Evidence } from '../../modules/lanes/lanes.schema.js';
 import { THIN_EVIDENCE_BELOW } from '../../domain/evidence.js';
 
-/** Detail pages (issue 19): a location, a carrier, a customer and a D7 lane. */
+/** Detail pages (issue 19): a location, a carrier, a customer and a lane (docs/dashboard.md, "Lanes and recommendation lanes"). */
 
 /** A kind's list page: its collection, as in the API's paths (src/domain/records.ts). */
 export const listPath = (kind: ReferencedRecordKind) => `/${RECORD_KINDS[kind].collection}`;
@@ -24,7 +24,7 @@ export const locationPath = recordPath('locations');
 export const carrierPath = recordPath('carriers');
 export const customerPath = recordPath('customers');
 export const loadPath = recordPath('loads');
-/** A D7 lane, anchored on two of the organization's locations and an equipment type. */
+/** A lane, anchored on two of the organization's locations and an equipment type. */
 export const lanePath = (originRef: string, destinationRef: string, equipment: string) => `/lanes/${segment(originRef)}/${segment(destinationRef)}/${segment(equipment)}`;
 
 export const API_DOCS = '/docs';
@@ -234,7 +234,7 @@ ${loads.length === 0 ? emptyState('No loads for this customer yet.') : loadTable
 const WEEKS = 26;
 
 async function lanePage(ctx: DashboardContext, orgId: string, originRef: string, destinationRef: string, equipment: string, rankBy: 'history' | 'balanced' = 'history') {
-  // Carriers ranked exactly as a load on this lane would be (D7), with no carrier assigned.
+  // Carriers ranked exactly as a load on this lane would be, with no carrier assigned.
   const { origin, destination, radiusMiles: radius, history, snapshots, carriers: recs, contacts } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment, rankBy);
   // Weekly series over the last 26 weeks (UTC weeks from Monday).
   const lastWeek = weekStart(ctx.clock.now().getTime());
@@ -340,7 +340,7 @@ export interface RankedCarrier {
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${Math.round(x * 100)}%`);
 
-/** D14: each number of a recommendation's evidence with the formula it came from, in words. */
+/** Each number of a recommendation's evidence (docs/dashboard.md, "Recommendation evidence") with the formula it came from, in words. */
 function howCalculated(r: RankedCarrier): SafeHtml {
   const e = r.evidence!;
   const d = e.on_time.delivery;

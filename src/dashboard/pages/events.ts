@@ -30,7 +30,7 @@ const RECORD_PAGE: Record<ReferencedRecordKind, (ref: string) => string> = { cus
 
 const text = (v: unknown) => (typeof v === 'string' ? v : null);
 
-/** What an event is about, read from its type and data (D11: every record's data carries its id and reference). */
+/** What an event is about, read from its type and data (every record's data carries its id and reference: docs/events.md, "The events"). */
 function subjectOf(e: FeedEvent): Subject {
   const data = e.data as Record<string, unknown>;
   const noun = e.type.slice(0, e.type.indexOf('.'));

@@ -14,9 +14,9 @@ function progress(i: Import) {
 }
 
 /**
- * D15: the Imports page: every import of the organization, newest first, with a live progress bar
- * (the page reloads every 2 seconds while one runs), its counts, rows per second and ETA, and its
- * refused rows to download (the same NDJSON as GET /v2/tms-api/imports/{id}/errors).
+ * The Imports page (docs/imports.md): every import of the organization, newest first, with a live
+ * progress bar (the page reloads every 2 seconds while one runs), its counts, rows per second and ETA,
+ * and its refused rows to download (the same NDJSON as GET /v2/tms-api/imports/{id}/errors).
  */
 export function importPageRoutes(app: FastifyInstance, ctx: DashboardContext) {
   app.get('/imports', async (req, reply) => {

@@ -7,7 +7,7 @@ import { actorOf, checkSessionCsrf, formText, requireSession, sendPage, type Das
 import { html } from '../html.js';
 import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsTabs, type FieldErrors } from '../layout.js';
 
-/** D14: the organization's on-time grace, which the recommendations' evidence counts with. */
+/** The organization's on-time grace (docs/dashboard.md, "Recommendation evidence"), which the recommendations' evidence counts with. */
 export function recommendationSettingsRoutes(app: FastifyInstance, ctx: DashboardContext) {
   const { accounts, lanes } = ctx.services;
   const serverDefault = () => lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;

@@ -141,7 +141,8 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
     const password = formText(req.body, 'new_password');
     if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
-    // One's own password needs the current one (D17): not here.
+    // One's own password needs the current one
+    // (docs/dashboard.md, "Roles, the first run and the audit log"): not here.
     if (user.id === s.userId) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }), 403);
     try {
       await ctx.services.accounts.setUserPasswordByAdmin(s.orgId, s.userId, user.id, password, actorOf(req, s));

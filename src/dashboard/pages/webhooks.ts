@@ -255,7 +255,7 @@ ${s.userRole === 'admin'
   });
 }
 
-/** Settings → Webhooks (D12): endpoints, their secrets, delivery logs, test events and replays. */
+/** Settings → Webhooks (docs/webhooks.md): endpoints, their secrets, delivery logs, test events and replays. */
 export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, webhooks: WebhooksService) {
   const ctx = { webhooks };
 

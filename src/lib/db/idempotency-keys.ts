@@ -1,11 +1,11 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { Executor } from './executor.js';
 import { dialectOf } from './executor.js';
 import { prepared } from './prepared.js';
 import type { IdempotencyKeysTable } from './types.js';
 
 /**
- * Storage of Idempotency-Keys (D13, src/lib/http/idempotency.ts). Every statement runs on its own,
+ * Storage of Idempotency-Keys (src/lib/http/idempotency.ts). Every statement runs on its own,
  * outside any transaction, so a claim is visible to every instance the moment it is made.
  */
 
@@ -140,14 +140,4 @@ export async function pruneIdempotencyKeys(executor: Executor, nowIso: string, l
     .where(({ eb, refTuple }) => eb(refTuple('org_id', 'key'), 'in', victims as never))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
-}
-
-/** Keys an organization holds (tests, diagnosis). */
-export async function countIdempotencyKeys(executor: Executor, orgId: string): Promise<number> {
-  const row = await executor
-    .selectFrom('idempotency_keys')
-    .select(sql<number>`count(*)`.as('n'))
-    .where('org_id', '=', orgId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }

@@ -9,7 +9,7 @@ import { preparedByShape } from './prepared.js';
 
 type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
 
-/** D7's area of a lane as the reads see it: the grid cells and boxes around both ends, by equipment. */
+/** The area of a lane as the reads see it (docs/api.md, "Lane history and carrier recommendations"): the grid cells and boxes around both ends, by equipment. */
 export interface LaneArea {
   orgId: string;
   equipmentType: string;
@@ -22,7 +22,7 @@ export interface LaneArea {
   destinationNear?: Near;
 }
 
-/** The area within `radiusMiles` of both ends of a lane (D7); callers keep the rows within the radius exactly. */
+/** The area within `radiusMiles` of both ends of a lane; callers keep the rows within the radius exactly. */
 export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number): LaneArea {
   return {
     orgId,
@@ -37,7 +37,7 @@ export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordin
 }
 
 /**
- * A lane's ellipses as a condition (mayBeWithin in SQL): of the box's rows, about 4 in 10 lie beyond the
+ * A lane's ellipses as a condition (nearWithin's, in SQL): of the box's rows, about 4 in 10 lie beyond the
  * radius at one end or the other, and each was read, parsed and weighed 0 (a third of a recommendation's
  * read at a million loads). Absent (true) for a union of areas.
  */
@@ -86,7 +86,7 @@ export const onLaneIn =
   (eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '') =>
     onLane(eb, a, table, dialectOf(tx) === 'postgres');
 
-/** A history row of the lane as the ranking (D7) and the evidence (D14) take it. */
+/** A history row of the lane as the ranking and the evidence take it. */
 export interface LaneHistoryRow extends HistoryLoad {
   carrierRef: string;
   deliveredAtMs: number;
@@ -128,7 +128,7 @@ const historyRow = (c: Candidate): LaneHistoryRow => ({
  * and boxes (checked in the database, so rows far outside the radius never reach the scoring).
  * PostgreSQL sends the rows as one JSON array (parsed natively: as rows, the driver's per-field parsing
  * and the strings it made were a quarter of the server's CPU a recommendation, garbage collection
- * included) and reads the organization's on-time grace (D14) in the same statement (a round trip saved;
+ * included) and reads the organization's on-time grace in the same statement (a round trip saved;
  * `graceMinutes` undefined on SQLite, which reads it by itself). The ranked carriers' cards are read
  * afterwards on both engines (carrierCards): joined here, PostgreSQL looked each row's carrier up.
  */
@@ -190,11 +190,11 @@ const SNAPSHOT_COLUMNS = ['origin_latitude', 'origin_longitude', 'destination_la
 /**
  * The newest `limit` market snapshots in each of `areas` (a list per area, newest first: as_of, then
  * created_at, then id). PostgreSQL: ONE statement, the areas as a JSON recordset each read through the
- * snapshots' lane index by a lateral subquery, for the lanes the kept prices do not hold (lanes.service.ts).
- * The answers of a batch's hundred changed open loads each show a max_buy_rate from the market (D8); read
- * one load at a time, inside the batch's transaction on its one connection, that was a hundred reads in a
- * row (about 50 ms of the 124 ms changed-load batch at 100,000 loads: BENCHMARKS.md, "sixth round").
- * SQLite: one read per area, in process (microseconds each).
+ * snapshots' lane index by a lateral subquery, for the lanes the kept prices do not hold
+ * (lanes.service.ts). The answers of a batch's hundred changed open loads each show a max_buy_rate from
+ * the market (docs/api.md, "Loads"); read one load at a time, inside the batch's transaction on its one
+ * connection, that was a hundred reads in a row (about 50 ms of the 124 ms changed-load batch at 100,000
+ * loads: BENCHMARKS.md, "sixth round"). SQLite: one read per area, in process (microseconds each).
  */
 export async function newestSnapshotsOnLanes(tx: Executor, areas: readonly LaneArea[], limit: number): Promise<LaneSnapshot[][]> {
   if (areas.length === 0) return [];

@@ -21,9 +21,9 @@ export interface LoadDocument extends LoadsTable {
   carrier_name: string | null;
   stops: StopWithLocation[];
   rates: LoadRatesTable[];
-  /** The organization's users whose email or name matches one of the load's reps (D4's service_user_id). */
+  /** The organization's users whose email or name matches one of the load's reps (their service_user_id). */
   rep_users: { id: string; email_lower: string; name: string }[] | null;
-  /** D8: the load takes its max_buy_rate from the market and a snapshot of its equipment exists. */
+  /** The load takes its max_buy_rate from the market and a snapshot of its equipment exists. */
   market_priced: boolean;
   /** The organization's market counter as of the statement (src/lib/db/versions.ts): the kept lane prices it checks. */
   market_version: number;
@@ -51,9 +51,10 @@ const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${colu
 /**
  * One load `l` (a row of loads joined with `c` and `ca`) as one JSON array: its columns, then its
  * customer's and carrier's reference and name, its stops with their places, its rates, its reps' users,
- * D8's flag and the organization's counters of market rates, lane history and carriers. Arrays, not objects: PostgreSQL builds them and Node parses them in about half the time
- * of the same data with a key per value (measured: docs/deployment.md), and a page is one JSON value
- * parsed at once (JSON.parse) instead of 50 rows of 34 columns taken apart by the driver.
+ * its market max_buy_rate flag and the organization's counters of market rates, lane history and
+ * carriers. Arrays, not objects: PostgreSQL builds them and Node parses them in about half the time of
+ * the same data with a key per value (measured: docs/deployment.md), and a page is one JSON value parsed
+ * at once (JSON.parse) instead of 50 rows of 34 columns taken apart by the driver.
  */
 const DOCUMENT = sql`json_build_array(${sql.raw(LOAD_COLUMNS.map((c) => `l.${c}`).join(', '))},
   c.external_reference_id, c.name, ca.external_reference_id, ca.name,
@@ -155,7 +156,7 @@ interface Head {
 /**
  * Loads by id with everything their answers show, in the order of `ids`, as one JSON array: one text for
  * any number of loads (the ids are one array parameter), so PostgreSQL keeps its generic plan and plans it
- * once per connection (docs/deployment.md, "Where a page's time goes").
+ * once per connection (docs/deployment.md, "Where a page's time goes (measured 2026-11-25, issue 14)").
  */
 async function documentsByIds(tx: Executor, orgId: string, ids: readonly string[]): Promise<LoadDocument[]> {
   if (ids.length === 0) return [];

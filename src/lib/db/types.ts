@@ -6,7 +6,7 @@ import type { FinancialRateValues, PlannedStop } from '../../domain/load.js';
 export interface OrganizationsTable {
   id: string;
   name: string;
-  /** D14: minutes of on-time grace; null: the ON_TIME_GRACE_MINUTES default. */
+  /** Minutes of on-time grace; null: the ON_TIME_GRACE_MINUTES default. */
   on_time_grace_minutes?: number | null;
   created_at: string;
 }
@@ -24,7 +24,7 @@ export interface UsersTable {
   name: string;
   password_hash: string | null;
   created_at: string;
-  /** D17: `admin` or `member`. */
+  /** `admin` or `member`. */
   role: string;
 }
 
@@ -42,9 +42,9 @@ export interface ApiKeysTable {
   last_used_at: string | null;
   revoked_at: string | null;
   replaced_by_key_id: string | null;
-  /** D17: null when the key never expires. */
+  /** null when the key never expires. */
   expires_at: string | null;
-  /** D16: 1 when every request of the key is handled strictly. */
+  /** 1 when every request of the key is handled strictly. */
   strict: number;
 }
 
@@ -152,7 +152,7 @@ export interface LoadsTable {
   account_manager: string | null;
   /** early_arrival of the first pickup stop: the pickup_date_from/to filter. */
   pickup_at: string | null;
-  /** late_arrival of the last delivery stop (D7's destination): D14's backhaul window. */
+  /** late_arrival of the last delivery stop (the lane's destination): the window a backhaul must deliver in. */
   delivery_deadline: string | null;
   status_updated_at: string;
   delivered_at: string | null;
@@ -171,7 +171,7 @@ export const LOAD_COLUMNS = [
 const allLoadColumns: Exclude<keyof LoadsTable, (typeof LOAD_COLUMNS)[number]> extends never ? true : never = true;
 void allLoadColumns;
 
-/** D14: a tracking event applied, kept by the caller's event_id with its answer. */
+/** A tracking event applied, kept by the caller's event_id with its answer. */
 export interface TrackingEventsTable {
   org_id: string;
   event_id: string;
@@ -201,7 +201,7 @@ export interface LoadRatesTable extends FinancialRateValues {
   load_id: string;
 }
 
-/** One row per load that is lane history (D7): a carrier and a delivered (or later) status. */
+/** One row per load that is lane history (docs/api.md, "Lane history and carrier recommendations"): a carrier and a delivered (or later) status. */
 export interface LaneHistoryTable {
   load_id: string;
   org_id: string;
@@ -221,9 +221,9 @@ export interface LaneHistoryTable {
   /** The load's CARRIER rates in carrier_rate_currency (its most used currency; ties USD). */
   carrier_rate_total: number | null;
   carrier_rate_currency: string | null;
-  /** The load's miles (D14 price against market, rate per mile). */
+  /** The load's miles (price against market, rate per mile). */
   total_distance: number | null;
-  /** D14: one token per stop, `p` (Pickup) or `d` (Delivery, Both), then the arrival's lateness in seconds when scored. */
+  /** One token per stop (docs/api.md, "Stop actuals, tracking events and recommendation evidence"), `p` (Pickup) or `d` (Delivery, Both), then the arrival's lateness in seconds when scored. */
   stop_outcomes: string;
 }
 
@@ -308,7 +308,7 @@ export interface OrgVersionsTable {
   api_keys: number;
   /** Moved by every transaction that changes lane history rows, and by the on-time grace (migration 0022). */
   lane_history: number;
-  /** D11: the last event sequence given, and the last one pruned (an `after` below it is answered 410). */
+  /** The last event sequence given, and the last one pruned (an `after` below it is answered 410). */
   events: number;
   events_pruned: number;
   /** The last event the recommendations follow-up has read. */
@@ -347,7 +347,7 @@ export interface EventsTable {
   lanes: string | null;
 }
 
-/** D13: an Idempotency-Key of an organization, claimed (status null) or completed with its answer. */
+/** An Idempotency-Key of an organization, claimed (status null) or completed with its answer. */
 export interface IdempotencyKeysTable {
   org_id: string;
   key: string;
@@ -363,7 +363,7 @@ export interface IdempotencyKeysTable {
   expires_at: string;
 }
 
-/** D12: a webhook endpoint of an organization (src/modules/webhooks). */
+/** A webhook endpoint of an organization (src/modules/webhooks). */
 export interface WebhookEndpointsTable {
   id: string;
   org_id: string;
@@ -385,7 +385,7 @@ export interface WebhookEndpointsTable {
   updated_at: string;
 }
 
-/** D12: one event sent (or to be sent) to one endpoint. */
+/** One event sent (or to be sent) to one endpoint. */
 export interface WebhookDeliveriesTable {
   id: string;
   org_id: string;
@@ -433,7 +433,7 @@ export interface WebhookAttemptsTable {
   created_at: string;
 }
 
-/** D15: an import job (src/modules/imports). Counts are bigint (PostgreSQL returns them as text). */
+/** An import job (src/modules/imports). Counts are bigint (PostgreSQL returns them as text). */
 export interface ImportsTable {
   id: string;
   org_id: string;
@@ -461,7 +461,7 @@ export interface ImportsTable {
   finished_at: string | null;
 }
 
-/** D15: one refused row of an import; `detail` is D1's detail as JSON. */
+/** One refused row of an import; `detail` is the answer's detail as JSON (docs/imports.md, "Rows"). */
 export interface ImportErrorsTable {
   import_id: string;
   row: number | string;

@@ -6,7 +6,7 @@
  *   any route declares, so it never cuts a route's longer allowance; it is the backstop for all of them
  *   (checked every 30 s by Node; its 408 is written by clientErrorHandler).
  * - A route whose limit is shorter than that (every route but those declaring `config.bodyTimeoutMs`)
- *   gets its own deadline here: past it, the body reader fails with a 408 in the D1 detail shape, the
+ *   gets its own deadline here: past it, the body reader fails with a 408 in the detail shape, the
  *   answer closes the connection, and what is still arriving is read and dropped within the refused-body
  *   bounds (REFUSED_BODY_DRAIN_*), then cut.
  */

@@ -14,7 +14,7 @@ export interface ValidationIssue {
   msg: string;
 }
 
-/** The body schemas of the OpenAPI document, one per shape of the specification (D1). */
+/** The body schemas of the OpenAPI document, one per shape of the specification (docs/api.md, "Errors"). */
 export type ErrorBodySchema = 'ApiKeyError' | 'RateLimitError' | 'Detail' | 'ValidationErrorBody' | 'InternalError';
 
 /** Which API routes can answer an error: every one, those addressing a record, those with a body, writes. */
@@ -28,7 +28,7 @@ interface ErrorKind {
   description: string;
 }
 
-/** Every error the service answers: its status, body shape and where it can happen (D1). */
+/** Every error the service answers: its status, body shape and where it can happen. */
 export const ERRORS = {
   malformed_json: { status: 400, body: 'Detail', scope: 'body', description: 'The body is not valid JSON.' },
   bad_request: { status: 400, body: 'Detail', scope: 'routing', description: 'The request cannot be read (a path that is not valid percent-encoding, a Content-Length that does not match the body).' },
@@ -126,7 +126,7 @@ export class ValidationError extends ApiError {
   }
 }
 
-/** D13: the key was used before for another method, path or body; its first use's answer stays. */
+/** The key was used before for another method, path or body; its first use's answer stays. */
 export class IdempotencyKeyReusedError extends ApiError {
   readonly code = 'idempotency_key_reused';
   constructor() {
@@ -137,7 +137,7 @@ export class IdempotencyKeyReusedError extends ApiError {
   }
 }
 
-/** D13: the first request with this key has not answered yet (on this instance or another). */
+/** The first request with this key has not answered yet (on this instance or another). */
 export class IdempotencyKeyInProgressError extends DetailError {
   constructor() {
     super('idempotency_in_progress', 'A request with this Idempotency-Key is still being processed');

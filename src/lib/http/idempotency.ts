@@ -1,7 +1,7 @@
 /**
- * Safe retries (D13): the `Idempotency-Key` header on every POST, PUT and DELETE under the API prefix,
- * batches and market rates included. One place implements it, as hooks every write route gets when it
- * is declared (reads get none and pay nothing):
+ * Safe retries (docs/api.md, "Safe retries: `Idempotency-Key`"): the `Idempotency-Key` header on every
+ * POST, PUT and DELETE under the API prefix, batches and market rates included. One place implements it,
+ * as hooks every write route gets when it is declared (reads get none and pay nothing):
  *
  * - preValidation: a malformed key is 422 on ["header","idempotency-key"] (after the key check, the rate
  *   limit and the scope, which run on every request, replays included);
@@ -55,7 +55,7 @@ export interface IdempotencyOptions {
   pruneBatch?: number;
 }
 
-/** Whether an answer is stored for replay: what the handler decided (D13), not a failure to retry. */
+/** Whether an answer is stored for replay: what the handler decided, not a failure to retry. */
 export function isStoredStatus(status: number): boolean {
   return (status >= 200 && status < 300) || status === 404 || status === 409 || status === 422;
 }

@@ -2,13 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ValidationError, type LocPart, type ValidationIssue } from './errors.js';
 
 /**
- * D16: unknown body fields and query parameters are ignored (as the contract's own service does), and
- * named in `Lanebridge-Ignored-Fields`; `Prefer: handling=strict` (RFC 7240) or a strict key turns them
- * into a 422 `unknown_field` entry each, with a "did you mean" when a known name is one or two edits away.
+ * Unknown body fields and query parameters
+ * (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`") are ignored
+ * (as the contract's own service does), and named in `Lanebridge-Ignored-Fields`; `Prefer:
+ * handling=strict` (RFC 7240) or a strict key turns them into a 422 `unknown_field` entry each, with a
+ * "did you mean" when a known name is one or two edits away.
  *
  * One place for every API route: the route's own schemas say which names are known (a walk of the
  * parsed body beside them, no second list to keep). A batch item's data object is walked with the
- * schema of its operation; in strict mode an item with an unknown field fails alone (D6), like an item
+ * schema of its operation; in strict mode an item with an unknown field fails alone, like an item
  * with refused text.
  */
 

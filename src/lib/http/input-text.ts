@@ -33,7 +33,7 @@ export interface TextChecks {
   surrogates: boolean;
   /** Delete own `__proto__` keys on the way (JSON.parse makes them data properties; Object.assign would not). */
   stripProto?: boolean;
-  /** Told where each stripped key stood (the API names it as an ignored field, D16). */
+  /** Told where each stripped key stood (the API names it as an ignored field). */
   onStrip?: (loc: LocPart[]) => void;
 }
 

@@ -54,7 +54,7 @@ export function createMetrics() {
     registers: [registry],
   });
   const refusedBodyDrained = (outcome: 'drained' | 'cut') => refusedBodies.labels({ outcome }).inc();
-  // D12: webhook deliveries, one count per attempt by outcome (delivered, retry: another attempt
+  // Webhook deliveries, one count per attempt by outcome (delivered, retry: another attempt
   // follows, failed: final).
   const webhookDeliveries = new Counter({
     name: 'lanebridge_webhook_deliveries_total',

@@ -177,9 +177,9 @@ const HEADER_COMPONENTS: Record<string, { description: string; required?: boolea
 const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
 
 /**
- * The headers every API answer carries (D1, D9), declared on each response: X-Request-Id on all,
- * X-RateLimit-* once the key is recognised (not on 401), Retry-After on 429 and 503, and the event
- * feed's X-Events-Kept-After on its 410.
+ * The headers every API answer carries (docs/api.md, "The OpenAPI document and the TypeScript client"),
+ * declared on each response: X-Request-Id on all, X-RateLimit-* once the key is recognised (not on 401),
+ * Retry-After on 429 and 503, and the event feed's X-Events-Kept-After on its 410.
  */
 function declareResponseHeaders(doc: Record<string, unknown>): void {
   const components = (doc.components ??= {}) as Record<string, Record<string, unknown>>;

@@ -41,8 +41,10 @@ export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: 
   const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
   const invalid = error instanceof ValidationError ? error : fe.validation ? new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')) : null;
   if (invalid) {
-    // D16 strict: a request that also failed its schema names its unknown fields in the same 422; lists
-    // cut to their bound (body-bounds.ts) come first.
+    // Strict handling
+    // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`"): a
+    // request that also failed its schema names its unknown fields in the same 422; lists cut to their
+    // bound (body-bounds.ts) come first.
     const strict = strictIssuesOf(req);
     const withStrict = strict && !invalid.issues.includes(strict[0]!) ? [...strict, ...invalid.issues] : invalid.issues;
     const oversize = oversizeLists.get(req);
@@ -101,9 +103,10 @@ const PARSER_PROBLEMS: Record<string, string> = {
 
 /**
  * Requests Node's HTTP parser refuses before any route or hook sees them (Node's `clientError`: a
- * malformed request line or header, headers over the size limit, headers too slow): the D1 detail shape
- * and an `X-Request-Id` (made here: the headers could not be read), logged with it at info. The answer
- * closes the connection; the socket is dropped a second later if the client does not close it first.
+ * malformed request line or header, headers over the size limit, headers too slow): the detail shape
+ * (docs/api.md, "Errors") and an `X-Request-Id` (made here: the headers could not be read), logged with
+ * it at info. The answer closes the connection; the socket is dropped a second later if the client does
+ * not close it first.
  */
 export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Socket) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -148,7 +151,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 /** Batch items refused for their text before the batch runs, by index (see refusedBatchItems). */
 const refusedItems = new WeakMap<FastifyRequest, Map<number, ValidationIssue[]>>();
 
-/** Adds items refused before the batch runs (D16 strict: unknown fields); their entries join any refused text's. */
+/** Adds items refused before the batch runs (strict handling: unknown fields); their entries join any refused text's. */
 export function refuseBatchItems(req: FastifyRequest, byItem: ReadonlyMap<number, ValidationIssue[]>): void {
   const map = refusedItems.get(req) ?? new Map<number, ValidationIssue[]>();
   for (const [index, issues] of byItem) map.set(index, [...(map.get(index) ?? []), ...issues]);
@@ -181,7 +184,7 @@ export function installPlumbing(
 
   // While the server drains (app.close()): responses to requests in flight close their keep-alive
   // connection (else it would hold the close up until the keep-alive timeout), and a request that still
-  // arrives on one is refused with the D1 503 and Retry-After (Fastify's own answer has another body).
+  // arrives on one is refused with the API's 503 and Retry-After (Fastify's own answer has another body).
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -235,7 +238,7 @@ export function installPlumbing(
       if (checks.stripProto) {
         const stripped: LocPart[][] = [];
         textIssues(parsed, ['body'], { nul: false, surrogates: false, stripProto: true, onStrip: (loc) => stripped.push(loc) });
-        // Named as ignored fields, or refused under strict handling (D16), like any field not in the schema.
+        // Named as ignored fields, or refused under strict handling, like any field not in the schema.
         if (stripped.length > 0) noteStrippedKeys(req, stripped);
       }
       if (checks.nul || checks.surrogates) bodiesToCheck.set(req, { nul: checks.nul, surrogates: checks.surrogates });
@@ -264,7 +267,8 @@ export function installPlumbing(
       ...textIssues(req.query, ['query']),
       ...(bodyChecks ? textIssues(req.body, ['body'], bodyChecks) : []),
     ];
-    // In a batch, a problem inside an item fails that item alone (D6); the envelope's fail the request.
+    // In a batch, a problem inside an item fails that item alone (docs/api.md, "Batches"); the
+    // envelope's fail the request.
     if (bodyChecks && issues.length > 0 && req.routeOptions.url?.startsWith(`${API_PREFIX}/batch/`)) {
       const byItem = new Map<number, ValidationIssue[]>();
       issues = issues.filter((issue) => {

@@ -6,12 +6,12 @@ export interface Principal {
   keyId: string;
   /** The key's name (the audit log's actor). */
   keyName: string;
-  /** When the key stops working (ms since the epoch; D17 expires_at, or a rotated key's grace end); null: never. */
+  /** When the key stops working (ms since the epoch; its expires_at, or a rotated key's grace end); null: never. */
   expiresAt: number | null;
   scopes: ReadonlySet<Scope>;
   perMinute: number;
   perDay: number;
-  /** D16: the key answers unknown fields 422 on every request. */
+  /** The key answers unknown fields 422 on every request (a strict key). */
   strict?: boolean;
 }
 

@@ -1,6 +1,7 @@
 /**
- * Per-key rate limits (spec section 8, DECISIONS D9): fixed windows of the current UTC minute and the
- * current UTC day, counted per API key id.
+ * Per-key rate limits (spec section 8; docs/api.md, "Authentication and scopes";
+ * docs/deployment.md, "Rate limits"): fixed windows of the current UTC minute and the current UTC day,
+ * counted per API key id.
  *
  * Two stores:
  * - in-process counters (embedded mode, no REDIS_URL): one Map entry per key, nothing else;

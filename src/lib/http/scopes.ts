@@ -1,7 +1,8 @@
 /**
- * The scopes of specification section 5, write:webhooks (D12: managing webhook endpoints, GET too) and
- * write:imports (D15: every imports route, reads included).
- * GET needs read:<resource>; writes and batches need write:<resource>. read:audit: the audit log (D17).
+ * The scopes of specification section 5, write:webhooks (managing webhook endpoints, GET too) and
+ * write:imports (every imports route, reads included).
+ * GET needs read:<resource>; writes and batches need write:<resource>. read:audit: the audit log.
+ * (docs/api.md, "Authentication and scopes"; docs/webhooks.md; docs/imports.md.)
  */
 export const SCOPES = [
   'read:locations',

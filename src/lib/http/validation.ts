@@ -66,8 +66,6 @@ export const bodyAjv = addLanebridgeVocabulary(new Ajv({ ...common, coerceTypes:
 /** Query strings and path parameters arrive as text: coerce to the declared types, apply defaults. */
 export const queryAjv = addLanebridgeVocabulary(new Ajv({ ...common, coerceTypes: true, useDefaults: true }));
 
-export type HttpPart = 'body' | 'querystring' | 'params' | 'headers';
-
 const LOC_ROOT: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 
 export function locRoot(part: string): string {

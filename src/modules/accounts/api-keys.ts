@@ -28,13 +28,13 @@ export interface KeySummary {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
-  /** When it stops working (D17); null: never. A key rotated with a grace period has its grace end here. */
+  /** When it stops working (docs/api.md, "Authentication and scopes"); null: never. A key rotated with a grace period has its grace end here. */
   expires_at: string | null;
   /** The key that replaced it (rotation). */
   replaced_by_key_id: string | null;
   /** `expired`: past expires_at (or a rotated key's grace period). */
   status: 'active' | 'expired' | 'revoked';
-  /** D16: unknown fields are answered 422 on every request of this key. */
+  /** Unknown fields are answered 422 on every request of this key (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`"). */
   strict: boolean;
 }
 
@@ -65,7 +65,7 @@ export function parseExpiry(text: string, now: Date, field = 'expires_at'): stri
   return toIso(new Date(ms));
 }
 
-/** Minute precision (D17): when a key was last used is told to the minute, as it is written at most once a minute. */
+/** Minute precision: when a key was last used is told to the minute, as it is written at most once a minute. */
 const toMinute = (iso: string | null) => (iso ? `${iso.slice(0, 16)}:00.000Z` : null);
 
 function checkLimits(perMinute: number, perDay: number) {
@@ -97,8 +97,9 @@ function summarize(row: ApiKeysTable, now: Date): KeySummary {
 }
 
 /**
- * API keys (D9): shown once, stored as a hash. Every write moves the organization's `api_keys`
- * counter in its transaction, so a key checked and kept in memory is read again after any change.
+ * API keys (docs/api.md, "Authentication and scopes"): shown once, stored as a hash. Every write moves
+ * the organization's `api_keys` counter in its transaction, so a key checked and kept in memory is read
+ * again after any change.
  */
 export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown>; ensureIntegration(orgId: string, actor?: AuditActor): Promise<void> }) {
   function keyRow(orgId: string, input: CreateKeyInput): { row: ApiKeysTable; key: string } {
@@ -150,7 +151,8 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         await bumpVersions(tx, orgId, API_KEYS);
         await recordAudit(tx, clock, orgId, actor, 'key.created', { type: 'key', id: row.id });
       });
-      // D10's shape exactly; `expires_at` only on a key that expires (D17), `strict` only on a strict key (D16).
+      // The shape of `key create` (README.md, "Command line"); `expires_at` only on a key that expires,
+      // `strict` only on a strict key.
       return {
         id: row.id,
         key,
@@ -179,7 +181,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
     /**
      * A new key with the same settings (and the same end, if any). The old one stops at once, or, with
      * `graceHours`, keeps working that long beside the new one (its expires_at moves to then, never
-     * later than it was), so a TMS can switch without an outage (D17).
+     * later than it was), so a TMS can switch without an outage.
      */
     async rotateKey(orgId: string, keyId: string, opts: { graceHours?: number } = {}, actor: AuditActor = cliActor()) {
       const graceHours = opts.graceHours ?? 0;
@@ -241,7 +243,7 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       return summarize((await repo.findKey(orgId, keyId))!, clock.now());
     },
 
-    /** D16: strict handling for every request of the key (from its next request on, on every instance). */
+    /** Strict handling for every request of the key (from its next request on, on every instance). */
     async setKeyStrict(orgId: string, keyId: string, strict: boolean, actor: AuditActor = cliActor()): Promise<KeySummary> {
       const existing = await existingKey(orgId, keyId);
       if (existing.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked; its handling cannot change`);

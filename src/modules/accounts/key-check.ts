@@ -19,8 +19,9 @@ interface KeptKey {
 }
 
 /**
- * The 401 of a key past its end (D17): it says so, and when, so an integrator knows to ask for a new
- * key rather than look for a typo. A key rotated with a grace period ends the same way.
+ * The 401 of a key past its end (docs/api.md, "Authentication and scopes"): it says so, and when, so an
+ * integrator knows to ask for a new key rather than look for a typo. A key rotated with a grace period
+ * ends the same way.
  */
 export function expiredKeyError(expiresAt: number): UnauthorizedError {
   return new UnauthorizedError(`API key expired at ${toIso(new Date(expiresAt))}: ask an admin of your organization for a new key`);
@@ -32,7 +33,7 @@ export interface KeyCacheCounters {
 }
 
 /**
- * The per-request key check (D9): a key is looked up by its hash, and a revoked key fails from the next
+ * The per-request key check: a key is looked up by its hash, and a revoked key fails from the next
  * request on, on every instance. A key checked before is reused while the request's snapshot shows
  * nothing written since, or its organization's api_keys counter unchanged (every key write moves it
  * in its own transaction); otherwise it is read again.

@@ -11,10 +11,10 @@ import { cliActor, recordAudit, type AuditActor } from '../audit/audit.js';
 import { constantTimeEqualText, generateSetupCode } from './secrets.js';
 
 const SETUP_CODE_SETTING = 'setup_code';
-/** D14: the largest on-time grace an organization may set (a day), as ON_TIME_GRACE_MINUTES. */
+/** The largest on-time grace an organization may set (a day), as ON_TIME_GRACE_MINUTES (docs/dashboard.md, "Recommendation evidence"). */
 export const MAX_GRACE_MINUTES = 1440;
 
-/** The first-run page without the right setup code (D17): refused, and nothing made. */
+/** The first-run page without the right setup code (docs/dashboard.md, "Roles, the first run and the audit log"): refused, and nothing made. */
 export class SetupCodeError extends DetailError {
   constructor() {
     super('forbidden', 'The setup code is missing or wrong: `lanebridge serve` prints it at start, and `bin/lanebridge setup-code` prints it again');
@@ -66,7 +66,7 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     isIntegrationConnected: async (orgId: string) => (await repo.findIntegration(orgId)) !== undefined,
 
     /**
-     * D14: the organization's own on-time grace in minutes (0–1440), or null for the server's default
+     * The organization's own on-time grace in minutes (0–1440), or null for the server's default
      * (ON_TIME_GRACE_MINUTES). Loads' answers carry the evidence it changes: their version moves, so no
      * cached answer outlives it. Audited as `settings.changed` (target `settings`/`on_time_grace_minutes`).
      */
@@ -92,7 +92,7 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
     },
 
     /**
-     * The one-time code the first-run page asks for (D17), made once and kept in the database (every
+     * The one-time code the first-run page asks for, made once and kept in the database (every
      * instance and `bin/lanebridge setup-code` read the same one); null once an organization exists.
      */
     async setupCode(): Promise<string | null> {
@@ -120,7 +120,8 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
         const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
         if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
       };
-      // The code first: a wrong one costs a read, never a password hash (docs/dashboard.md, "First run").
+      // The code first: a wrong one costs a read, never a password hash
+      // (docs/dashboard.md, "Throttled forms").
       if ((await repo.countOrganizations()) > 0) throw alreadySetUp();
       await checkCode();
       const user = await userRow(org.id, input, clock);

@@ -34,7 +34,7 @@ export function constantTimeEqualText(a: string, b: string): boolean {
 // Crockford's base32 without look-alikes: 16 characters, 80 bits, read aloud or typed from a log.
 const SETUP_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
-/** The first-run setup code (D17): `XXXX-XXXX-XXXX-XXXX`. */
+/** The first-run setup code: `XXXX-XXXX-XXXX-XXXX`. */
 export function generateSetupCode(): string {
   const bytes = randomBytes(16);
   const chars = [...bytes].map((b) => SETUP_ALPHABET[b & 31]);

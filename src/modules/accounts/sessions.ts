@@ -13,7 +13,7 @@ export interface DashboardSession {
   userId: string;
   userName: string;
   userEmail: string;
-  /** D17: `admin` or `member` (read at every request, so a role change holds from the next one). */
+  /** `admin` or `member`, read at every request, so a role change holds from the next one (docs/dashboard.md, "Roles, the first run and the audit log"). */
   userRole: 'admin' | 'member';
   /** The synchronizer token every POST form of this session must carry. */
   csrfToken: string;

@@ -19,7 +19,7 @@ export interface SignedInUser {
   email: string;
 }
 
-/** D17: admins change users, keys, webhooks, imports and settings; members read every page. */
+/** Admins change users, keys, webhooks, imports and settings; members read every page (docs/dashboard.md, "Roles, the first run and the audit log"). */
 export const ROLES = ['admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
 export const isRole = (v: string): v is Role => (ROLES as readonly string[]).includes(v);
@@ -154,7 +154,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
     },
 
     /**
-     * An admin sets another user's password (D17). One's own goes through changeOwnPassword, which
+     * An admin sets another user's password. One's own goes through changeOwnPassword, which
      * needs the current one.
      */
     async setUserPasswordByAdmin(orgId: string, adminId: string, userId: string, password: string, actor: AuditActor) {
@@ -164,7 +164,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       return this.setPassword(user.email, password, actor);
     },
 
-    /** One's own password: only with the current one (D17); the user's other sessions end, `keepSessionId`'s stays. */
+    /** One's own password: only with the current one; the user's other sessions end, `keepSessionId`'s stays. */
     async changeOwnPassword(orgId: string, userId: string, current: string, next: string, actor: AuditActor, keepSessionId: string | null = null) {
       const user = await repo.findUser(orgId, userId);
       if (!user) throw new NotFoundByIdError('User', userId);

@@ -5,7 +5,7 @@ import { principalOf } from '../../lib/http/auth.js';
 import { AuditEntryPage, AuditListQuery } from './audit.schema.js';
 import type { AuditService } from './audit.js';
 
-/** D17: the organization's audit log, newest first (scope read:audit). */
+/** The organization's audit log, newest first (scope read:audit; docs/api.md, "The audit log"). */
 export function auditRoutes(app: FastifyInstance, audit: AuditService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.get('/v2/tms-api/audit-log', {

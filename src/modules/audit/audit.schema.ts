@@ -5,7 +5,7 @@ import { CiEnum, Nullable, Text, Timestamp } from '../../lib/http/schema-helpers
 export const AUDIT_ACTOR_TYPES = ['user', 'key', 'cli'] as const;
 export type AuditActorType = (typeof AUDIT_ACTOR_TYPES)[number];
 
-/** Every action the log records (D17); `target.type` is the part before the dot. */
+/** Every action the log records (docs/api.md, "The audit log"); `target.type` is the part before the dot. */
 export const AUDIT_ACTIONS = [
   'user.created',
   'user.role_changed',
@@ -32,7 +32,7 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 export const AUDIT_TARGET_TYPES = ['user', 'key', 'webhook_endpoint', 'import', 'settings'] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
-/** Days an entry is kept (D17). */
+/** Days an entry is kept. */
 export const AUDIT_RETENTION_DAYS = 400;
 
 export const AuditEntry = Type.Object(

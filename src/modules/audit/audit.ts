@@ -6,7 +6,7 @@ import { pagination } from '../../lib/http/pagination.js';
 import { auditRepo } from './audit.repo.js';
 import { AUDIT_RETENTION_DAYS, type AuditAction, type AuditActorType, type AuditEntry, type AuditListQuery, type AuditTargetType } from './audit.schema.js';
 
-/** Who made a change, and from where (D17). */
+/** Who made a change, and from where (docs/api.md, "The audit log"). */
 export interface AuditActor {
   type: AuditActorType;
   id: string | null;

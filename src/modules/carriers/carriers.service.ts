@@ -97,7 +97,8 @@ function contactRows(orgId: string, carrierId: string, input: ContactInput[], ex
       });
     }
     if (c.id) seen.add(c.id);
-    // D16: a contact with no name, email or phone (fields sent under other names) is refused in every mode.
+    // A contact with no name, email or phone (fields sent under other names) is refused in every mode
+    // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`").
     if (![c.first_name, c.last_name, c.primary_email, c.primary_phone].some((v) => typeof v === 'string' && v.trim() !== '')) {
       issues.push({
         type: 'value_error',

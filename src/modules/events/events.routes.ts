@@ -9,7 +9,8 @@ import type { EventsService } from './events.service.js';
 export function eventRoutes(app: FastifyInstance, events: EventsService, reader: Executor) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.get('/v2/tms-api/events', {
-    // Any one of the read scopes (and write:rates) lets a key in; it sees the kinds it may read (D11).
+    // Any one of the read scopes (and write:rates) lets a key in; it sees the kinds it may read
+    // (docs/events.md, "The request").
     config: { scope: 'read:loads', anyScope: ['read:customers', 'read:carriers', 'read:locations', 'read:loads', 'write:rates'] },
     schema: {
       tags: ['Events'],

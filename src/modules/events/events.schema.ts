@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { RecordNoun } from '../../domain/records.js';
 
-/** Every event type of the feed (D11): each starts with its record kind's noun (src/domain/records.ts). */
+/** Every event type of the feed (docs/events.md, "The events"): each starts with its record kind's noun (src/domain/records.ts). */
 export const EVENT_TYPES = [
   'customer.created', 'customer.updated', 'customer.deleted',
   'carrier.created', 'carrier.updated', 'carrier.deleted',
@@ -10,7 +10,6 @@ export const EVENT_TYPES = [
   'market_rate.created',
   'import.completed',
 ] as const satisfies readonly `${RecordNoun | 'import'}.${string}`[];
-export type EventType = (typeof EVENT_TYPES)[number];
 
 export const MAX_EVENTS_PAGE = 500;
 

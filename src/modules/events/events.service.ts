@@ -9,7 +9,7 @@ import type { EventDraft, Outbox, Presenter, RecordChange } from '../shared/writ
 import { eventsAfter, eventsNewestFirst, insertEvents, prunableUpTo, pruneChunk } from './events.repo.js';
 import { EVENT_TYPES, type EventListQuery, type FeedEvent } from './events.schema.js';
 
-/** D11: a key sees the events of the kinds it may read (`market_rate.*` with write:rates). */
+/** A key sees the events of the kinds it may read (`market_rate.*` with write:rates; docs/events.md, "The request"). */
 const KIND_SCOPES: [VersionedKind, Scope][] = [
   ['customers', 'read:customers'],
   ['carriers', 'read:carriers'],
@@ -18,7 +18,7 @@ const KIND_SCOPES: [VersionedKind, Scope][] = [
   ['market_rates', 'write:rates'],
 ];
 
-/** Thrown for an `after` older than what retention kept (D11's 410). */
+/** Thrown for an `after` older than what retention kept (docs/events.md, "Retention and 410"). */
 export class EventsGoneError extends DetailError {
   constructor(
     after: number,
@@ -37,7 +37,8 @@ interface StatusRow {
 }
 
 /**
- * The change feed (D11): the outbox the write pipeline calls at seal, the feed's pages, and retention.
+ * The change feed (docs/events.md): the outbox the write pipeline calls at seal, the feed's pages, and
+ * retention.
  */
 export function eventsService(clock: Clock, opts: { retentionDays: number; serializers?: Readonly<Record<string, (data: unknown) => string>> }) {
   const serialize = (type: string, data: unknown) => (opts.serializers?.[type] ?? JSON.stringify)(data);

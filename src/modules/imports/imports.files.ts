@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-/** D15: a part is at most 64 MiB. */
+/** A part is at most 64 MiB (docs/imports.md, "Parts"). */
 export const MAX_PART_BYTES = 64 * 1024 * 1024;
 /** Parts are numbered 1 … MAX_PARTS (a 1 GB file is 16 parts of 64 MiB). */
 export const MAX_PARTS = 10_000;

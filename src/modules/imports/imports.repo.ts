@@ -12,7 +12,6 @@ export const insertImport = (db: Executor, row: ImportsTable) => db.insertInto('
 export const importById = (db: Executor, orgId: string, id: string) =>
   db.selectFrom('imports').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst();
 
-/** The organization's queued or running import, if any (one at a time, D15). */
 /** Expires an upload still awaiting it and unchanged since `before` (a part that arrived meanwhile keeps it). */
 export async function expireUpload(db: Executor, orgId: string, id: string, before: string, patch: Partial<ImportsTable>): Promise<boolean> {
   const r = await db.updateTable('imports').set(patch).where('org_id', '=', orgId).where('id', '=', id).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).executeTakeFirst();

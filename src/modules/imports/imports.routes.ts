@@ -11,13 +11,13 @@ import { PART_MEDIA_TYPES, type ImportsService } from './imports.service.js';
 
 const tags = ['Imports'];
 const BASE = '/v2/tms-api/imports';
-// D15: write:imports on every imports route, reads included.
+// write:imports on every imports route, reads included (docs/imports.md).
 const config = { scope: 'write:imports' } as const;
 const notFound = { 404: { description: 'No import with this id in your organization: {"detail":"Import with id \'imp_…\' not found"}.', $ref: 'Detail#' } };
 const conflict = (what: string) => ({ 409: { description: `${what} Also: ${ERRORS.idempotency_in_progress.description}`, $ref: 'Detail#' } });
 const one = (description: string) => Type.Ref(Import, { description });
 
-/** D15: the imports API. The rows run in the import runner (imports.runner.ts), in `serve` and `bin/lanebridge worker`. */
+/** The imports API (docs/imports.md, "The shape"). The rows run in the import runner (imports.runner.ts), in `serve` and `bin/lanebridge worker`. */
 export function importRoutes(app: FastifyInstance, imports: ImportsService, partTimeoutMs = 600_000) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post(BASE, {

@@ -115,8 +115,9 @@ export function csvHeader(names: readonly string[], opts: CsvOptions): CsvHeader
 }
 
 /**
- * D15: a missing required column (checked at complete, before anything runs): each required field of
- * the record, and each required field of every array position the header names (stops.2.stop_type…).
+ * A missing required column (checked at complete, before anything runs; docs/imports.md, "Parts"): each
+ * required field of the record, and each required field of every array position the header names
+ * (stops.2.stop_type…).
  */
 export function missingColumns(header: CsvHeader, createSchema: TSchema): string[] {
   const schema = createSchema as unknown as JsonSchema;
@@ -366,7 +367,7 @@ async function* csvRows(stream: Readable | AsyncIterable<Buffer>, opts: { csv: C
       const record: Record<string, unknown> = {};
       cells.forEach((cell, i) => {
         const path = header!.paths[i];
-        // An empty cell is an absent field (D15).
+        // An empty cell is an absent field (docs/imports.md, "Rows").
         if (path && cell !== '') setPath(record, path, cellValue(cellSchemas[i]!, cell));
       });
       yield { row, record: compact(record) };

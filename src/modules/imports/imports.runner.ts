@@ -128,7 +128,7 @@ class ClaimLost extends Error {
 /** The upload cannot be read (a CSV that does not parse, a part gone): the import fails, with this message. */
 class UnreadableUpload extends Error {}
 
-/** D1 detail of a refused row: a batch item's locations (`body.items[i].<noun>…`) as the single create would name them (`body…`). */
+/** The detail of a refused row (docs/imports.md, "Rows"): a batch item's locations (`body.items[i].<noun>…`) as the single create would name them (`body…`). */
 function rowDetail(detail: string | ValidationIssue[], index: number, noun: string): string | ValidationIssue[] {
   if (typeof detail === 'string') return detail;
   return detail.map((issue) => {
@@ -147,13 +147,13 @@ const refOf = (record: unknown): string | null => {
 };
 
 /**
- * D15's job runner, a loop over claimed rows like the webhook worker: an import queued (or running with
- * its lease run out: a killed process) is claimed with one conditional update, its rows are counted,
- * then read after the checkpoint and written a chunk at a time through the resource's batch (the
- * write path of /batch/<resource>), each chunk with its refused rows and its checkpoint in ONE
- * transaction. A process killed mid-chunk leaves that chunk uncommitted and its claim to expire; any
- * instance resumes after the checkpoint, so no row is applied twice and the counts end as in an
- * uninterrupted run.
+ * The import job runner (docs/imports.md, "How it runs"), a loop over claimed rows like the webhook
+ * worker: an import queued (or running with its lease run out: a killed process) is claimed with one
+ * conditional update, its rows are counted, then read after the checkpoint and written a chunk at a time
+ * through the resource's batch (the write path of /batch/<resource>), each chunk with its refused rows
+ * and its checkpoint in ONE transaction. A process killed mid-chunk leaves that chunk uncommitted and
+ * its claim to expire; any instance resumes after the checkpoint, so no row is applied twice and the
+ * counts end as in an uninterrupted run.
  */
 export function importRunner(deps: ImportRunnerDeps) {
   const { db, clock, files } = deps;
@@ -245,7 +245,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       const status = Number(row.rows_failed) > 0 ? 'completed_with_errors' : 'completed';
       const now = nowIso();
       if (!(await finishImport(tx, imp.id, claim, { status, finished_at: now, updated_at: now }))) throw new ClaimLost();
-      // D15: one import.completed event with the counts (whatever emit_events said), with the import's end.
+      // One import.completed event with the counts (whatever emit_events said), with the import's end.
       const done = presentImport(Object.assign({}, row, { status, finished_at: now, updated_at: now, claim: null, leased_until: null }), clock.now());
       changes.announce({ kind: imp.resource as ImportResource, type: 'import.completed', record_id: imp.id, data: done });
     });
@@ -541,5 +541,3 @@ export function importRunner(deps: ImportRunnerDeps) {
     },
   };
 }
-
-export type ImportRunner = ReturnType<typeof importRunner>;

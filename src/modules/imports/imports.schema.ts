@@ -8,7 +8,6 @@ export const IMPORT_FORMATS = ['ndjson', 'csv'] as const;
 export const IMPORT_EMIT = ['summary', 'all'] as const;
 export const IMPORT_OPERATIONS = ['upsert', 'create'] as const;
 export const IMPORT_STATUSES = ['awaiting_upload', 'queued', 'running', 'completed', 'completed_with_errors', 'failed', 'cancelled'] as const;
-export type ImportStatus = (typeof IMPORT_STATUSES)[number];
 /** Statuses an import does not leave. */
 export const FINISHED: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'failed', 'cancelled']);
 

@@ -16,7 +16,7 @@ import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type Im
 // Columns a CSV header may have (a load with 20 stops of 8 columns each is under 200).
 const MAX_CSV_COLUMNS = 500;
 
-/** The media types a part may be sent as (D15). */
+/** The media types a part may be sent as (docs/imports.md, "Parts"). */
 export const PART_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/octet-stream'] as const;
 
 /** What an import was created with beside its columns: its CSV options, and whether it is strict. */
@@ -110,7 +110,7 @@ export interface ImportsServiceDeps {
   queued?: () => void;
 }
 
-/** D15's imports API: create, parts, complete, status, list, errors, cancel. The rows are run by the runner (imports.runner.ts). */
+/** The imports API (docs/imports.md, "The shape"): create, parts, complete, status, list, errors, cancel. The rows are run by the runner (imports.runner.ts). */
 export function importsService(deps: ImportsServiceDeps) {
   const { db, clock, files } = deps;
 
@@ -183,7 +183,7 @@ export function importsService(deps: ImportsServiceDeps) {
   }
 
   return {
-    /** `actor`: who asked (D17's audit log: `import.created`); the command line when not given. */
+    /** `actor`: who asked (the audit log's `import.created`); the command line when not given. */
     async create(orgId: string, body: ImportCreate, actor: AuditActor = cliActor()): Promise<Import> {
       await refuseWhileActive(orgId);
       const now = toIso(clock.now());

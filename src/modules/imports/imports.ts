@@ -14,7 +14,7 @@ import { importsService } from './imports.service.js';
 /** The create schema of each resource an import takes (CSV cells are typed and required columns checked by it). */
 export const IMPORT_CREATE_SCHEMAS = { locations: LocationCreate, customers: CustomerCreate, carriers: CarrierCreate, loads: LoadCreate };
 
-/** D15: the imports API's service and the job runner, over one directory of parts. */
+/** The imports API's service and the job runner (docs/imports.md), over one directory of parts. */
 export function importsModule(deps: {
   db: Executor;
   clock: Clock;

@@ -104,7 +104,7 @@ export function searchLoads(db: Executor, orgId: string, f: LoadFilters, page: P
       eb.or([
         containsInsensitive('loads.external_reference_id', text),
         containsInsensitive('loads.description', text),
-        // The same search as the API's customer name_contains (folded, D1a).
+        // The same search as the API's customer name_contains (folded: docs/api.md, "Lists").
         eb('loads.customer_id', 'in', eb.selectFrom('customers').select('customers.id').where('customers.org_id', '=', orgId).where(containsFolded('customers.name_folded', text))),
       ]),
     );
@@ -271,7 +271,7 @@ export async function laneHistoryNear(db: Executor, orgId: string, equipmentType
     .execute();
 }
 
-/** Market rate snapshots in the lane's index area (D8 matching), newest first, at most 200: the exact radius is the caller's filter. */
+/** Market rate snapshots in the lane's index area (matched as a market max_buy_rate matches them), newest first, at most 200: the exact radius is the caller's filter. */
 export async function laneSnapshotsNear(db: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number) {
   const area = laneAreaOf(orgId, equipmentType, origin, destination, radiusMiles);
   return db

@@ -42,7 +42,7 @@ export interface CarrierLane {
   destination_location_id: string;
   loads: number;
   last_delivered_at: string;
-  /** D14's price against the market of the carrier's deliveries on the lane (see carrierActivity). */
+  /** The price against the market of the carrier's deliveries on the lane (see carrierActivity). */
   price?: PriceAgainstMarket;
 }
 
@@ -68,7 +68,7 @@ export interface PrimaryContact {
   email: string | null;
 }
 
-/** Both ends of a row within the radius of the lane's ends (D7's exact filter after the index's area). */
+/** Both ends of a row within the radius of the lane's ends (the lane's exact filter after the index's area). */
 function onTheLane(origin: Coordinates, destination: Coordinates, radiusMiles: number) {
   return (r: { origin_latitude: number; origin_longitude: number; destination_latitude: number; destination_longitude: number }) =>
     withinRadius(origin, { latitude: r.origin_latitude, longitude: r.origin_longitude }, radiusMiles) &&
@@ -87,7 +87,7 @@ function groupByLane(rows: readonly { equipment_type: string; origin_location_id
   return [...lanes.values()].sort((a, b) => b.loads - a.loads || (a.last_delivered_at < b.last_delivered_at ? 1 : -1));
 }
 
-/** D14 on the carrier page: scored delivery stops and those on time, per calendar month (UTC) of delivery, oldest first. */
+/** On-time delivery on the carrier page (docs/dashboard.md, "Recommendation evidence"): scored delivery stops and those on time, per calendar month (UTC) of delivery, oldest first. */
 function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: string }[], graceMinutes: number): { month: string; scored: number; onTime: number }[] {
   const months = new Map<string, { scored: number; onTime: number }>();
   for (const r of rows) {
@@ -105,7 +105,7 @@ function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: str
 
 /**
  * The reads the dashboard shows beyond the API's own: counts, the loads search, the busiest lanes, and
- * what the detail pages (a location, a carrier, a customer, a D7 lane) show of a record's activity.
+ * what the detail pages (a location, a carrier, a customer, a lane) show of a record's activity.
  */
 export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'> }) {
   /** Each carrier's primary contact (else its first), with the carrier's own phone and email as fallback. */
@@ -130,7 +130,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
     return out;
   }
 
-  /** D7 history of a lane: delivered loads of the equipment with each end within the radius, newest first. */
+  /** The history of a lane (docs/api.md, "Lane history and carrier recommendations"): delivered loads of the equipment with each end within the radius, newest first. */
   async function laneHistory(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number): Promise<LaneHistoryLoad[]> {
     const rows = await laneHistoryNear(reader, orgId, equipmentType, origin, destination, radiusMiles);
     return rows.filter(onTheLane(origin, destination, radiusMiles)).map((r) => ({
@@ -144,7 +144,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
     }));
   }
 
-  /** Market rate snapshots on the lane (D8 matching), newest first, at most 200. */
+  /** Market rate snapshots on the lane (matched as a market max_buy_rate matches them), newest first, at most 200. */
   async function laneSnapshots(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number) {
     return (await laneSnapshotsNear(reader, orgId, equipmentType, origin, destination, radiusMiles)).filter(onTheLane(origin, destination, radiusMiles));
   }
@@ -230,7 +230,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
       const lanes = groupByLane(deliveries).slice(0, CARRIER_LANES_SHOWN);
       const places = new Map((await locationsByIds(reader, orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
       const graceMinutes = (await graceMinutesOf(reader, orgId)) ?? deps.lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
-      // D14's price against the market on each lane shown, and over them all: its deliveries priced as
+      // The price against the market on each lane shown, and over them all: its deliveries priced as
       // the recommendations price them (the lane's snapshot as of the delivery date), the median of each.
       const priceable = lanes.flatMap((lane) => {
         const origin = places.get(lane.origin_location_id);
@@ -246,9 +246,9 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
     },
 
     /**
-     * A D7 lane between two of the organization's locations: its history loads, the market snapshots on
-     * it, and its carriers ranked exactly as a load on this lane would be (no carrier assigned), with
-     * their primary contacts.
+     * A lane (docs/dashboard.md, "Lanes and recommendation lanes") between two of the organization's
+     * locations: its history loads, the market snapshots on it, and its carriers ranked exactly as a
+     * load on this lane would be (no carrier assigned), with their primary contacts.
      */
     async lane(orgId: string, originRef: string, destinationRef: string, equipmentType: string, rankBy: RankBy = 'history') {
       const [origin, destination] = await Promise.all([locationByRef(reader, orgId, originRef), locationByRef(reader, orgId, destinationRef)]);

@@ -9,11 +9,12 @@ export interface WarnLog {
 }
 
 /**
- * The lane analytics run (D7): the stats of the lanes whose history a write moved (the lanes the
- * dashboard lists) are brought up to date by the write's own transaction, as it writes the history
- * (src/lib/db/lane-stats.ts: what was added adds up, a lane that lost rows is recounted), so they are
- * never behind the history nor lost with a process. One run is counted in
- * lanebridge_analytics_runs_total per load write and per load batch, however many items it had.
+ * The lane analytics run (docs/api.md, "Lane history and carrier recommendations"): the stats of the
+ * lanes whose history a write moved (the lanes the dashboard lists) are brought up to date by the
+ * write's own transaction, as it writes the history (src/lib/db/lane-stats.ts: what was added adds up, a
+ * lane that lost rows is recounted), so they are never behind the history nor lost with a process. One
+ * run is counted in lanebridge_analytics_runs_total per load write and per load batch, however many
+ * items it had.
  */
 export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock: Clock; log?: WarnLog }) {
   const afterCommit: AfterCommit = async (_orgId, _committed, opts) => {
@@ -27,5 +28,3 @@ export function laneAnalytics(deps: { store: DataStore; metrics: Metrics; clock:
       deps.store.db.transaction().execute(async (tx) => replaceLaneStats(tx, orgId, await historyLanes(tx, orgId), toIso(deps.clock.now()))),
   };
 }
-
-export type LaneAnalytics = ReturnType<typeof laneAnalytics>;

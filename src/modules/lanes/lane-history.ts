@@ -14,7 +14,7 @@ export interface HistorySource {
 
 export const laneKeyOf = (r: LaneKey): LaneKey => ({ equipment_type: r.equipment_type, origin_cell: r.origin_cell, destination_cell: r.destination_cell });
 
-/** Whether a load is lane history (D7): it names a carrier and is delivered (or later). */
+/** Whether a load is lane history (docs/api.md, "Lane history and carrier recommendations"): it names a carrier and is delivered (or later). */
 export const isHistory = (load: { status: string; carrier_id: string | null }): boolean => load.carrier_id !== null && DELIVERED_STATUSES.has(load.status);
 
 /**
@@ -31,7 +31,7 @@ export function carrierTotal(rates: HistorySource['rates']): { total: number; cu
   return { total, currency };
 }
 
-/** The load's lane history row (D7), or null when it is not history or has no lane ends. */
+/** The load's lane history row, or null when it is not history or has no lane ends. */
 export function laneHistoryRow({ load, carrierRef, stops, rates }: HistorySource): LaneHistoryTable | null {
   if (!isHistory(load) || carrierRef === null) return null;
   const { origin, destination } = laneEnds(stops);
@@ -51,7 +51,7 @@ export function laneHistoryRow({ load, carrierRef, stops, rates }: HistorySource
     destination_longitude: destination.longitude,
     origin_cell: cellOf(origin.latitude, origin.longitude),
     destination_cell: cellOf(destination.latitude, destination.longitude),
-    // D7: the last delivery stop's late_arrival (always present: stops require it).
+    // The delivery date: the last delivery stop's late_arrival (always present: stops require it).
     delivered_at: destination.late_arrival ?? load.delivered_at,
     carrier_rate_total: priced ? priced.total : null,
     carrier_rate_currency: priced ? priced.currency : null,

@@ -2,12 +2,13 @@ import type { LaneHistoryRow } from '../../lib/db/lane-area.js';
 
 /**
  * One lane's history rows as the recommendations read them (laneCandidates), kept in memory in columns,
- * for that one lane: each row's D7 proximity weight to the lane instead of its two ends (the rows beyond
+ * for that one lane: each row's proximity weight to the lane instead of its two ends (the rows beyond
  * the radius, weight 0, left out: they count for nothing), typed arrays for the numbers, each carrier,
  * currency and weight once, the stop outcomes as one text. About 50 bytes a row, where the same rows as
  * objects hold about 350 (three objects, five strings and four boxed numbers each). `unpackLaneRows`
  * gives back the rows within the radius, equal to the ones packed field for field and in the same order,
- * with their weights, so whatever is worked out from them (D7's sums included) is the same to the last bit.
+ * with their weights, so whatever is worked out from them (the ranking's sums included) is the same to
+ * the last bit.
  */
 export interface PackedLaneRows {
   readonly count: number;
@@ -56,8 +57,8 @@ export function carrierPairs(max = 50_000) {
 }
 
 /**
- * The rows of `rows` whose `proximity` (D7's weight to the lane, in the rows' order) is not 0, packed;
- * `pairOf` gives the carriers' shared (id, reference) pairs (carrierPairs).
+ * The rows of `rows` whose `proximity` (the ranking's weight to the lane, in the rows' order) is not 0,
+ * packed; `pairOf` gives the carriers' shared (id, reference) pairs (carrierPairs).
  */
 export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64Array, pairOf: (id: string, ref: string) => { id: string; ref: string } = (id, ref) => ({ id, ref })): PackedLaneRows {
   const rows = all.filter((_, i) => proximity[i] !== 0);

@@ -12,7 +12,7 @@ export { laneCandidates, onLane, refreshLaneStats, snapshotsOnLane, type LaneAre
 import { laneKeyOf as keyOf } from './lane-history.js';
 
 export interface LaneEnds {
-  /** earlyArrival: the first pickup's early_arrival (D14's backhaul window ends there). */
+  /** earlyArrival: the first pickup's early_arrival (a backhaul's window ends there). */
   origin: { locationId: string; latitude: number; longitude: number; earlyArrival: string | null } | null;
   destination: { locationId: string; latitude: number; longitude: number; lateArrival: string } | null;
 }
@@ -44,7 +44,7 @@ export interface LaneStop {
   longitude: number;
 }
 
-/** A stored load's lane ends (D7), with their places; from `stops` when the caller has them already. */
+/** A stored load's lane ends (docs/api.md, "Lane history and carrier recommendations"), with their places; from `stops` when the caller has them already. */
 export async function laneEnds(tx: Executor, orgId: string, loadId: string, stops?: readonly LaneStop[]): Promise<LaneEnds> {
   const { origin: first, destination: last } = laneEndsOf(stops ?? (await stopsWithPlaces(tx, { orgId, loadId })));
   return {
@@ -136,7 +136,7 @@ export async function historyLaneOfLoad(tx: Executor, loadId: string): Promise<L
   return row ? keyOf(row) : undefined;
 }
 
-/** D14: a load on its way (COVERED … AT_RECEIVER) of one of `carrierIds`, with its stops' places. */
+/** A load on its way (COVERED … AT_RECEIVER: a backhaul, docs/api.md, "Stop actuals, tracking events and recommendation evidence") of one of `carrierIds`, with its stops' places. */
 export interface UnderwayStop {
   load_id: string;
   external_reference_id: string;
@@ -201,7 +201,7 @@ const underwayRead = preparedByShape<{ orgId: string; carrierIds: readonly strin
   ({ orgId, carrierIds, due }) => [orgId, ...carrierIds, due.from, due.to, orgId, ...carrierIds, orgId, due.from, due.to],
 );
 
-/** D14: the market snapshots on the area, newest first, with what price-against-market needs. */
+/** The market snapshots on the area, newest first, with what the evidence's price against the market needs. */
 export function marketHistoryOnLane(tx: Executor, area: LaneArea) {
   const onArea = onLaneIn(tx);
   return tx
@@ -218,7 +218,7 @@ const orgGrace = prepared<{ orgId: string }, { on_time_grace_minutes: number | n
   db.selectFrom('organizations').select('on_time_grace_minutes').where('id', '=', p('orgId')),
 );
 
-/** The organization's own on-time grace in minutes (D14), or null for the default. */
+/** The organization's own on-time grace in minutes, or null for the default. */
 export async function graceMinutesOf(tx: Executor, orgId: string): Promise<number | null> {
   const [row] = await orgGrace(tx, { orgId });
   return row?.on_time_grace_minutes ?? null;

@@ -42,7 +42,7 @@ export interface LaneLoad {
   carrier_id: string | null;
 }
 
-/** A load's lane as the ranking takes it; `pickupAt`: its first pickup's early_arrival (D14 backhaul). */
+/** A load's lane as the ranking takes it; `pickupAt`: its first pickup's early_arrival (the backhaul's window). */
 export interface LaneRequest {
   load: LaneLoad;
   origin: Coordinates;
@@ -72,7 +72,7 @@ export interface RecommendOptions {
  */
 export const historyVersionOf = (v: Pick<OrgVersions, 'lane_history' | 'carriers'>): string => `${v.lane_history}.${v.carriers}`;
 
-/** D14: the entries with the radius the lane was read at and the ranking used. */
+/** The entries with the radius the lane was read at and the ranking used (docs/api.md, "Stop actuals, tracking events and recommendation evidence"). */
 export interface RecommendationAnswer {
   items: CarrierRecommendation[];
   lane_radius_miles: number;
@@ -81,11 +81,11 @@ export interface RecommendationAnswer {
 
 
 const HOUR_MS = 3_600_000;
-/** D14: a backhaul delivers within this many miles of the pickup, 0–48 h before it. */
+/** A backhaul (docs/api.md, "Stop actuals, tracking events and recommendation evidence") delivers within this many miles of the pickup, 0–48 h before it. */
 const BACKHAUL_MILES = 100;
 const BACKHAUL_HOURS = 48;
 
-/** Each ranked carrier's history rows on the lane with D7's weight (proximity × recency, as the ranking weighed them). */
+/** Each ranked carrier's history rows on the lane with its weight (proximity × recency, as the ranking weighed them). */
 function weightedRows(lane: LaneRequest, history: readonly (HistoryLoad & { totalDistance: number | null; stopOutcomes: string })[], carriers: ReadonlySet<string>, weights: LaneWeights) {
   const out = new Map<string, WeightedRow[]>();
   const { proximity, recency } = weights;
@@ -143,7 +143,7 @@ function backhaulWindow(lanes: readonly LaneRequest[]): { from: string; to: stri
   return { from: new Date(Math.min(...pickups) - BACKHAUL_HOURS * HOUR_MS).toISOString(), to: new Date(Math.max(...pickups)).toISOString() };
 }
 
-/** D14: the latest load of the carrier delivering within 100 miles of this pickup 0–48 h before it. */
+/** The backhaul: the latest load of the carrier delivering within 100 miles of this pickup 0–48 h before it. */
 function backhaulFor(lane: LaneRequest, loads: readonly UnderwayLoad[]): Backhaul | null {
   if (!lane.pickupAt) return null;
   const pickupMs = Date.parse(lane.pickupAt);
@@ -190,7 +190,7 @@ function marketOnLane(market: readonly MarketSnapshot[], origin: Coordinates, de
 }
 
 /**
- * D14: a lane's market rate per mile as of a delivery date, in a currency (none: USD): of the lane's
+ * A lane's market rate per mile as of a delivery date, in a currency (none: USD): of the lane's
  * snapshots (marketOnLane), the newest as of that date; null when there is none.
  */
 function marketRateOn(onLane: readonly LaneMarketRate[]) {
@@ -224,20 +224,21 @@ const LANE_ROWS_BYTES_MAX = 32 * 1024 * 1024;
 
 export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRows?: boolean; laneRowsCounters?: CacheCounters } = {}) {
   /**
-   * D8's latest snapshot per lane (organization, equipment and the two places), kept with the
-   * organization's market counter it was read under: a market-rate write moves the counter in its own
-   * transaction (any process), so an entry under the current counter is what a read would find. (So a
-   * transaction that writes a snapshot must not price loads before it commits: it would keep its own
-   * uncommitted snapshot under the old counter. Only the market-rate write inserts snapshots, and its
-   * answer and event are the snapshot's.) A changed
-   * batch's hundred open loads were a hundred lane reads of 400 cell pairs each, about 0.6 ms apiece on
-   * PostgreSQL at 160,000 snapshots, in every batch's answers and every open load's GET.
+   * The latest snapshot per lane (organization, equipment and the two places) for a market max_buy_rate
+   * (docs/api.md, "Loads"), kept with the organization's market counter it was read under: a market-rate
+   * write moves the counter in its own transaction (any process), so an entry under the current counter
+   * is what a read would find. (So a transaction that writes a snapshot must not price loads before it
+   * commits: it would keep its own uncommitted snapshot under the old counter. Only the market-rate
+   * write inserts snapshots, and its answer and event are the snapshot's.) A changed batch's hundred
+   * open loads were a hundred lane reads of 400 cell pairs each, about 0.6 ms apiece on PostgreSQL at
+   * 160,000 snapshots, in every batch's answers and every open load's GET.
    */
   const marketMemo = boundedMemo<{ version: number; latest: LaneSnapshot | null }>({ maxEntries: MARKET_MEMO_MAX });
   /**
-   * D14's market history of a lane (its evidence's price against the market), kept likewise under the
+   * The market history of a lane (its evidence's price against the market), kept likewise under the
    * organization's market counter: an open load's GET read the lane's fifty-odd snapshots every time
-   * (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads), and they change only with a market-rate write.
+   * (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads), and they change only with a market-rate
+   * write.
    */
   const marketHistoryMemo = boundedMemo<{ version: number; onLane: LaneMarketRate[] }>({
     maxEntries: MARKET_HISTORY_MEMO_MAX,
@@ -318,7 +319,7 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     };
   };
 
-  /** D7 ranking of each lane's carriers from one read of the history around all of them, with D14's evidence. */
+  /** The ranking of each lane's carriers from one read of the history around all of them, with their evidence. */
   async function recommendOnLanes(
     tx: Executor,
     orgId: string,
@@ -358,8 +359,9 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     });
     const wanted = [...new Set(rankings.flatMap((r) => r.map((x) => x.carrierId)))];
     if (wanted.length === 0) return rankings.map(() => []);
-    // D14's inputs beyond the history rows: the grace, the lane's market history (only when a history
-    // row has a carrier total to price), the wanted carriers' loads on their way (only with a pickup).
+    // The evidence's inputs beyond the history rows: the grace, the lane's market history (only when a
+    // history row has a carrier total to price), the wanted carriers' loads on their way (only with a
+    // pickup).
     const anyPriced = history.some((h) => h.carrierRateTotal !== null && h.totalDistance);
     const anyPickup = lanes.some((l) => l.pickupAt);
     const [cards, grace, market, underway] = await Promise.all([
@@ -442,7 +444,7 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     return out;
   }
 
-  /** One lane's recommendations, widened (D14 `widen=true`) while fewer than 3 carriers are found. */
+  /** One lane's recommendations, widened (`widen=true`) while fewer than 3 carriers are found. */
   async function rankedLane(tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, opts: RecommendOptions): Promise<RecommendationAnswer> {
     const rankBy = opts.rankBy ?? 'history';
     let items = (await recommendOnLanes(tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion }))[0]!;
@@ -461,7 +463,7 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     rules,
 
     /**
-     * D14's price against the market of deliveries, per lane (two places and an equipment type; the
+     * The price against the market of deliveries, per lane (two places and an equipment type; the
      * carrier page): for each of a lane's rows with a carrier total, a distance and a market snapshot on
      * the lane as of its delivery date in its currency, total ÷ (market $/mi × miles). One read of the
      * lane's snapshots for each lane with a row to price.
@@ -480,12 +482,12 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
       );
     },
 
-    /** D7 recommendations for a load's lane (origin, destination, equipment), best first, at most 10. */
+    /** The recommendations (docs/api.md, "Lane history and carrier recommendations") for a load's lane (origin, destination, equipment), best first, at most 10. */
     async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[], versions: Pick<RecommendOptions, 'marketVersion' | 'historyVersion'> = {}): Promise<CarrierRecommendation[]> {
       return (await this.recommendWith(tx, orgId, load, stops, versions)).items;
     },
 
-    /** The same with D14's options: `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */
+    /** The same with the options of docs/api.md, "Stop actuals, tracking events and recommendation evidence": `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */
     async recommendWith(tx: Executor, orgId: string, load: LaneLoad, stops: readonly LaneStop[] | undefined, opts: RecommendOptions): Promise<RecommendationAnswer> {
       const ends = await laneEnds(tx, orgId, load.id, stops);
       if (!ends.origin || !ends.destination) return { items: [], lane_radius_miles: rules.radiusMiles, ranking: opts.rankBy ?? 'history' };
@@ -540,10 +542,10 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
     equipmentWithSnapshots,
 
     /**
-     * D8 for each of `loads`: the latest market snapshot on its lane for its equipment, priced for its
-     * `miles`; null when there is none (or no miles, or no lane). The newest snapshots of every distinct
-     * lane are read together (one statement on PostgreSQL): a batch's answers and a list page price a
-     * hundred loads at once.
+     * A market max_buy_rate for each of `loads`: the latest market snapshot on its lane for its
+     * equipment, priced for its `miles`; null when there is none (or no miles, or no lane). The newest
+     * snapshots of every distinct lane are read together (one statement on PostgreSQL): a batch's
+     * answers and a list page price a hundred loads at once.
      */
     async marketMaxBuyRates(
       tx: Executor,

@@ -59,12 +59,12 @@ const sameWatch = (a: WatchRow, b: WatchRow) =>
 const rankedIds = (recs: readonly CarrierRecommendation[]) => JSON.stringify(recs.map((r) => r.carrier_id));
 
 /**
- * load.recommendations_changed (D11): after load writes commit, the open loads near the lanes whose
- * history moved have their ranked carriers computed again, and an event is written for each whose list
- * (the carriers, in order) differs from the last one announced. It reads what the writes left in the
- * outbox (each load event keeps the lanes it moved), from a cursor per organization that moves in the
- * same transaction as the events it writes: a process that dies loses nothing (the next pass, or the
- * sweep of another process, starts from the cursor), and no change is announced twice.
+ * load.recommendations_changed (docs/events.md, "The events"): after load writes commit, the open loads
+ * near the lanes whose history moved have their ranked carriers computed again, and an event is written
+ * for each whose list (the carriers, in order) differs from the last one announced. It reads what the
+ * writes left in the outbox (each load event keeps the lanes it moved), from a cursor per organization
+ * that moves in the same transaction as the events it writes: a process that dies loses nothing (the
+ * next pass, or the sweep of another process, starts from the cursor), and no change is announced twice.
  *
  * It runs beside the requests, never inside one: a write is answered before its follow-up starts.
  */

@@ -152,7 +152,7 @@ export async function unwatch(tx: Executor, ids: readonly string[]): Promise<voi
 
 export const lanesOf = (json: string | null): LaneKey[] => (json ? (JSON.parse(json) as LaneKey[]) : []);
 
-/** D14: the loads' first pickup early_arrival (loads.pickup_at), by id: the backhaul window of their recommendations. */
+/** The loads' first pickup early_arrival (loads.pickup_at), by id: the backhaul window of their recommendations. */
 export async function pickupTimes(db: Executor, orgId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
   const out = new Map<string, string | null>();
   for (let i = 0; i < ids.length; i += 500) {

@@ -4,7 +4,7 @@ import { parseIsoTimestamp } from '../../lib/time.js';
 import { ruleIssue, unknownLocationIssue, windowIssue } from '../../domain/load.js';
 import { findByRefs } from './loads.repo.js';
 
-/** D4's 422 for a customer or carrier the organization does not have (the loc names the field). */
+/** The 422 (docs/api.md, "Loads") for a customer or carrier the organization does not have (the loc names the field). */
 export function unknownReferenceIssue(table: 'customers' | 'carriers', field: string, ref: string): ValidationIssue {
   return ruleIssue(['body', field], `no ${table.slice(0, -1)} with external_reference_id '${ref}' in your organization: create it first`);
 }
@@ -12,7 +12,7 @@ export function unknownReferenceIssue(table: 'customers' | 'carriers', field: st
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * D1a: the checks of a load body that need the database (unknown customer, carrier or stop location)
+ * The checks of a load body that need the database (unknown customer, carrier or stop location)
  * and the arrival windows, run on a body that failed its schema, so the one 422 lists them beside the
  * schema's problems. Only values of the right type are looked at (a wrong type is the schema's entry).
  * Bodies that pass their schema get the same checks, with the same messages, from loads.write.ts.

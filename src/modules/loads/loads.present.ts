@@ -50,7 +50,7 @@ function groupByLoad<T extends { load_id: string }>(items: T[]): Map<string, T[]
   return m;
 }
 
-/** Reps as stored, with D4's service_user_id matched against the organization's users. */
+/** Reps as stored, with their service_user_id matched against the organization's users. */
 function teamMembers(users: readonly { id: string; email_lower: string; name: string }[]): (json: string | null) => TeamMember | null {
   // The same user may come back once per load (documents): once each for the matcher.
   const match = teamMemberMatcher([...new Map(users.map((u) => [u.id, u])).values()]);
@@ -95,15 +95,15 @@ interface LoadParts {
   customerById: Map<string, Named>;
   carrierById: Map<string, Named>;
   member: (json: string | null) => TeamMember | null;
-  /** D8: whether the load's max_buy_rate comes from a market snapshot that may exist. */
+  /** Whether the load's max_buy_rate comes from a market snapshot that may exist. */
   marketPriced: (row: LoadsTable) => boolean;
   /** The organization's market counter, when the read that gave the parts had it (PostgreSQL's documents). */
   marketVersion?: number;
 }
 
-/** The response records of stored loads: their stops, rates, customer and carrier, reps and D8 max_buy_rate. */
+/** The response records of stored loads: their stops, rates, customer and carrier, reps and market max_buy_rate. */
 export function loadPresenter(lanes: LanesService) {
-  /** D8: without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane. */
+  /** Without the caller's figure, max_buy_rate comes from the latest market snapshot on the lane. */
   async function marketRates(tx: Executor, orgId: string, rows: LoadsTable[], parts: LoadParts) {
     const wanted = rows.filter(parts.marketPriced);
     const rates = await lanes.marketMaxBuyRates(
@@ -212,7 +212,7 @@ export function loadPresenter(lanes: LanesService) {
       if (rows.length === 0) return [];
       return assemble(tx, orgId, rows, await readParts(tx, orgId, rows, known));
     },
-    /** Documents (a load and its parts from one statement) to answers; only D8's market lookup reads more. */
+    /** Documents (a load and its parts from one statement) to answers; only the market max_buy_rate reads more. */
     presentDocuments(tx: Executor, orgId: string, docs: LoadDocument[]): Promise<Load[]> {
       if (docs.length === 0) return Promise.resolve([]);
       return assemble(tx, orgId, docs, partsOf(docs));

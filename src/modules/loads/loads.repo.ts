@@ -301,16 +301,3 @@ export function usersMatching(tx: Executor, orgId: string, emails: string[], nam
     )
     .execute();
 }
-
-
-/** The places of a load's stops, in stop order (for a distance estimate). */
-export function stopPoints(tx: Executor, orgId: string, loadId: string) {
-  return tx
-    .selectFrom('load_stops as s')
-    .innerJoin('locations as l', 'l.id', 's.location_id')
-    .select(['l.latitude', 'l.longitude'])
-    .where('s.org_id', '=', orgId)
-    .where('s.load_id', '=', loadId)
-    .orderBy('s.stop_number')
-    .execute();
-}

@@ -24,7 +24,7 @@ import { loadWrites } from './loads.write.js';
 import { loadBodyProblems } from './loads.checks.js';
 
 export interface LoadsOptions {
-  /** Road miles per great-circle mile for estimated distances (D4: 1.2, the usual truck circuity). */
+  /** Road miles per great-circle mile for estimated distances (default 1.2, the usual truck circuity). */
   circuityFactor: number;
 }
 
@@ -33,7 +33,7 @@ export interface LoadsDeps extends ServiceHooks {
   lanes: LanesService;
 }
 
-/** `status` of the list: one value or several, comma-separated, any case (D2). */
+/** `status` of the list: one value or several, comma-separated, any case (docs/api.md, "Loads"). */
 function statusFilter(text: string): string[] {
   const canonical = new Map(LOAD_STATUSES.map((s) => [s.toLowerCase(), s]));
   const parts = text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -57,8 +57,9 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
    * the one-statement documents instead of a statement per kind of part.
    */
   const presentRows = async (tx: Executor, orgId: string, rows: LoadsTable[], known?: ReadonlyMap<string, KnownParts>): Promise<Load[]> => {
-    // Loads whose writes hold their parts (full upserts, the usual TMS push) read only reps and D8's
-    // equipment, on either engine; otherwise PostgreSQL reads a batch's loads as documents in one statement.
+    // Loads whose writes hold their parts (full upserts, the usual TMS push) read only reps and the
+    // market max_buy_rate's equipment, on either engine; otherwise PostgreSQL reads a batch's loads as
+    // documents in one statement.
     if (!oneStatementReads || rows.length < 2 || (known && rows.every((r) => known.has(r.id)))) return present(tx, orgId, rows, known);
     const byId = new Map((await presentDocuments(tx, orgId, await loadDocumentsByIds(tx, orgId, rows.map((r) => r.id)))).map((l) => [l.id, l]));
     // A load deleted later in the same unit of work is no longer there to read: presented from its row.
@@ -74,7 +75,8 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     createSchema: LoadCreate,
     updateSchema: LoadUpdate,
     batchOperations: ['create', 'update', 'upsert', 'delete'],
-    // One analytics run per load write request, exactly one per batch (D7).
+    // One analytics run per load write request, exactly one per batch
+    // (docs/api.md, "Lane history and carrier recommendations").
     analyticsRun: true,
     // New and deleted loads, and updates that change a load's lane, status, equipment or carrier, are
     // followed up after commit (load.recommendations_changed).
@@ -101,7 +103,8 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       const lane = await ws.historyLaneOf(tx, row.id);
       return lane ? [lane] : [];
     },
-    // D1a: a body that failed its schema is also checked against the database (one 422 with everything).
+    // A body that failed its schema is also checked against the database (one 422 with everything:
+    // docs/api.md, "Errors").
     problems: (tx, orgId, body) => loadBodyProblems(tx, orgId, body),
   });
 
@@ -149,9 +152,10 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   }
 
   /**
-   * D14: a tracking event sets a stop's actual arrival or departure through the load's own update (its
-   * history row, load.updated and the recommendations follow-up come with it), then load.stop_arrived or
-   * load.stop_departed; kept by event_id in the same transaction, so the same id answers the same again.
+   * A tracking event (docs/api.md, "Stop actuals, tracking events and recommendation evidence") sets a
+   * stop's actual arrival or departure through the load's own update (its history row, load.updated and
+   * the recommendations follow-up come with it), then load.stop_arrived or load.stop_departed; kept by
+   * event_id in the same transaction, so the same id answers the same again.
    */
   async function trackingEvent(orgId: string, ref: string, input: TrackingEventInput): Promise<TrackingEventAnswer> {
     const { type, time } = readTrackingEvent(input);
@@ -213,7 +217,7 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   return Object.assign({}, lifecycle, {
     present,
     trackingEvent,
-    /** GET of one load: an open load carries its carrier recommendations (D7), any other an empty list. */
+    /** GET of one load: an open load carries its carrier recommendations, any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
       const { load, stops, versions } = await readOne(orgId, ref, guard);
       return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, versions) : [] });

@@ -38,8 +38,9 @@ const str = (v: unknown): string[] => (typeof v === 'string' ? [v] : []);
  * The loads a unit of work (a single write, or a whole batch) reads and writes, handed to every load
  * write step: reads come from here first (a batch reads its loads, their parts and every customer,
  * carrier and location its items name at once, at its start), writes change what is held here, so a
- * later item sees what an earlier one wrote (D6a), and `flush` writes the changes set-based: one
- * statement per table for the whole batch (src/modules/loads/loads.repo.ts writeLoadChanges).
+ * later item sees what an earlier one wrote (docs/api.md, "Batches"), and `flush` writes the changes
+ * set-based: one statement per table for the whole batch (src/modules/loads/loads.repo.ts
+ * writeLoadChanges).
  *
  * An item's changes are journalled (`begin`): a failed item's `rollback` leaves the workspace as the
  * item found it, so a failed item leaves nothing behind in the database either (nothing reached it).
@@ -255,7 +256,7 @@ export class LoadWorkspace implements Workspace {
   }
 
   /**
-   * Brings the load's lane history in line with the load as this unit holds it (D7); the lanes whose
+   * Brings the load's lane history in line with the load as this unit holds it; the lanes whose
    * history moved (its lane before and after). A load that cannot be history costs nothing when it had none.
    */
   async syncHistory(tx: Executor, row: LoadsTable): Promise<LaneKey[]> {

@@ -31,10 +31,10 @@ import type { LoadCreate, LoadUpdate } from './loads.schema.js';
 
 const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager'] as const;
 
-/** The rules of writing a load (D4): references resolved through the repo, the rest by the domain core. */
+/** The rules of writing a load (docs/api.md, "Loads"): references resolved through the repo, the rest by the domain core. */
 export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
-  // D1a: every problem of a body in one 422. The checks below add to `issues` instead of throwing; the
-  // write throws them all together before its first write.
+  // Every problem of a body in one 422 (docs/api.md, "Errors"). The checks below add to `issues` instead
+  // of throwing; the write throws them all together before its first write.
   async function resolveRef(tx: Executor, ws: LoadWorkspace, table: 'customers' | 'carriers', ref: string, field: string, issues: ValidationIssue[]): Promise<NamedRecord> {
     const row = await ws.record(tx, table, ref);
     if (!row) issues.push(unknownReferenceIssue(table, field, ref));
@@ -166,7 +166,7 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     if (patch.status !== undefined) countStatusChange(changes, row.status, patch.status);
     if (input.stops !== undefined && plan) {
       const current = await ws.stopsOf(tx, row.id);
-      // D14: actuals not sent stay; an arrival already recorded keeps the deadline it was scored against.
+      // Actuals not sent stay; an arrival already recorded keeps the deadline it was scored against.
       const carried = Object.assign({}, plan, { stops: carryActuals(input.stops, plan.stops, current) });
       stops = current;
       if (!sameStops(current, carried.stops)) {

@@ -5,8 +5,9 @@ import { loadsUsing } from './loads.repo.js';
 type Referenced = 'Customer' | 'Carrier' | 'Location';
 
 /**
- * D3: a customer, carrier or location that a load still uses cannot be deleted (409, naming the
- * loads); delete or change those loads first. Given to those services as their beforeDelete.
+ * A customer, carrier or location that a load still uses cannot be deleted (409, naming the loads;
+ * docs/api.md, "Deleting"); delete or change those loads first. Given to those services as their
+ * beforeDelete.
  */
 export function refuseDeleteWhileLoadsUse(kind: Referenced) {
   return async (tx: Executor, orgId: string, row: { id: string; external_reference_id: string }) => {

@@ -10,7 +10,7 @@ import {
 } from '../../geo/index.js';
 import { ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 
-/** What the geocoding rules of spec 2.3 and D5 need to look at. */
+/** What the geocoding rules (docs/api.md, "Locations") need to look at. */
 export interface GeoInput {
   latitude?: number | null;
   longitude?: number | null;
@@ -67,8 +67,8 @@ export function geocodeLocation(input: GeoInput): GeocodedLocation {
     const latitude = input.latitude as number;
     const longitude = input.longitude as number;
     const resolved = locateSubdivision(latitude, longitude, { country: countryCode });
-    // D1a: a state sent with coordinates must be theirs (within the border tolerance); coordinates
-    // that resolve to no subdivision keep the state as sent (D5).
+    // A state sent with coordinates must be theirs (within the border tolerance); coordinates
+    // that resolve to no subdivision keep the state as sent.
     if (state && resolved && !withinSubdivision(latitude, longitude, state, resolved)) {
       fail(
         'state',
@@ -111,7 +111,7 @@ export function geocodeLocation(input: GeoInput): GeocodedLocation {
 export const GEO_FIELDS = ['latitude', 'longitude', 'state', 'postal_code', 'country'] as const;
 
 /**
- * The combination an update re-geocodes from (spec 2.3 rule 4, D5): the stored values with the sent
+ * The combination an update re-geocodes from (docs/api.md, "Locations"): the stored values with the sent
  * ones on top. Coordinates sent without a country mean US (spec 2.3 rule 4); coordinates sent without
  * a state drop the stored state so it is inferred again from the new point.
  */

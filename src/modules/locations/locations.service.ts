@@ -56,7 +56,7 @@ function listFilter(query: LocationListQuery): LocationFilter {
 }
 
 /**
- * D1a: the geocoding checks of a body that failed its schema, on the geo fields of the right type. When
+ * The geocoding checks of a body that failed its schema, on the geo fields of the right type. When
  * a geo field itself was refused, its schema entry says so and geocoding is not tried on the rest.
  */
 function geocodingProblems(body: unknown, row: LocationsTable | null): ValidationIssue[] {

@@ -26,8 +26,8 @@ function bearerMatches(req: FastifyRequest, expected: Buffer): boolean {
 
 /**
  * Liveness, readiness and metrics: no API key, not part of the versioned API. With `metricsToken`
- * (METRICS_TOKEN), /metrics wants it as a Bearer token (401 in the D1 shape otherwise); the probes stay
- * open for the orchestrator.
+ * (METRICS_TOKEN), /metrics wants it as a Bearer token (401 in the API's error shape otherwise;
+ * docs/deployment.md, "`/metrics` and `METRICS_TOKEN`"); the probes stay open for the orchestrator.
  */
 export function opsRoutes(app: FastifyInstance, deps: { store: DataStore; metrics: Metrics; rateLimiter?: RateLimiter; metricsToken?: string | undefined }) {
   const metricsToken = deps.metricsToken ? digest(deps.metricsToken) : null;

@@ -39,7 +39,7 @@ export interface FailedWritesTable {
   request_id: string | null;
 }
 
-/** D16: fields ignored per key, route and field (positions left out: `body.contacts[].phone_number`). */
+/** Fields ignored per key, route and field (positions left out: `body.contacts[].phone_number`), for the dashboard (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`"). */
 export interface IgnoredFieldsTable {
   org_id: string;
   key_id: string;
@@ -130,7 +130,7 @@ export function usageRecorder(o: UsageOptions) {
   const counters = new Map<string, Counter>();
   let closed: Counter[] = [];
   let pending: FailedWritesTable[] = [];
-  // D16: ignored fields counted between flushes, by org, key, route and field.
+  // Ignored fields counted between flushes, by org, key, route and field.
   let ignored = new Map<string, { orgId: string; keyId: string; route: string; field: string; count: number; first: number; last: number }>();
   let timer: NodeJS.Timeout | null = null;
   let flushing: Promise<void> | null = null;
@@ -155,7 +155,7 @@ export function usageRecorder(o: UsageOptions) {
     if (nowMs > c.last) c.last = nowMs;
   }
 
-  /** D16: the fields a request's answer said it ignored (a few map lookups; written by the flush). */
+  /** The fields a request's answer said it ignored (a few map lookups; written by the flush). */
   function countIgnored(principal: Pick<Principal, 'orgId' | 'keyId'>, route: string, fields: readonly string[], nowMs = o.clock.now().getTime()) {
     for (const field of fields) {
       const id = `${principal.keyId}\u0000${route}\u0000${field}`;
@@ -324,7 +324,7 @@ export function usageRecorder(o: UsageOptions) {
       return db.selectFrom('api_usage_hourly').selectAll().where('org_id', '=', orgId).where('hour', '>=', hourOf(sinceIso)).orderBy('hour').execute();
     },
 
-    /** D16: the organization's ignored fields seen since `sinceIso`, most counted first. */
+    /** The organization's ignored fields seen since `sinceIso`, most counted first. */
     ignoredFields(orgId: string, sinceIso: string, limit = 100) {
       return db
         .selectFrom('ignored_fields')

@@ -41,7 +41,7 @@ function toMarketRate(row: MarketRateSnapshotsTable): MarketRate {
 }
 
 export function marketRatesService(pipeline: WritePipeline, clock: Clock) {
-  /** A lane end: a location of the organization, or geocoded exactly as a location would be (D8). */
+  /** A lane end: a location of the organization, or geocoded exactly as a location would be (docs/api.md, "Market rate snapshots"). */
   async function resolvePoint(orgId: string, field: 'origin' | 'destination', input: LanePointInput): Promise<ResolvedPoint> {
     if (input.location_external_reference_id !== undefined) {
       const loc = await locationPoint(pipeline.reader, orgId, input.location_external_reference_id);

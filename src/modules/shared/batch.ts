@@ -135,11 +135,11 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 export interface RunOptions {
-  /** D6a: the request's one deadline, from when it began (items reached after it fail 503). */
+  /** The request's one deadline (docs/api.md, "Batches"), from when it began (items reached after it fail 503). */
   deadlineMs?: number;
   /** When the request began (ms since the epoch); now when omitted. */
   startedAt?: number;
-  /** The request's id: a failed item's 500 carries it (D6a). */
+  /** The request's id: a failed item's 500 carries it, as every 500 does. */
   requestId?: string;
   onError?: (err: unknown) => void;
   /** Items refused before the batch ran (text that is not Unicode, or NUL): each fails 422 with these entries. */
@@ -151,7 +151,7 @@ export interface RunOptions {
   beforeCommit?: (tx: Executor, results: readonly BatchResultEntry[]) => Promise<void>;
 }
 
-/** D6a: what an item the batch did not reach before its deadline answers. */
+/** What an item the batch did not reach before its deadline answers. */
 export const OUT_OF_TIME = 'The batch ran out of time before this item';
 
 /** What a batch's workspace sees of an item before it runs: its reference (as the item names it) and its data, unvalidated. */
@@ -167,7 +167,7 @@ export interface BatchResource<Create, Update, W extends Workspace> {
   createSchema: TSchema;
   updateSchema: TSchema;
   pipeline: WritePipeline;
-  /** Counts as D7's analytics run, once per batch (load batches). */
+  /** Counts as a lane analytics run (docs/api.md, "Lane history and carrier recommendations"), once per batch (load batches). */
   analyticsRun: boolean;
   create(tx: Executor, changes: ChangeSet, ws: W, orgId: string, data: Create): Promise<{ id: string }>;
   update(tx: Executor, changes: ChangeSet, ws: W, orgId: string, ref: string, data: Update): Promise<{ id: string }>;
@@ -175,7 +175,7 @@ export interface BatchResource<Create, Update, W extends Workspace> {
   delete(tx: Executor, changes: ChangeSet, ws: W, orgId: string, ref: string): Promise<{ id: string }>;
   /** Opens what the items share, first in the batch's transaction (a load batch reads its records at once). */
   workspace?(tx: Executor, orgId: string, items: BatchPrefetchItem[]): Promise<W>;
-  /** D1a: a data object's problems beyond its schema (loc from `body`); `ref`: the record an update names. */
+  /** A data object's problems beyond its schema (loc from `body`); `ref`: the record an update names. */
   problems?(tx: Executor, ws: W, orgId: string, data: unknown, ref: string | null): Promise<ValidationIssue[]>;
 }
 
@@ -214,7 +214,8 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     const data = dataRef === undefined && itemRef !== undefined ? { external_reference_id: itemRef, ...sent } : sent;
     const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
     if (issues) {
-      // D1a: one entry per problem, the checks that need the database included (read in the item's turn).
+      // One entry per problem (docs/api.md, "Errors"), the checks that need the database included (read
+      // in the item's turn).
       const problems = resource.problems;
       if (!problems) throw new ValidationError(issues);
       const named = typeof data.external_reference_id === 'string' ? data.external_reference_id : null;
@@ -251,7 +252,8 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
         turnAt = Date.now();
       }
       const data = item[dataKey];
-      // D1a: the item's own external_reference_id when it has one, else its data object's.
+      // The item's own external_reference_id when it has one, else its data object's
+      // (docs/api.md, "Batches").
       const declaredRef =
         item.external_reference_id ??
         (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ??
@@ -281,7 +283,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
   return async function run(orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> {
     let applied: BatchResultEntry[] = [];
     let results: BatchResultEntry[];
-    // One deadline for the request (D6a), however often the pipeline runs the items.
+    // One deadline for the request, however often the pipeline runs the items.
     const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
     try {
       const open = resource.workspace;
@@ -309,7 +311,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
       // saved, so no item may be reported saved.
-      // Past the deadline (PostgreSQL: a lock wait cut by it) no item was reached in time (D6a).
+      // Past the deadline (PostgreSQL: a lock wait cut by it) no item was reached in time.
       const failure = Date.now() >= deadlineAt ? { status: 503, detail: OUT_OF_TIME } : batchItemError(err, opts);
       results = items.map((item, index) => {
         const done = applied[index];
@@ -328,12 +330,12 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
   };
 }
 
-/** A failed item's `error` (D6): the status and detail a single-record request would have answered. */
+/** A failed item's `error` (docs/api.md, "Batches"): the status and detail a single-record request would have answered. */
 function batchItemError(err: unknown, opts: RunOptions): BatchItemError & { request_id?: string } {
   const known = classifyError(err, opts.requestId ?? '', { unavailable: () => {}, internal: (e) => opts.onError?.(e) });
   const { status, body } = renderError(known);
   const detail = (body.detail ?? (body.error as { message?: string } | undefined)?.message ?? known.message) as BatchItemError['detail'];
-  // D6a: a 500 carries the request's id, like every other 500.
+  // A 500 carries the request's id, like every other 500.
   if (known instanceof InternalError) return { status, detail, request_id: known.requestId };
   return body.truncated === true ? { status, detail, truncated: true } : { status, detail };
 }

@@ -83,7 +83,7 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
   updateSchema: TSchema;
   /** The operations the batch endpoint takes. */
   batchOperations: readonly BatchOperation[];
-  /** Counts as D7's analytics run (load writes). */
+  /** Counts as a lane analytics run (load writes; docs/api.md, "Lane history and carrier recommendations"). */
   analyticsRun?: boolean;
   clock: Clock;
   /** What the kind's write steps share within a unit of work (default: nothing; rows written at once). */
@@ -106,14 +106,14 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
   /** Before a row is deleted, in the same transaction: the lanes its deletion moves. */
   lanesOfDeleted?(tx: Executor, orgId: string, row: RowOf<T>, ws: W): Promise<LaneKey[]>;
   /**
-   * D1a: the checks of a body beyond its schema (those that need the database, geocoding), run on a
+   * The checks of a body beyond its schema (those that need the database, geocoding), run on a
    * body that failed its schema (types unchecked), so that one 422 lists every problem. `row`: the
    * record an update changes, null on create.
    */
   problems?(tx: Executor, orgId: string, body: unknown, row: RowOf<T> | null): Promise<ValidationIssue[]>;
 }
 
-/** D1a: an external_reference_id of only white space names nothing a caller could tell apart. */
+/** An external_reference_id of only white space (docs/api.md, "Errors") names nothing a caller could tell apart. */
 export function blankReferenceIssues(ref: unknown): ValidationIssue[] {
   return typeof ref === 'string' && ref.length > 0 && ref.trim() === ''
     ? [{ type: 'value_error', loc: ['body', 'external_reference_id'], msg: 'Value error, external_reference_id must not be only white space' }]
@@ -127,10 +127,11 @@ export function allProblems(schemaIssues: readonly ValidationIssue[], others: re
 }
 
 /**
- * get, create, update, upsert and delete of one record kind, with the D1 errors (404 by reference,
- * 409 on duplicates, 422 for a changed external_reference_id). Each write is a step run inside the
- * write pipeline's unit of work: a single write's own transaction, or a batch item's. Single-record
- * routes, batch items, the dashboard and the CLI all call these, so they cannot drift apart.
+ * get, create, update, upsert and delete of one record kind, with the API's errors (404 by reference,
+ * 409 on duplicates, 422 for a changed external_reference_id; docs/api.md, "Errors"). Each write is a
+ * step run inside the write pipeline's unit of work: a single write's own transaction, or a batch
+ * item's. Single-record routes, batch items, the dashboard and the CLI all call these, so they cannot
+ * drift apart.
  */
 export function recordLifecycle<T extends RecordTable, Create extends { external_reference_id: string }, Update extends { external_reference_id?: string }, Out, W extends Workspace = Workspace>(
   o: RecordLifecycleOptions<T, Create, Update, Out, W>,
@@ -143,7 +144,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   const idPrefix = `${idKind}_`;
   const validateCreate = compileBodyValidator(o.createSchema);
   const presenter = o.present as unknown as Presenter;
-  /** A change of the unit of work; its event's data is the record's answer, built at seal (D11). */
+  /** A change of the unit of work; its event's data is the record's answer, built at seal (docs/events.md, "The events"). */
   const changeOf = (op: 'created' | 'updated' | 'deleted', row: RowOf<T>, previous?: RowOf<T>, followUp = op !== 'updated' && o.followUpWrites === true): RecordChange => ({
     kind: o.table as VersionedKind,
     op,
@@ -154,7 +155,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     ...(followUp ? { followUp } : {}),
   });
 
-  /** D1a: every problem of a body beside its schema's (a body that failed its schema; `ref`: the record it updates). */
+  /** Every problem of a body beside its schema's (a body that failed its schema; `ref`: the record it updates). */
   async function bodyProblems(tx: Executor, ws: W, orgId: string, schemaIssues: readonly ValidationIssue[], body: unknown, ref: string | null): Promise<ValidationIssue[]> {
     const row = ref === null ? null : ((await rows.findByRef(tx, ws, orgId, ref)) ?? null);
     const sentRef = typeof body === 'object' && body !== null ? (body as { external_reference_id?: unknown }).external_reference_id : undefined;
@@ -257,7 +258,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   return {
     repo,
     steps,
-    /** D1a: a single write's body that failed its schema, answered with every other problem too. */
+    /** A single write's body that failed its schema, answered with every other problem too (docs/api.md, "Errors"). */
     async withBodyProblems(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError> {
       return new ValidationError(await bodyProblems(o.pipeline.reader, open(orgId), orgId, invalid.issues, body, ref));
     },
@@ -290,7 +291,7 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     update: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.update(tx, changes, ws, orgId, ref, input))),
     upsert: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.upsert(tx, changes, ws, orgId, ref, input)), true),
     delete: (orgId: string, refOrId: string): Promise<{ id: string }> => single(orgId, (tx, changes, ws) => steps.delete(tx, changes, ws, orgId, refOrId)),
-    /** The batch endpoint: the same steps, items answering the service id only (D6). */
+    /** The batch endpoint: the same steps, items answering the service id only (docs/api.md, "Batches"). */
     batch: batchRunner<Create, Update, W>({
       dataKey,
       operations: o.batchOperations,

@@ -19,7 +19,7 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
   get(orgId: string, ref: string, guard?: KeyGuard | null): Promise<Rec>;
   create(orgId: string, input: Create): Promise<Rec>;
   update(orgId: string, ref: string, input: Update): Promise<Rec>;
-  /** D1a: a body that failed its schema, answered with every other problem too (checks needing the database). */
+  /** A body that failed its schema, answered with every other problem too (checks needing the database; docs/api.md, "Errors"). */
   withBodyProblems?(orgId: string, invalid: ValidationError, body: unknown, ref: string | null): Promise<ValidationError>;
   delete(orgId: string, refOrId: string): Promise<{ id: string }>;
   /** The external_reference_id a path names (it may be the service id, as DELETE takes it). */
@@ -95,7 +95,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
   };
 
   /**
-   * D1a: a body that failed its schema is answered with the problems of the checks that need the
+   * A body that failed its schema is answered with the problems of the checks that need the
    * database too, in one 422. A route error handler (the error goes on to the app's one handler): the
    * request never reached its handler or its preHandler hooks (an Idempotency-Key is not claimed).
    */
@@ -159,7 +159,9 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     config: {
       scope: o.writeScope,
       swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })),
-      // D16: each item's data object is checked for unknown fields with its operation's schema.
+      // Each item's data object is checked for unknown fields
+      // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`") with
+      // its operation's schema.
       batchItemSchemas: { dataKey: o.noun, create: o.createSchema, update: o.updateSchema },
     },
     bodyLimit: o.batchBodyLimit,
@@ -177,7 +179,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
         requestId: String(req.id),
         refusedItems: refusedBatchItems(req),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
-        // D6a: one deadline for the whole request, counted from when it arrived.
+        // One deadline for the whole request, counted from when it arrived (docs/api.md, "Batches").
         ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
       });
     },

@@ -19,7 +19,7 @@ export interface RecordChange {
   id: string;
   /** null for records callers do not name (market rate snapshots). */
   external_reference_id: string | null;
-  /** The row as written, and its presenter: the event's data (D11) is built from them at seal. */
+  /** The row as written, and its presenter: the event's data (docs/events.md, "The events") is built from them at seal. */
   row?: unknown;
   present?: Presenter;
   /** The row before an update (load.status_changed compares the statuses). */
@@ -46,8 +46,9 @@ export interface Announcement {
 }
 
 /**
- * The change feed's writer (D11), called at seal inside the writing transaction: `draft` builds the
- * events of a unit of work's changes, `write` stores them from the first sequence given.
+ * The change feed's writer (docs/events.md, "The promise"), called at seal inside the writing
+ * transaction: `draft` builds the events of a unit of work's changes, `write` stores them from the first
+ * sequence given.
  */
 export interface Outbox {
   draft(tx: Executor, orgId: string, records: readonly RecordChange[], announcements: readonly Announcement[]): Promise<EventDraft[]>;
@@ -141,11 +142,11 @@ export class ChangeSet {
  */
 export type Counters = Record<string, (tx: Executor, orgId: string, moves: [key: string, delta: number][]) => Promise<void>>;
 
-/** The work that follows a commit: D7's analytics run, counted for load writes. */
+/** The work that follows a commit: the lane analytics run (docs/api.md, "Lane history and carrier recommendations"), counted for load writes. */
 export type AfterCommit = (orgId: string, committed: ChangeSet, opts: { analyticsRun: boolean }) => Promise<void>;
 
 export interface WriteOptions {
-  /** Counts as D7's analytics run (load writes). */
+  /** Counts as a lane analytics run (load writes). */
   analyticsRun?: boolean;
   /** Upserts race (two requests both see "absent"): the loser runs again once and finds the winner's row. */
   retryUniqueRace?: boolean;
@@ -255,7 +256,8 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
       const net = [...moves].filter(([, d]) => d !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       if (net.length > 0) await write(tx, orgId, net);
     }
-    // The events' sequences come from the same counter row (D11: its lock orders them as the commits).
+    // The events' sequences come from the same counter row (its lock orders them as the commits:
+    // docs/events.md, "The promise").
     const lastSequence = await bumpVersions(tx, orgId, changes.kinds(), drafts.length);
     if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
   }
@@ -290,14 +292,14 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
     /**
      * A batch: `body` runs its items through the runner it is given, in ONE transaction (a commit per
      * item cost more than the item's writes on both engines), whole or nothing per item, never undoing
-     * another (D6). `workspace` opens what the items share (a load batch's reads, made at once, and its
-     * writes, held and written set-based at the end). How the items run:
+     * another (docs/api.md, "Batches"). `workspace` opens what the items share (a load batch's reads,
+     * made at once, and its writes, held and written set-based at the end). How the items run:
      *   - together: no savepoints; a deferred workspace's writes go to the database once, after the last
      *     item (a failed item wrote nothing, so nothing needs undoing);
      *   - apart: each item in a savepoint with its own writes flushed inside it.
      * Items run together unless they write at once and savepoints are cheap (SQLite); a batch run together
      * that cannot stand (an immediate item failed, or the set-based writes were refused) runs again apart.
-     * `deadlineAt` is the request's one deadline (D6a), whichever way and however often the items run:
+     * `deadlineAt` is the request's one deadline, whichever way and however often the items run:
      * the runner fails the items it reaches after it, and no lock wait outlasts it. After-commit work
      * runs once; a failed closing commit is thrown after it (no item was saved).
      */

@@ -7,7 +7,7 @@ type TrackingType = (typeof TRACKING_TYPES)[number];
 /** When the event happened, as sent: an instant (UTC) or a time read off the stop's clock. */
 export type TrackingTime = { utc: string } | { local: string };
 
-/** D14: the event's type from `type` and/or its EDI 214 alias; a problem when neither or when they contradict. */
+/** The event's type from `type` and/or its EDI 214 alias (docs/api.md, "Stop actuals, tracking events and recommendation evidence"); a problem when neither or when they contradict. */
 function typeOf(input: TrackingEventInput): TrackingType | ValidationIssue {
   const code = input.edi_status_code?.toUpperCase();
   const fromCode = code === undefined ? undefined : EDI_STATUS_CODES[code];

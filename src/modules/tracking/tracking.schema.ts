@@ -7,7 +7,7 @@ export const WALL_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$
 export const TRACKING_TYPES = ['ARRIVED', 'DEPARTED'] as const;
 export const TRACKING_SOURCES = ['ELD', 'APP', 'EDI', 'TRACKING_PROVIDER', 'MANUAL'] as const;
 
-/** EDI 214 shipment status codes (AT7-01) taken as aliases of the two types (D14). */
+/** EDI 214 shipment status codes (AT7-01) taken as aliases of the two types (docs/api.md, "Stop actuals, tracking events and recommendation evidence"). */
 export const EDI_STATUS_CODES: Readonly<Record<string, (typeof TRACKING_TYPES)[number]>> = {
   X3: 'ARRIVED', // arrived at pickup location
   X1: 'ARRIVED', // arrived at delivery location

@@ -1,6 +1,6 @@
 import { fetch, type Dispatcher } from 'undici';
 
-/** D12: an attempt's time limit, from the start of the connection to the last byte of the answer read. */
+/** An attempt's time limit (docs/webhooks.md, "A delivery"), from the start of the connection to the last byte of the answer read. */
 export const TIMEOUT_MS = 10_000;
 /** The most of an answer's body that is read; the rest is never read: the connection is closed. */
 export const RESPONSE_READ_LIMIT = 64 * 1024;

@@ -4,7 +4,7 @@ import { newId } from '../../lib/ids.js';
 import { nextAttemptWait, retryAfterMs } from './retry-schedule.js';
 import { endpointForUpdate, failPending, recordAttempt, type AttemptRow, type ClaimedDelivery, type DeliveryOutcome } from './webhooks.repo.js';
 
-/** D12: an endpoint whose attempts all failed for this long is disabled. */
+/** An endpoint whose attempts all failed for this long is disabled (docs/webhooks.md, "Retries"). */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
 
 export type DisabledReason = 'manual' | 'gone' | 'failing';
@@ -50,10 +50,10 @@ export interface OutcomeDeps {
 }
 
 /**
- * Records what an attempt of a claimed delivery saw, for the claim's holder only: the delivery's
- * outcome (delivered; retried on D12's schedule, a Retry-After on 429/503 lengthening a wait within
- * it; failed after the last attempt; a 410 disables the endpoint, as do 5 days of failures) and its
- * entry in the attempt log. Returns the outcome, or null when the claim was lost meanwhile.
+ * Records what an attempt of a claimed delivery saw, for the claim's holder only: the delivery's outcome
+ * (delivered; retried on the schedule of retry-schedule.ts, a Retry-After on 429/503 lengthening a wait
+ * within it; failed after the last attempt; a 410 disables the endpoint, as do 5 days of failures) and
+ * its entry in the attempt log. Returns the outcome, or null when the claim was lost meanwhile.
  */
 export async function recordOutcome(deps: OutcomeDeps, c: ClaimedDelivery, claim: string, seen: Observed): Promise<AttemptResult | null> {
   const { delivery: d, endpoint: ep } = c;

@@ -1,8 +1,6 @@
-/** D12: the waits after the 1st … 9th failed attempt (±20% jitter); the 10th failure is final. */
+/** The waits (docs/webhooks.md, "Retries") after the 1st … 9th failed attempt (±20% jitter); the 10th failure is final. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000] as const;
 export const JITTER = 0.2;
-/** The attempts a delivery gets: the first and one after each wait of the schedule. */
-export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 /** A Retry-After longer than the schedule's longest wait is capped to it. */
 export const MAX_RETRY_AFTER_MS = 86_400_000;
 

@@ -118,5 +118,3 @@ export function deliverySlots(limits: { total: number; perOrg: number }) {
     },
   };
 }
-
-export type DeliverySlots = ReturnType<typeof deliverySlots>;

@@ -4,11 +4,12 @@ import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * D12's URL rules: `https` only, and a host whose every address is public unicast. The ranges come from
- * ipaddr.js (`range()`: loopback, private, linkLocal, uniqueLocal, carrierGradeNat, reserved (which holds
- * the documentation and benchmarking blocks), ipv4Mapped, rfc6145, rfc6052, 6to4, teredo, multicast, …):
- * anything it does not call `unicast` is refused, so a range it learns in a later release is refused
- * here without a change. WEBHOOK_ALLOW_INSECURE=on lifts both rules (development, tests).
+ * The URL rules (docs/webhooks.md, "URL rules (SSRF)"): `https` only, and a host whose every address is
+ * public unicast. The ranges come from ipaddr.js (`range()`: loopback, private, linkLocal, uniqueLocal,
+ * carrierGradeNat, reserved (which holds the documentation and benchmarking blocks), ipv4Mapped,
+ * rfc6145, rfc6052, 6to4, teredo, multicast, …): anything it does not call `unicast` is refused, so a
+ * range it learns in a later release is refused here without a change. WEBHOOK_ALLOW_INSECURE=on lifts
+ * both rules (development, tests).
  */
 
 /** IANA's global unicast space: an IPv6 address outside it is refused even when ipaddr.js names no range for it. */

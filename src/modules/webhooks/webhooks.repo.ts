@@ -16,7 +16,7 @@ const attemptOf = (r: AttemptRow): AttemptRow => ({ ...r, sequence: num(r.sequen
 // ------------------------------------------------------------------------------------------------
 // Endpoints
 
-/** The organization's last event sequence (D11): where a new or re-enabled endpoint starts. */
+/** The organization's last event sequence: where a new or re-enabled endpoint starts. */
 export async function lastSequence(db: Executor, orgId: string): Promise<number> {
   const row = await db.selectFrom('org_versions').select('events').where('org_id', '=', orgId).executeTakeFirst();
   return num(row?.events);

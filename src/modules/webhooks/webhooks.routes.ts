@@ -30,12 +30,13 @@ const config = { scope: 'write:webhooks' } as const;
 // Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
 const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
 
-// A write's 409 also covers an Idempotency-Key still being processed (D13), as every write's does.
+// A write's 409 also covers an Idempotency-Key still being processed
+// (docs/api.md, "Safe retries: `Idempotency-Key`"), as every write's does.
 const conflict = (what: string) => ({ 409: { description: `${what} Also: ${ERRORS.idempotency_in_progress.description}`, $ref: 'Detail#' } });
 const tooMany = conflict('The organization already has as many webhook endpoints as it may (WEBHOOK_MAX_ENDPOINTS, default 20): {"detail":"This organization already has 20 webhook endpoints, …"}.');
 const replayRunning = conflict('A replay of this endpoint still has deliveries pending (one replay runs per endpoint at a time): {"detail":"A replay of this endpoint is still running (…)"}.');
 
-/** D12: the webhook endpoints API (scope write:webhooks, GET too). */
+/** The webhook endpoints API (docs/webhooks.md, "Endpoints: `/v2/tms-api/webhook-endpoints` (scope `write:webhooks`)"). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post(BASE, {

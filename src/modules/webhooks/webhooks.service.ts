@@ -46,7 +46,7 @@ import {
 } from './webhooks.schema.js';
 import { disableEndpoint, pendingDelivery, webhookId, type DeliveryWorker, type DisabledReason } from './webhooks.worker.js';
 
-/** D12: the previous secret signs beside the new one this long after a rotation. */
+/** The previous secret (docs/webhooks.md, "Rotating the secret") signs beside the new one this long after a rotation. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 /** What "Send test event" sends: not an event of the feed (sequence 0, never used by one). */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -144,8 +144,9 @@ const changesEndpoint = (ep: EndpointRow, body: WebhookEndpointUpdate): boolean 
   (body.status !== undefined && body.status !== ep.status);
 
 /**
- * D12's endpoint management: create (the secret shown once), list, get, update, delete, rotate the
- * secret, the delivery log, replay, and the dashboard's test event. Deliveries are the worker's.
+ * The webhook endpoints (docs/webhooks.md): create (the secret shown once), list, get, update, delete,
+ * rotate the secret, the delivery log, replay, and the dashboard's test event. Deliveries are the
+ * worker's.
  */
 export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver; maxEndpoints?: number }) {
   const { db, clock, worker } = deps;

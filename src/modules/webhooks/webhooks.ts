@@ -8,7 +8,7 @@ export interface Webhooks {
   worker: DeliveryWorker;
 }
 
-/** D12's pieces, wired: the delivery worker and the service that manages endpoints beside it. */
+/** Webhooks (docs/webhooks.md), wired: the delivery worker and the service that manages endpoints beside it. */
 export function webhooksModule(deps: Omit<DeliveryWorkerDeps, 'random'> & {
   /** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS). */
   maxEndpoints?: number;

@@ -70,7 +70,7 @@ export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<
   };
 }
 
-/** The D11 envelope as JSON text, from a stored event (its data is already JSON). */
+/** The event envelope (docs/events.md, "The request") as JSON text, from a stored event (its data is already JSON). */
 export function envelopeOf(e: { id: string; type: string; sequence: number; created_at: string; data: string }): string {
   return `${JSON.stringify({ id: e.id, type: e.type, sequence: e.sequence, timestamp: e.created_at }).slice(0, -1)},"data":${e.data}}`;
 }
@@ -236,14 +236,14 @@ async function attempt(ctx: AttemptContext, c: ClaimedDelivery, claim: string, c
 }
 
 /**
- * D12's delivery worker, a loop over claimed rows: the outbox is turned into deliveries per endpoint
- * (a cursor per endpoint, moved in the transaction that inserts them), then due deliveries are claimed
- * with a lease (PostgreSQL: FOR UPDATE SKIP LOCKED) into the process's in-flight slots (src/modules/
- * webhooks/slots.ts: one chain per endpoint, a share per organization), sent (attempt.ts: each by its
- * deadline, its answer read within a bound) and their outcome recorded by the claim's holder
- * (outcome.ts). A process that dies leaves its claims to expire and be taken again: at least once,
- * never lost. `wake` is called after a write commits; `start` polls as well (what other instances
- * committed, retries coming due, endpoints deleted or disabled elsewhere).
+ * The delivery worker (docs/webhooks.md, "The worker"), a loop over claimed rows: the outbox is turned
+ * into deliveries per endpoint (a cursor per endpoint, moved in the transaction that inserts them), then
+ * due deliveries are claimed with a lease (PostgreSQL: FOR UPDATE SKIP LOCKED) into the process's
+ * in-flight slots (src/modules/webhooks/slots.ts: one chain per endpoint, a share per organization),
+ * sent (attempt.ts: each by its deadline, its answer read within a bound) and their outcome recorded by
+ * the claim's holder (outcome.ts). A process that dies leaves its claims to expire and be taken again:
+ * at least once, never lost. `wake` is called after a write commits; `start` polls as well (what other
+ * instances committed, retries coming due, endpoints deleted or disabled elsewhere).
  */
 export function deliveryWorker(deps: DeliveryWorkerDeps) {
   const { db, clock } = deps;
@@ -258,9 +258,10 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
     ...(deps.outcomes ? { outcomes: deps.outcomes } : {}),
     allowInsecure: deps.allowInsecure,
     timeoutMs,
-    // undici's own fetch and connection pool (keep-alive per receiver). Under D12's URL rules the sockets
-    // are opened only to addresses checked as they are resolved (guardedLookup): the check before an
-    // attempt alone would leave a window between it and the connection's own resolution.
+    // undici's own fetch and connection pool (keep-alive per receiver). Under the URL rules
+    // (url-policy.ts) the sockets are opened only to addresses checked as they are resolved
+    // (guardedLookup): the check before an attempt alone would leave a window between it and the
+    // connection's own resolution.
     dispatcher: new Agent({ connect: deps.allowInsecure ? {} : { lookup: guardedLookup(deps.resolve) } }),
   };
   const running = new Set<Promise<void>>();

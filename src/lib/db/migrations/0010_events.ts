@@ -33,9 +33,10 @@ export function migration0010(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D11: the outbox and change feed. `sequence` is per organization, given at the end of the writing
-      // transaction from org_versions.events (its row lock is held until commit, so sequence order is
-      // commit order); `kind` is the record kind the event is about (for a key's read scopes).
+      // The outbox and change feed (docs/events.md, "The promise"). `sequence` is per organization,
+      // given at the end of the writing transaction from org_versions.events (its row lock is held until
+      // commit, so sequence order is commit order); `kind` is the record kind the event is about (for a
+      // key's read scopes).
       await db.schema
         .createTable('events')
         .addColumn('org_id', 'text', (c) => text(c).notNull().references('organizations.id'))

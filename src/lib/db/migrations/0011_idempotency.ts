@@ -9,9 +9,10 @@ export function migration0011(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D13: one row per organization and Idempotency-Key (src/lib/http/idempotency.ts). A row without a
-      // status is a claim: its request is running until `lease_until`; `claim` is the claimant's token,
-      // so only it completes or releases the row. `expires_at` is when the key may be used afresh.
+      // One row per organization and Idempotency-Key (docs/api.md, "Safe retries: `Idempotency-Key`";
+      // src/lib/http/idempotency.ts). A row without a status is a claim: its request is running until
+      // `lease_until`; `claim` is the claimant's token, so only it completes or releases the row.
+      // `expires_at` is when the key may be used afresh.
       await db.schema
         .createTable('idempotency_keys')
         .addColumn('org_id', 'text', notNullText)

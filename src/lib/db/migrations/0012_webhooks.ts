@@ -9,12 +9,13 @@ export function migration0012(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D12: an organization's webhook endpoints. `secret` signs (it must be readable, unlike API keys);
-      // `previous_secret` signs beside it until `previous_secret_until` (24 h after a rotation).
-      // `enqueued_through` is the last event sequence of the organization already turned into deliveries for this
-      // endpoint: moved in the transaction that inserts them, so no event is skipped or queued twice.
-      // `failing_since`: the first failed attempt since the last success (5 days of it disables);
-      // `disabled_reason`: why it is disabled (manual, gone: a 410, failing: 5 days of failures).
+      // An organization's webhook endpoints (docs/webhooks.md). `secret` signs (it must be readable,
+      // unlike API keys); `previous_secret` signs beside it until `previous_secret_until` (24 h after a
+      // rotation). `enqueued_through` is the last event sequence of the organization already turned into
+      // deliveries for this endpoint: moved in the transaction that inserts them, so no event is skipped
+      // or queued twice. `failing_since`: the first failed attempt since the last success (5 days of it
+      // disables); `disabled_reason`: why it is disabled (manual, gone: a 410, failing: 5 days of
+      // failures).
       await db.schema
         .createTable('webhook_endpoints')
         .addColumn('id', 'text', (c) => text(c).primaryKey())

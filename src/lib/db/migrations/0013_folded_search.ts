@@ -58,8 +58,9 @@ async function trigramsAvailable(db: Db): Promise<boolean> {
 export function migration0013(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
-      // D1a: every case-insensitive filter compares text folded by the one function in JavaScript, so
-      // both engines agree (SQL lower() folds only ASCII under PostgreSQL's "C" collation and in SQLite).
+      // Every case-insensitive filter (docs/api.md, "Lists") compares text folded by the one function in
+      // JavaScript, so both engines agree (SQL lower() folds only ASCII under PostgreSQL's "C" collation
+      // and in SQLite).
       for (const f of FOLDED) {
         await sql
           .raw(`alter table ${f.table} add column ${f.column} text${dialect === 'postgres' ? ' collate "C"' : ''}`)
@@ -82,9 +83,11 @@ export function migration0013(dialect: Dialect): Migration {
         }
       }
 
-      // D1a: average_carrier_rate is a mean in one currency. Each history row keeps its load's CARRIER
-      // rates in one currency: the one most of them use (ties: USD, then the first by code), totalled
-      // in that currency; the recommendation then averages a carrier's rows of its most used currency.
+      // average_carrier_rate is a mean in one currency
+      // (docs/api.md, "Lane history and carrier recommendations"). Each history row keeps its load's
+      // CARRIER rates in one currency: the one most of them use (ties: USD, then the first by code),
+      // totalled in that currency; the recommendation then averages a carrier's rows of its most used
+      // currency.
       await sql.raw('alter table lane_history add column carrier_rate_currency text').execute(db);
       await sql
         .raw(

@@ -9,12 +9,13 @@ export function migration0015(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // Every attempt of a delivery (issue 26): the delivery row keeps its last outcome (D12's log
-      // shape); this keeps each one, so a 500 that came before a delivered retry stays visible.
-      // `status`: delivered or failed (this attempt); `next_attempt_at`: the retry it scheduled, if any;
-      // `response_body`: the start of the answer (at most 2 KiB); `created_at`: when it started. The
-      // event's id, type and sequence are copied so the log reads without a join. Deleted with their
-      // delivery (pruned by age, or the endpoint deleted).
+      // Every attempt of a delivery (issue 26): the delivery row keeps its last outcome (the delivery
+      // log's shape: docs/webhooks.md, "The delivery log and the attempt log"); this keeps each one, so
+      // a 500 that came before a delivered retry stays visible. `status`: delivered or failed (this
+      // attempt); `next_attempt_at`: the retry it scheduled, if any; `response_body`: the start of the
+      // answer (at most 2 KiB); `created_at`: when it started. The event's id, type and sequence are
+      // copied so the log reads without a join. Deleted with their delivery (pruned by age, or the
+      // endpoint deleted).
       await db.schema
         .createTable('webhook_attempts')
         .addColumn('id', 'text', (c) => text(c).primaryKey())

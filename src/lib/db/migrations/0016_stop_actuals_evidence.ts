@@ -3,7 +3,7 @@ import type { Dialect } from '../dialect.js';
 
 type Db = Kysely<unknown>;
 
-/** The statuses of a load on its way (D14's backhaul, src/domain/enums.ts at the time): the partial index below serves exactly these. */
+/** The statuses of a load on its way (a backhaul's candidates, src/domain/enums.ts at the time): the partial index below serves exactly these. */
 const BACKHAUL_STATUSES_SQL = "('COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER')";
 
 // Frozen once deployed: change the schema in a new migration, never here.
@@ -12,14 +12,16 @@ export function migration0016(dialect: Dialect): Migration {
   const real = sql.raw(dialect === 'postgres' ? 'double precision' : 'real');
   return {
     async up(db: Db) {
-      // D14: stop actuals. `arrival_deadline` is the stop's deadline (late_arrival, else early_arrival)
-      // as it stood when the actual arrival was recorded: a window moved afterwards changes no outcome.
+      // Stop actuals (docs/api.md, "Stop actuals, tracking events and recommendation evidence").
+      // `arrival_deadline` is the stop's deadline (late_arrival, else early_arrival) as it stood when
+      // the actual arrival was recorded: a window moved afterwards changes no outcome.
       await db.schema.alterTable('load_stops').addColumn('actual_arrival', 'text', text).execute();
       await db.schema.alterTable('load_stops').addColumn('actual_departure', 'text', text).execute();
       await db.schema.alterTable('load_stops').addColumn('arrival_deadline', 'text', text).execute();
-      // D14 evidence kept on each history row, so a recommendation reads it with the lane's rows (no scan
-      // of stops per request): the load's miles, and one token per stop, `p`/`d` (pickup/delivery) then,
-      // when scored, the arrival's lateness in seconds against the recorded deadline ("p-600,d930,d").
+      // The recommendations' evidence kept on each history row, so a recommendation reads it with the
+      // lane's rows (no scan of stops per request): the load's miles, and one token per stop, `p`/`d`
+      // (pickup/delivery) then, when scored, the arrival's lateness in seconds against the recorded
+      // deadline ("p-600,d930,d").
       await db.schema.alterTable('lane_history').addColumn('total_distance', real).execute();
       await db.schema.alterTable('lane_history').addColumn('stop_outcomes', 'text', (c) => text(c).notNull().defaultTo(''))
         .execute();
@@ -44,7 +46,7 @@ export function migration0016(dialect: Dialect): Migration {
         .execute(db);
       // Loads on their way, by carrier (backhaul): a partial index, small, kept only for those statuses.
       await sql.raw(`create index loads_backhaul_idx on loads (org_id, carrier_id) where status in ${BACKHAUL_STATUSES_SQL}`).execute(db);
-      // D14 grace per organization (null: the ON_TIME_GRACE_MINUTES default).
+      // On-time grace per organization (null: the ON_TIME_GRACE_MINUTES default).
       await db.schema.alterTable('organizations').addColumn('on_time_grace_minutes', 'integer').execute();
       // Tracking events applied, by the caller's event_id: the same id answers what the first answered.
       await db.schema

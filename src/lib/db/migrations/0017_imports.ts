@@ -9,10 +9,10 @@ export function migration0017(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D15: an import job. `checkpoint_row`: the last row (numbered from 1 over the whole upload) whose
-      // chunk committed; moved only forward, in the chunk's own transaction, with the counts.
-      // `claim`/`leased_until`: the process running it now (a lease that ends, a killed process, lets
-      // any instance take it over and resume after the checkpoint). `options`: the create request's
+      // An import job (docs/imports.md). `checkpoint_row`: the last row (numbered from 1 over the whole
+      // upload) whose chunk committed; moved only forward, in the chunk's own transaction, with the
+      // counts. `claim`/`leased_until`: the process running it now (a lease that ends, a killed process,
+      // lets any instance take it over and resume after the checkpoint). `options`: the create request's
       // csv options as JSON.
       await db.schema
         .createTable('imports')
@@ -42,7 +42,8 @@ export function migration0017(dialect: Dialect): Migration {
         .addColumn('finished_at', 'text', text)
         .execute();
       await db.schema.createIndex('imports_org_idx').on('imports').columns(['org_id', 'created_at', 'id']).execute();
-      // One queued or running import per organization (D15's 409), held by the database on every instance.
+      // One queued or running import per organization (409 for another: docs/imports.md, "How it runs"),
+      // held by the database on every instance.
       await db.schema
         .createIndex('imports_one_active_idx')
         .unique()

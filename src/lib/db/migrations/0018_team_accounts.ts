@@ -9,13 +9,14 @@ export function migration0018(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D17: users that exist before roles become admins (the default); new users are members once an
+      // Users that exist before roles become admins (the default;
+      // docs/dashboard.md, "Roles, the first run and the audit log"); new users are members once an
       // admin exists (decided by the accounts service, not the column).
       await db.schema.alterTable('users').addColumn('role', 'text', (c) => text(c).notNull().defaultTo('admin')).execute();
       // A key's end (ISO 8601, UTC); null: it never expires. Rotation with a grace period sets the old key's.
       await db.schema.alterTable('api_keys').addColumn('expires_at', 'text', text).execute();
-      // The audit log (D17): one row per change to users, keys, webhook endpoints, imports and settings,
-      // written in the transaction of the change; kept 400 days.
+      // The audit log (docs/api.md, "The audit log"): one row per change to users, keys, webhook
+      // endpoints, imports and settings, written in the transaction of the change; kept 400 days.
       await db.schema
         .createTable('audit_log')
         .addColumn('id', 'text', (c) => text(c).primaryKey())

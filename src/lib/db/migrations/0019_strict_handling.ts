@@ -9,9 +9,11 @@ export function migration0019(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // D16: a key made strict answers every request as `Prefer: handling=strict` would (0 or 1).
+      // A key made strict
+      // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`")
+      // answers every request as `Prefer: handling=strict` would (0 or 1).
       await db.schema.alterTable('api_keys').addColumn('strict', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-      // D16: fields ignored per key and field (`body.contacts[].phone_number`, `query.custmer_id`), counted
+      // Fields ignored per key and field (`body.contacts[].phone_number`, `query.custmer_id`), counted
       // in memory and upserted with the usage counters (src/modules/ops/usage.ts), so a request never writes.
       await db.schema
         .createTable('ignored_fields')

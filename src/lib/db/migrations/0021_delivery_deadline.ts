@@ -3,7 +3,7 @@ import type { Dialect } from '../dialect.js';
 
 type Db = Kysely<unknown>;
 
-/** The statuses of a load on its way (D14's backhaul, src/domain/enums.ts at the time). */
+/** The statuses of a load on its way (a backhaul's candidates, src/domain/enums.ts at the time). */
 const BACKHAUL_STATUSES_SQL = "('COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER')";
 
 /** A load's delivery deadline from its stops, as the write path sets it: its last Delivery/Both stop's late_arrival. */
@@ -38,13 +38,14 @@ export function migration0021(dialect: Dialect): Migration {
   const text = (c: ColumnDefinitionBuilder) => (dialect === 'postgres' ? c.modifyFront(sql`collate "C"`) : c);
   return {
     async up(db: Db) {
-      // D14's backhaul: a load's delivery deadline, the late_arrival of its last Delivery/Both stop (D7's
-      // destination), kept on the row as pickup_at is, so a recommendation finds the ranked carriers' loads
-      // on their way that deliver in the window before the pickup by an index range, not by probing the
-      // stops of every load the carriers have on their way (about 700 at a million loads, 5 ms a request).
-      // The column comes empty (on PostgreSQL a change of the catalogue only): it is filled after the
-      // migrations, in batches outside this transaction (fillDeliveryDeadlines). Filled here, the table
-      // stayed locked for the whole rewrite (about 80 s at a million loads).
+      // The backhaul (docs/api.md, "Stop actuals, tracking events and recommendation evidence"): a
+      // load's delivery deadline, the late_arrival of its last Delivery/Both stop (its lane's
+      // destination), kept on the row as pickup_at is, so a recommendation finds the ranked carriers'
+      // loads on their way that deliver in the window before the pickup by an index range, not by
+      // probing the stops of every load the carriers have on their way (about 700 at a million loads, 5
+      // ms a request). The column comes empty (on PostgreSQL a change of the catalogue only): it is
+      // filled after the migrations, in batches outside this transaction (fillDeliveryDeadlines). Filled
+      // here, the table stayed locked for the whole rewrite (about 80 s at a million loads).
       await db.schema.alterTable('loads').addColumn('delivery_deadline', 'text', text).execute();
       // The loads still to fill, by id: what the fill after the migrations walks (without it, finding
       // that none is left meant reading every load: 5 s at a million loads on SQLite, at every start).

@@ -9,7 +9,8 @@ export function migration0024(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
       // What a target was called when the entry was written: a removed user's name and email stay
-      // readable in the log after the user row is gone (docs/dashboard.md, "Removing a user").
+      // readable in the log after the user row is gone
+      // (docs/dashboard.md, "Ending sessions, removing users").
       await db.schema.alterTable('audit_log').addColumn('target_name', 'text', text).execute();
     },
   };
