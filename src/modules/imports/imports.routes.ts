@@ -151,7 +151,7 @@ function partUploads(scope: FastifyInstance, imports: ImportsService, timeoutMs:
   const s = scope.withTypeProvider<TypeBoxTypeProvider>();
   s.put(`${BASE}/:id/parts/:n`, {
     // Its own time limit (the timer above), not REQUEST_TIMEOUT_SECONDS (docs/api.md, "Slow requests").
-    config: { ...config, bodyTimeoutMs: timeoutMs },
+    config: { scope: config.scope, bodyTimeoutMs: timeoutMs },
     schema: {
       tags,
       operationId: 'uploadImportPart',
