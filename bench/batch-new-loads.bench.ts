@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { PG_ADMIN_URL } from './scratch-databases.js';
 import { spawn } from 'node:child_process';
-import { median, waitFor } from './servers.js';
+import { internalEnv, median, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -164,7 +164,7 @@ async function send(port: number, key: string, path: string, body: unknown): Pro
 async function start(running: Running[], tree: Tree, databaseUrl: string, port: number): Promise<void> {
   const org = cli(tree, databaseUrl, ['org', 'create', '--name', `bench ${tree.name}`]);
   const key = cli(tree, databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']);
-  const child = startServer(tree.dir, join(tree.dir, BIN), { DATABASE_URL: databaseUrl, PORT: String(port), RATE_LIMITS: 'off' }, running.length % 2);
+  const child = startServer(tree.dir, join(tree.dir, BIN), { DATABASE_URL: databaseUrl, PORT: String(port), ...internalEnv({ rateLimits: false }) }, running.length % 2);
   const k = String(key.key);
   running.push({ tree, port, key: k, child, ms: [], cpuMs: 0 });
   await waitFor(`http://127.0.0.1:${port}/readyz`);

@@ -19,7 +19,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { cpuMs, median, pinLoadGenerator, startServer, waitFor } from './servers.js';
+import { cpuMs, internalEnv, median, pinLoadGenerator, startServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -55,7 +55,7 @@ function postgresCpu(): Map<number, number> {
 }
 
 const serve = (dir: string, port: number): ChildProcess =>
-  startServer(dir, join(dir, 'bin/lanebridge-compiled'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', USAGE_RECORDING: 'off', WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, hasTaskset);
+  startServer(dir, join(dir, 'bin/lanebridge-compiled'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), ...internalEnv({ rateLimits: false, usageRecording: false }), WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, hasTaskset);
 
 /** The server's own pid: the child of taskset is node itself (taskset execs it). */
 const serverPid = (child: ChildProcess) => child.pid!;

@@ -32,7 +32,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { onScratchDatabases } from './scratch-databases.js';
-import { pinLoadGenerator, rssMb, startServer, stopServer, waitFor } from './servers.js';
+import { internalEnv, pinLoadGenerator, rssMb, startServer, stopServer, waitFor } from './servers.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -177,7 +177,7 @@ try {
     const org = cli(databaseUrl, ['org', 'create', '--name', `imports bench ${engine}`]);
     const key = String(cli(databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']).key);
     const importsDir = join(dir, `parts-${engine}`);
-    const child = startServer(root, join(root, serverBin), { DATABASE_URL: databaseUrl, PORT: String(PORT), RATE_LIMITS: 'off', IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])]);
+    const child = startServer(root, join(root, serverBin), { DATABASE_URL: databaseUrl, PORT: String(PORT), ...internalEnv({ rateLimits: false }), IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])]);
     const pid = child.pid!;
     let peakRss = 0;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 200);

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, request } from './http-client.js';
 import { onScratchDatabases } from './scratch-databases.js';
-import { pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
+import { internalEnv, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -174,7 +174,7 @@ interface Row {
 
 async function measureTree(engine: 'sqlite' | 'postgres', url: string, tree: string, dir: string, seed: { key: string; sampleOpenLoads: string[] }): Promise<Row[]> {
   const port = await freePort();
-  const child = startServer(dir, join(dir, 'bin/lanebridge'), { DATABASE_URL: url, PORT: String(port), RATE_LIMITS: 'off', USAGE_RECORDING: 'off', WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, pinned);
+  const child = startServer(dir, join(dir, 'bin/lanebridge'), { DATABASE_URL: url, PORT: String(port), ...internalEnv({ rateLimits: false, usageRecording: false }), WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, pinned);
   const send: Send = (method, path, body) => request(port, method, path, seed.key, body);
   const rows: Row[] = [];
   const row = (kind: string, latencies: number[], serverErrors = 0, otherErrors = 0) => {

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { internalEnv } from './servers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -44,7 +45,7 @@ for (const [i, pool] of POOLS.entries()) {
   const port = 18_600 + i;
   const child = spawn('taskset', ['-c', '0', process.execPath, 'bin/lanebridge-compiled', 'serve'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: seed.databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: String(pool) },
+    env: { ...process.env, DATABASE_URL: seed.databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', ...internalEnv({ rateLimits: false }), DB_POOL_SIZE: String(pool) },
     stdio: 'ignore',
   });
   servers.push({ pool, port, child });

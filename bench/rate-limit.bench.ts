@@ -3,7 +3,7 @@
  *   [--warmup 3] [--restart-every 7] [--connections 50] [--db sqlite|postgres://…]
  *
  * `GET /v2/tms-api/customers/{external_reference_id}` against a real `bin/lanebridge serve` process
- * (pinned to core 0 when `taskset` exists) in three modes: limits off (RATE_LIMITS=off), embedded
+ * (pinned to core 0 when `taskset` exists) in three modes: limits off (config.rateLimits, internalEnv), embedded
  * limiter (counters in the process), Redis limiter (REDIS_URL; a throwaway redis-server started here,
  * on core 1 with the load generator, so the server's core only runs Node). autocannon drives from this
  * process, pinned to core 1. One server process per mode, all three on core 0 (an idle server costs
@@ -38,6 +38,7 @@ import { openDataStore } from '../src/lib/db/index.js';
 import { createRateLimiter, type RateLimiterOptions } from '../src/lib/http/rate-limit.js';
 import { accountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
+import { internalEnv } from './servers.js';
 
 const run = promisify(execFile);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -209,8 +210,7 @@ async function measure() {
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
-      RATE_LIMITS: mode === 'off' ? 'off' : 'on',
-      RATE_LIMIT_KEY_PREFIX: `lanebridge-bench:${process.pid}:`,
+      ...internalEnv({ rateLimits: mode !== 'off', rateLimitKeyPrefix: `lanebridge-bench:${process.pid}:` }),
     };
     delete env.REDIS_URL;
     if (mode === 'redis') env.REDIS_URL = `redis://127.0.0.1:${redisPort}`;

@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { allUsZipCodes } from '../src/geo/postal.js';
-import { rssMb } from './servers.js';
+import { internalEnv, rssMb } from './servers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -86,7 +86,7 @@ async function waitFor(url: string, timeoutMs = 600_000) {
 interface Scenario {
   name: string;
   /**
-   * api: the server as deployed; cold: the same with READ_CACHE=off (every read from the database);
+   * api: the server as deployed; cold: the same with the read cache off (config.readCache, internalEnv) (every read from the database);
    * pg-ceiling: bare Fastify + `pg`, one point lookup (PostgreSQL only); peer: FastAPI + asyncpg (PostgreSQL only).
    */
   target: 'api' | 'cold' | 'baseline' | 'before-api' | 'before-cold' | 'pg-ceiling' | 'peer';
@@ -343,18 +343,18 @@ async function benchEngine(engine: string) {
   const basePort = 18_481;
   const headers = { 'x-api-key': seed.key as string, 'content-type': 'application/json' };
   const coldPort = 18_482;
-  const api = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(apiPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10' });
+  const api = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(apiPort), LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }) });
   await waitFor(`http://127.0.0.1:${apiPort}/readyz`);
   // The same server with the read cache off, started after the first has migrated: what a read costs
   // when it has to go to the database (a steady stream of writes leaves the cache nothing to answer).
-  const cold = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(coldPort), LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10', READ_CACHE: 'off' });
+  const cold = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(coldPort), LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false, readCache: false }) });
   await waitFor(`http://127.0.0.1:${coldPort}/readyz`);
-  const serverEnv = { LOG_LEVEL: 'warn', RATE_LIMITS: 'off', DB_POOL_SIZE: '10' };
+  const serverEnv = { LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }) };
   const beforeApiPort = 18_483;
   const beforeColdPort = 18_484;
   const beforeApi = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeApiPort) }, compareDir) : null;
   if (beforeApi) await waitFor(`http://127.0.0.1:${beforeApiPort}/readyz`);
-  const beforeCold = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeColdPort), READ_CACHE: 'off' }, compareDir) : null;
+  const beforeCold = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeColdPort), ...internalEnv({ rateLimits: false, readCache: false }) }, compareDir) : null;
   if (beforeCold) await waitFor(`http://127.0.0.1:${beforeColdPort}/readyz`);
   const historyRefs: string[] = seed.sampleHistoryLoads;
   const openRefs: string[] = seed.sampleOpenLoads;

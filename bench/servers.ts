@@ -18,6 +18,26 @@ export function pinLoadGenerator(): boolean {
   }
 }
 
+/** Internal fields a benchmark sets on a server it starts (src/config.ts: no operator's settings). */
+export type BenchInternal = { rateLimits?: boolean; readCache?: boolean; usageRecording?: boolean; rateLimitKeyPrefix?: string };
+
+/**
+ * The environment that gives a started server these internal fields: LANEBRIDGE_INTERNAL, and the
+ * variables that trees from before issue 46 read them from (RATE_LIMITS…), so one run can still compare
+ * against such a tree (a current server logs that it ignores those).
+ */
+export function internalEnv(fields: BenchInternal): Record<string, string> {
+  const onOff = (v: boolean | undefined) => (v === undefined ? undefined : v ? 'on' : 'off');
+  const legacy: Record<string, string | undefined> = {
+    RATE_LIMITS: onOff(fields.rateLimits),
+    READ_CACHE: onOff(fields.readCache),
+    USAGE_RECORDING: onOff(fields.usageRecording),
+    RATE_LIMIT_KEY_PREFIX: fields.rateLimitKeyPrefix,
+  };
+  const set = Object.fromEntries(Object.entries(legacy).filter((e): e is [string, string] => e[1] !== undefined));
+  return { LANEBRIDGE_INTERNAL: JSON.stringify(fields), ...set };
+}
+
 /**
  * `bin` (a path under `cwd`) `serve` with `env` over the environment, on core 0 when pinned; its pid is
  * node's (taskset execs it). `nodeArgs` go to node before the script (`--cpu-prof`…).

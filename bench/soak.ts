@@ -17,6 +17,7 @@ import { agent, freePort, request } from './http-client.js';
 import { openDataStore } from '../src/lib/db/index.js';
 import { accountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
+import { internalEnv } from './servers.js';
 
 const { values } = parseArgs({
   options: {
@@ -94,7 +95,7 @@ async function main() {
 
   const port = await freePort();
   const server = spawn(join(process.cwd(), 'bin/lanebridge'), ['serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMITS: 'off' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...internalEnv({ rateLimits: false }) },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   let exitedEarly: string | null = null;

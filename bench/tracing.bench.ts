@@ -19,7 +19,7 @@ import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { cpuMs, getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
+import { cpuMs, getLoadBench, internalEnv, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -75,7 +75,7 @@ const [a, b]: [Variant, Variant] = args.control
     : [{ label: 'tracing on', dir: root, env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl } }, off];
 
 const serve = (v: Variant, port: number): ChildProcess =>
-  startServer(v.dir, join(v.dir, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', DB_POOL_SIZE: '10', ...v.env }, hasTaskset);
+  startServer(v.dir, join(v.dir, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }), ...v.env }, hasTaskset);
 
 const getLoads = getLoadBench(seed);
 const stop = stopServer;

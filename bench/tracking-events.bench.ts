@@ -26,7 +26,7 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { onScratchDatabases } from './scratch-databases.js';
-import { cpuMs, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
+import { cpuMs, internalEnv, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
@@ -106,7 +106,7 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
   const targets = await targetsOf(engine, url, seed.orgId);
   log(`${targets.length} loads on their way with a last stop not yet reported`);
   // BENCH_SERVER_NODE_ARGS: node options for the server (`--cpu-prof --cpu-prof-dir=…`, a preloaded statement timer).
-  const child = startServer(root, join(root, serverBin), { DATABASE_URL: url, PORT: String(PORT), RATE_LIMITS: 'off' }, pinned, process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
+  const child = startServer(root, join(root, serverBin), { DATABASE_URL: url, PORT: String(PORT), ...internalEnv({ rateLimits: false }) }, pinned, process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
   const rows: Row[] = [];
   try {
     await waitFor(`http://127.0.0.1:${PORT}/readyz`);

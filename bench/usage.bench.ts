@@ -5,7 +5,7 @@
  *   npx tsx bench/usage.bench.ts --seed bench/results/seed-sqlite-100000.json [--rounds 10] [--duration 8] [--control]
  *
  * Each round starts two servers on the seeded database (bench/seed.ts, or `npm run bench` which seeds),
- * one with USAGE_RECORDING=on (the default), one with it off, warms both, then drives each in turn with
+ * one with usage recording on (the default), one with it off (config.usageRecording, internalEnv), warms both, then drives each in turn with
  * the benchmark's "get load by id" (10 connections, the seed's history loads in turn) by autocannon from
  * this process, alternating which goes first, and stops them. Ratio = median of per-round throughput
  * ratios (off ÷ on, so above 1 is what recording costs). `--control` runs both servers with recording
@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { getLoadBench, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
+import { getLoadBench, internalEnv, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({ options: { seed: { type: 'string' }, rounds: { type: 'string', default: '10' }, duration: { type: 'string', default: '8' }, warmup: { type: 'string', default: '4' }, control: { type: 'boolean', default: false } } });
@@ -29,7 +29,7 @@ const WARMUP = Number(args.warmup);
 const hasTaskset = pinLoadGenerator();
 
 const serve = (port: number, usage: 'on' | 'off'): ChildProcess =>
-  startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), RATE_LIMITS: 'off', DB_POOL_SIZE: '10', USAGE_RECORDING: usage }, hasTaskset);
+  startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false, usageRecording: usage === 'on' }) }, hasTaskset);
 
 const getLoads = async (port: number, seconds: number) => ({ rps: await getLoadRps(port, seconds) });
 const getLoadRps = getLoadBench(seed);

@@ -26,6 +26,7 @@ import pg from 'pg';
 import { openDataStore } from '../src/lib/db/index.js';
 import { accountsService } from '../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../src/modules/accounts/scopes.js';
+import { internalEnv } from './servers.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -84,7 +85,7 @@ async function startReceiver(): Promise<Receiver> {
 async function startServer(databaseUrl: string): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn(BIN, ['serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMITS: 'off', WEBHOOK_ALLOW_INSECURE: 'on' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...internalEnv({ rateLimits: false }), WEBHOOK_ALLOW_INSECURE: 'on' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   for (let i = 0; i < 300; i++) {

@@ -1,180 +1,199 @@
 import { isIP } from 'node:net';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TOptional, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
-/** One schema for the environment, validated once at boot and passed down (never read globally). */
-const EnvSchema = Type.Object({
-  DATABASE_URL: Type.String({ default: './data/lanebridge.db', minLength: 1 }),
-  HOST: Type.String({ default: '127.0.0.1' }),
-  PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
-  /** `worker`: the port of its /healthz, /readyz and /metrics (0: any free port, logged at start). */
-  WORKER_PORT: Type.Integer({ default: 8081, minimum: 0, maximum: 65535 }),
-  LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-    { default: 'info' },
-  ),
-  BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024 }),
-  BATCH_BODY_LIMIT_BYTES: Type.Integer({ default: 10_485_760, minimum: 1024 }),
-  /** After an answer sent before the body was read (413, 415, 401…), at most this many bytes of it are read and discarded (0: close at once). */
-  REFUSED_BODY_DRAIN_BYTES: Type.Integer({ default: 67_108_864, minimum: 0, maximum: 1_073_741_824 }),
-  /** … and for at most this many seconds, then the connection is cut (0: close at once). */
-  REFUSED_BODY_DRAIN_SECONDS: Type.Number({ default: 10, minimum: 0, maximum: 300 }),
-  /** A request body must arrive within this many seconds of its headers, else 408 (routes may declare longer: import parts). */
-  REQUEST_TIMEOUT_SECONDS: Type.Number({ default: 60, minimum: 1, maximum: 3600 }),
-  DISTANCE_CIRCUITY: Type.Number({ default: 1.2, minimum: 1, maximum: 3 }),
-  LANE_RADIUS_MILES: Type.Number({ default: 100, minimum: 1, maximum: 1000 }),
-  // D14: minutes after a stop's deadline that still count as on time (an organization may set its own).
-  ON_TIME_GRACE_MINUTES: Type.Integer({ default: 15, minimum: 0, maximum: 1440 }),
-  LOAD_BATCH_DEADLINE_MS: Type.Integer({ default: 55_000, minimum: 1, maximum: 600_000 }),
-  /** The least time between two runs of an organization's recommendations follow-up (load.recommendations_changed), in ms: writes meanwhile are followed up together. */
-  RECOMMENDATIONS_FOLLOW_UP_GAP_MS: Type.Integer({ default: 250, minimum: 0, maximum: 60_000 }),
-  DB_POOL_SIZE: Type.Integer({ default: 10, minimum: 1, maximum: 200 }),
-  /** Dashboard cookies: `on` always Secure (behind a TLS-terminating proxy), `off` never, `auto` when the request came over TLS. */
-  DASHBOARD_COOKIE_SECURE: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
-  /** Signs dashboard cookies; when unset a secret is generated once and kept in the database. */
-  DASHBOARD_COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  /** `off` switches per-key rate limits off entirely (benchmarks; a gateway that limits in front). */
-  RATE_LIMITS: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /** `off` reads every GET by reference and every list from the database even when nothing changed (benchmarks, diagnosis). */
-  READ_CACHE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /** `off` keeps no API usage counts and no failed-writes log (the dashboard's integration health; benchmarks). */
-  USAGE_RECORDING: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /**
-   * Proxies whose X-Forwarded-For / -Proto / -Host are believed (Fastify's trustProxy): `off` (default),
-   * `on` (any peer: only when nothing but the proxy can reach the service), a hop count, or a
-   * comma-separated list of addresses and CIDRs (`loopback`, `linklocal`, `uniquelocal` name ranges).
-   */
-  TRUST_PROXY: Type.String({ default: 'off', maxLength: 4096 }),
-  /** When set, GET /metrics (of `serve` and of `worker`) needs `Authorization: Bearer <METRICS_TOKEN>`. */
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' })),
-  /** Prefix of the rate-limit counters in Redis (several deployments sharing one Redis). */
-  RATE_LIMIT_KEY_PREFIX: Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 }),
-  /** How long the change feed keeps events (D11), in days. */
-  EVENT_RETENTION_DAYS: Type.Integer({ default: 30, minimum: 1, maximum: 3650 }),
-  /** How long an Idempotency-Key and its stored answer are kept (D13), in hours. */
-  IDEMPOTENCY_TTL_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
-  /** D12: `on` lifts the webhook URL rules (https only, no loopback/private/link-local addresses): development and tests only. */
-  WEBHOOK_ALLOW_INSECURE: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'off' }),
-  /** `off`: `serve` does not deliver webhooks (run `bin/lanebridge worker` processes instead). */
-  WEBHOOK_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /** How long a claimed delivery stays with the process sending it before another may take it over, in seconds. */
-  WEBHOOK_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 2, maximum: 3600 }),
-  /** Webhook endpoints an organization may have, enabled or not (a create past it: 409). */
-  WEBHOOK_MAX_ENDPOINTS: Type.Integer({ default: 20, minimum: 1, maximum: 10_000 }),
-  /** Webhook deliveries one process sends at once, all organizations together. */
-  WEBHOOK_MAX_IN_FLIGHT: Type.Integer({ default: 64, minimum: 1, maximum: 1024 }),
-  /** Of those, the most one organization's endpoints may hold (one slot per endpoint). */
-  WEBHOOK_MAX_IN_FLIGHT_PER_ORG: Type.Integer({ default: 16, minimum: 1, maximum: 1024 }),
-  /** D15: where uploaded import parts are kept until their import ends (shared by every instance that runs imports). */
-  IMPORTS_DIR: Type.String({ default: './data/imports', minLength: 1 }),
-  /** `off`: `serve` runs no imports (run `bin/lanebridge worker` processes instead). */
-  IMPORT_WORKER: Type.Union([Type.Literal('on'), Type.Literal('off')], { default: 'on' }),
-  /** How long a claimed import stays with its process without news before another instance may resume it, in seconds. */
-  IMPORT_LEASE_SECONDS: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
-  /** Rows per import chunk at most: one transaction, one checkpoint and one analytics run each. */
-  IMPORT_CHUNK_ROWS: Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 }),
-  /**
-   * How long an import chunk's transaction should take, in ms: chunks are sized to it (128 rows to
-   * IMPORT_CHUNK_ROWS), so the API's writes beside an import wait for about this long (longer where
-   * 128 rows take longer). 0: every chunk has IMPORT_CHUNK_ROWS rows.
-   */
-  IMPORT_CHUNK_MS: Type.Integer({ default: 50, minimum: 0, maximum: 60_000 }),
-  /**
-   * SQLite: how long an import chunk should take while the API's writes arrive (one in the last second),
-   * in ms; chunks are then sized to it (8 rows at least), so a write beside an import waits about this
-   * long instead of IMPORT_CHUNK_MS. 0: chunks are sized to IMPORT_CHUNK_MS whatever arrives.
-   */
-  IMPORT_LIVE_CHUNK_MS: Type.Integer({ default: 10, minimum: 0, maximum: 60_000 }),
-  /** An import still awaiting its upload this many hours after its last part (or its creation) is cancelled and its parts removed. */
-  IMPORT_UPLOAD_EXPIRY_HOURS: Type.Integer({ default: 24, minimum: 1, maximum: 720 }),
-  /** Bytes of parts one organization's unfinished imports may hold on disk, all together (a part past it: 413). */
-  IMPORT_MAX_UPLOAD_BYTES: Type.Integer({ default: 2_147_483_648, minimum: 1, maximum: 2 ** 50 }),
-  /** Imports one process runs at once, each of another organization. */
-  IMPORT_MAX_RUNNING: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
-  /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
-  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
-  /** The `service.name` of the spans. */
-  OTEL_SERVICE_NAME: Type.String({ default: 'lanebridge', minLength: 1, maxLength: 200 }),
-});
+/**
+ * Every field of the configuration is declared once, in SETTINGS below: its environment variable (an
+ * operator's setting) or none (an internal value that only tests and benchmarks change), its schema
+ * (validation and default), and how the value read becomes the field. The Config type, the defaults and
+ * the checks all come from that one table; README.md's Configuration table is checked against it by
+ * test/config.test.ts (every setting a row, every row a setting, the same defaults).
+ *
+ * At most 25 settings: a number only a benchmark or a test changes is an internal field (its default
+ * below is the value the service runs with), not an operator's setting. Tests pass internal fields as
+ * config overrides (test/helpers.ts `startApp({...})`); a process started by a test or a benchmark takes
+ * them from LANEBRIDGE_INTERNAL, a JSON object of field values (`{"rateLimits":false}`), which is no
+ * operator's setting and may change in any version.
+ */
 
-export type Config = {
-  databaseUrl: string;
-  host: string;
-  port: number;
-  workerPort: number;
-  logLevel: string;
-  bodyLimitBytes: number;
-  batchBodyLimitBytes: number;
-  /** Bytes of a refused body read and discarded after its early answer before the connection is cut (issue 31). */
-  refusedBodyDrainBytes: number;
-  /** Milliseconds the rest of a refused body is read after its early answer before the connection is cut. */
-  refusedBodyDrainMs: number;
-  /** Milliseconds a request body may take to arrive after its headers (REQUEST_TIMEOUT_SECONDS, default 60 s). */
-  requestTimeoutMs: number;
-  dbPoolSize: number;
-  dashboardCookieSecure: 'auto' | 'on' | 'off';
-  dashboardCookieSecret: string | undefined;
-  /** Road miles per great-circle mile when a load's distance is estimated (D4). */
-  circuityFactor: number;
-  /** Items of a load batch not started by then are reported failed, so the batch answers within 60 s. */
-  loadBatchDeadlineMs: number;
-  /** Origins (and destinations) within this many miles share a lane (D7). */
-  laneRadiusMiles: number;
-  recommendationsFollowUpGapMs: number;
-  onTimeGraceMinutes: number;
-  redisUrl: string | undefined;
-  /** Per-key rate limits counted and enforced (RATE_LIMITS=on, the default). */
-  rateLimits: boolean;
-  rateLimitKeyPrefix: string;
-  /** Fastify's trustProxy from TRUST_PROXY: false, true, a hop count, or addresses and CIDRs. */
-  trustProxy: TrustProxy;
-  /** Bearer token /metrics requires (METRICS_TOKEN); undefined: /metrics is open. */
-  metricsToken: string | undefined;
-  /** GET-by-reference and list answers reused while the database is unchanged (READ_CACHE=on, the default). */
-  readCache: boolean;
-  /** API usage per key and hour and the failed-writes log, for the dashboard (USAGE_RECORDING=on, the default). */
-  usageRecording: boolean;
-  /** Days the change feed keeps events (D11; default 30). */
-  eventRetentionDays: number;
-  /** Hours an Idempotency-Key is remembered with its answer (D13; default 24). */
-  idempotencyTtlHours: number;
-  /** D12: webhook URLs may be http and may resolve to loopback/private addresses (development, tests). */
-  webhookAllowInsecure: boolean;
-  /** `serve` delivers webhooks itself (WEBHOOK_WORKER=on, the default). */
-  webhookWorker: boolean;
-  /** Milliseconds a claimed delivery stays with its process (a killed process's deliveries are retried after it). */
-  webhookLeaseMs: number;
-  /** Webhook endpoints per organization (WEBHOOK_MAX_ENDPOINTS, default 20). */
-  webhookMaxEndpoints: number;
-  /** Deliveries one process sends at once (default 64), and one organization's share of them (default 16). */
-  webhookMaxInFlight: number;
-  webhookMaxInFlightPerOrg: number;
-  /** D15: the directory of uploaded import parts (IMPORTS_DIR). */
-  importsDir: string;
-  /** `serve` runs imports itself (IMPORT_WORKER=on, the default). */
-  importWorker: boolean;
-  /** Milliseconds a claimed import stays with its process without a heartbeat (a killed process's import resumes after it). */
-  importLeaseMs: number;
-  /** Rows per import chunk (default 1000). */
-  importChunkRows: number;
-  /** How long an import chunk should take (ms; 0: fixed chunks of importChunkRows). */
-  importChunkMs: number;
-  /** SQLite: how long a chunk should take while the API's writes arrive (ms; 0: importChunkMs always). */
-  importLiveChunkMs: number;
-  /** Milliseconds an import may wait for its upload after its last part (IMPORT_UPLOAD_EXPIRY_HOURS, default 24 h). */
-  importUploadExpiryMs: number;
-  /** Bytes of parts an organization's unfinished imports may hold (IMPORT_MAX_UPLOAD_BYTES, default 2 GiB). */
-  importMaxUploadBytes: number;
-  /** Imports one process runs at once, one per organization (IMPORT_MAX_RUNNING, default 2). */
-  importMaxRunning: number;
-  /** How long one part upload's body may take to arrive (ms; 10 minutes, docs/imports.md). */
-  importPartTimeoutMs: number;
-  /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent; undefined: tracing off. */
-  otlpEndpoint: string | undefined;
-  /** OTEL_SERVICE_NAME (default `lanebridge`). */
-  otelServiceName: string;
+type Setting<S extends TSchema = TSchema, T = unknown> = {
+  /** The environment variable; undefined: an internal field (tests and benchmarks only). */
+  readonly env: string | undefined;
+  readonly schema: S;
+  /** The field's value from the validated (converted, defaulted) one. */
+  to(value: Static<S>): T;
 };
+
+const same = <T>(v: T): T => v;
+
+/** An operator's setting: `name` in the environment, checked against `schema`, defaulted from it, then `to` (default: as read). */
+function env<S extends TSchema>(name: string, schema: S): Setting<S, Static<S>>;
+function env<S extends TSchema, T>(name: string, schema: S, to: (value: Static<S>) => T): Setting<S, T>;
+function env<S extends TSchema, T>(name: string, schema: S, to?: (value: Static<S>) => T): Setting<S, T | Static<S>> {
+  return { env: name, schema, to: to ?? same };
+}
+
+/** An operator's setting without a default: undefined when unset. */
+function optionalEnv<S extends TSchema>(name: string, schema: S): Setting<TOptional<S>, Static<S> | undefined> {
+  return { env: name, schema: Type.Optional(schema) as TOptional<S>, to: same };
+}
+
+/** An internal field: the schema's default is the value the service runs with. */
+function internal<S extends TSchema>(schema: S): Setting<S, Static<S>> {
+  return { env: undefined, schema, to: same };
+}
+
+const onOff = (dflt: 'on' | 'off') => Type.Union([Type.Literal('on'), Type.Literal('off')], { default: dflt });
+const isOn = (v: string): boolean => v === 'on';
+
+export const SETTINGS = {
+  // Where and how the service runs (README.md, "Configuration"; docs/deployment.md).
+  databaseUrl: env('DATABASE_URL', Type.String({ default: './data/lanebridge.db', minLength: 1 })),
+  host: env('HOST', Type.String({ default: '127.0.0.1' })),
+  port: env('PORT', Type.Integer({ default: 8080, minimum: 0, maximum: 65535 })),
+  /** `worker`: the port of its /healthz, /readyz and /metrics (0: any free port, logged at start). */
+  workerPort: env('WORKER_PORT', Type.Integer({ default: 8081, minimum: 0, maximum: 65535 })),
+  logLevel: env(
+    'LOG_LEVEL',
+    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    (v): string => v,
+  ),
+  dbPoolSize: env('DB_POOL_SIZE', Type.Integer({ default: 10, minimum: 1, maximum: 200 })),
+
+  // Requests (docs/api.md, "Oversized and refused bodies" and "Slow requests").
+  bodyLimitBytes: env('BODY_LIMIT_BYTES', Type.Integer({ default: 1_048_576, minimum: 1024 })),
+  batchBodyLimitBytes: env('BATCH_BODY_LIMIT_BYTES', Type.Integer({ default: 10_485_760, minimum: 1024 })),
+  /** Milliseconds a request body may take to arrive after its headers, else 408 (routes may declare longer: import parts). */
+  requestTimeoutMs: env('REQUEST_TIMEOUT_SECONDS', Type.Number({ default: 60, minimum: 1, maximum: 3600 }), (s) => Math.round(s * 1000)),
+  /** After an answer sent before the body was read (413, 415, 401…), at most this many bytes of the rest are read and discarded. */
+  refusedBodyDrainBytes: internal(Type.Integer({ default: 67_108_864, minimum: 0, maximum: 1_073_741_824 })),
+  /** … for at most this many milliseconds, then the connection is cut. */
+  refusedBodyDrainMs: internal(Type.Integer({ default: 10_000, minimum: 0, maximum: 300_000 })),
+  /** How long one import part's body may take to arrive (docs/imports.md, "Bounds"). */
+  importPartTimeoutMs: internal(Type.Integer({ default: 600_000, minimum: 1 })),
+  /**
+   * Items of a load batch not started by then are reported failed, so a batch answers within the 60 s
+   * the API promises (docs/api.md, "Batches"): 55 s at most.
+   */
+  loadBatchDeadlineMs: internal(Type.Integer({ default: 55_000, minimum: 1, maximum: 55_000 })),
+
+  // Proxies, dashboard, metrics (docs/deployment.md, "Behind a TLS proxy: `TRUST_PROXY`"; docs/dashboard.md).
+  /** Fastify's trustProxy: false, true, a hop count, or addresses and CIDRs (parseTrustProxy). */
+  trustProxy: env('TRUST_PROXY', Type.String({ default: 'off', maxLength: 4096 }), (v) => parseTrustProxy(v)),
+  /** Dashboard cookies: `on` always Secure (behind a TLS-terminating proxy), `off` never, `auto` when the request came over TLS. */
+  dashboardCookieSecure: env('DASHBOARD_COOKIE_SECURE', Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' })),
+  /** Signs dashboard cookies; when unset a secret is generated once and kept in the database. */
+  dashboardCookieSecret: optionalEnv('DASHBOARD_COOKIE_SECRET', Type.String({ minLength: 32 })),
+  /** When set, GET /metrics (of `serve` and of `worker`) needs `Authorization: Bearer <METRICS_TOKEN>`. */
+  metricsToken: optionalEnv('METRICS_TOKEN', Type.String({ minLength: 16, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' })),
+  /** OpenTelemetry traces go by OTLP/HTTP to `<this>/v1/traces`; unset: tracing is off (docs/observability.md). */
+  otlpEndpoint: optionalEnv('OTEL_EXPORTER_OTLP_ENDPOINT', Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048 })),
+  /** The `service.name` of the spans. */
+  otelServiceName: internal(Type.String({ default: 'lanebridge', minLength: 1, maxLength: 200 })),
+
+  // Rate limits (docs/deployment.md, "Rate limits").
+  /** Counters shared by every instance; unset: counted in each process. */
+  redisUrl: optionalEnv('REDIS_URL', Type.String({ pattern: '^rediss?://' })),
+  /** Per-key rate limits counted and enforced (benchmarks switch them off). */
+  rateLimits: internal(Type.Boolean({ default: true })),
+  /** Prefix of the counters in Redis (tests sharing one Redis; deployments sharing one use a database number in REDIS_URL). */
+  rateLimitKeyPrefix: internal(Type.String({ default: 'lanebridge:rl:', minLength: 1, maxLength: 100 })),
+  /** API usage per key and hour and the failed-writes log, for the dashboard (benchmarks switch it off). */
+  usageRecording: internal(Type.Boolean({ default: true })),
+  /** GET-by-reference and list answers, and an open load's lane rows, reused while the database is unchanged (docs/api.md, "Reads answered from memory"). */
+  readCache: internal(Type.Boolean({ default: true })),
+
+  // Records, history and recommendations (docs/api.md; docs/events.md).
+  /** Days the change feed keeps events (docs/events.md). */
+  eventRetentionDays: env('EVENT_RETENTION_DAYS', Type.Integer({ default: 30, minimum: 1, maximum: 3650 })),
+  /** Hours an Idempotency-Key is remembered with its answer (docs/api.md, "Safe retries: `Idempotency-Key`"). */
+  idempotencyTtlHours: env('IDEMPOTENCY_TTL_HOURS', Type.Integer({ default: 24, minimum: 1, maximum: 720 })),
+  /** Minutes after a stop's deadline that still count as on time (an organization may set its own). */
+  onTimeGraceMinutes: env('ON_TIME_GRACE_MINUTES', Type.Integer({ default: 15, minimum: 0, maximum: 1440 })),
+  /** Road miles per great-circle mile when a load's distance is estimated (docs/geo.md). */
+  circuityFactor: internal(Type.Number({ default: 1.2, minimum: 1, maximum: 3 })),
+  /** Origins (and destinations) within this many miles share a lane: the API's 100 miles (docs/api.md, lane history). */
+  laneRadiusMiles: internal(Type.Number({ default: 100, minimum: 1, maximum: 100 })),
+  /** The least time between two runs of an organization's recommendations follow-up, in ms (docs/events.md). */
+  recommendationsFollowUpGapMs: internal(Type.Integer({ default: 250, minimum: 0, maximum: 60_000 })),
+
+  // Webhooks (docs/webhooks.md).
+  /** `on` lifts the webhook URL rules (https only, no loopback/private/link-local addresses): development and tests only. */
+  webhookAllowInsecure: env('WEBHOOK_ALLOW_INSECURE', onOff('off'), isOn),
+  /** `off`: `serve` does not deliver webhooks (run `bin/lanebridge worker` processes instead). */
+  webhookWorker: env('WEBHOOK_WORKER', onOff('on'), isOn),
+  /** Webhook endpoints an organization may have, enabled or not (a create past it: 409). */
+  webhookMaxEndpoints: env('WEBHOOK_MAX_ENDPOINTS', Type.Integer({ default: 20, minimum: 1, maximum: 10_000 })),
+  /** Milliseconds a claimed delivery stays with its process before another may take it over. */
+  webhookLeaseMs: internal(Type.Integer({ default: 30_000, minimum: 2000, maximum: 3_600_000 })),
+  /** Deliveries one process sends at once, all organizations together … */
+  webhookMaxInFlight: internal(Type.Integer({ default: 64, minimum: 1, maximum: 1024 })),
+  /** … and the most one organization's endpoints may hold (a share larger than the whole is the whole). */
+  webhookMaxInFlightPerOrg: internal(Type.Integer({ default: 16, minimum: 1, maximum: 1024 })),
+
+  // Imports (docs/imports.md).
+  /** Where uploaded import parts are kept until their import ends (shared by every instance that runs imports). */
+  importsDir: env('IMPORTS_DIR', Type.String({ default: './data/imports', minLength: 1 })),
+  /** `off`: `serve` runs no imports (run `bin/lanebridge worker` processes instead). */
+  importWorker: env('IMPORT_WORKER', onOff('on'), isOn),
+  /** Bytes of parts one organization's unfinished imports may hold on disk, all together (a part past it: 413). */
+  importMaxUploadBytes: env('IMPORT_MAX_UPLOAD_BYTES', Type.Integer({ default: 2_147_483_648, minimum: 1, maximum: 2 ** 50 })),
+  /** Imports one process runs at once, each of another organization. */
+  importMaxRunning: env('IMPORT_MAX_RUNNING', Type.Integer({ default: 2, minimum: 1, maximum: 64 })),
+  /** Milliseconds a claimed import stays with its process without news before another instance may resume it. */
+  importLeaseMs: internal(Type.Integer({ default: 30_000, minimum: 1000, maximum: 3_600_000 })),
+  /** Rows per import chunk at most: one transaction, one checkpoint and one analytics run each. */
+  importChunkRows: internal(Type.Integer({ default: 1000, minimum: 1, maximum: 100_000 })),
+  /** How long an import chunk's transaction should take, in ms: chunks are sized to it (0: every chunk importChunkRows rows). */
+  importChunkMs: internal(Type.Integer({ default: 50, minimum: 0, maximum: 60_000 })),
+  /** SQLite: how long a chunk should take while the API's writes arrive, in ms (0: importChunkMs always). */
+  importLiveChunkMs: internal(Type.Integer({ default: 10, minimum: 0, maximum: 60_000 })),
+  /** An import still awaiting its upload this long after its last part (or its creation) is cancelled and its parts removed. */
+  importUploadExpiryMs: internal(Type.Integer({ default: 86_400_000, minimum: 1 })),
+} satisfies Record<string, Setting<TSchema, unknown>>;
+
+type Settings = typeof SETTINGS;
+export type Config = { [K in keyof Settings]: ReturnType<Settings[K]['to']> };
+
+/**
+ * Variables earlier versions read and this one ignores, each with why (README.md, "Settings removed in
+ * this version"). `serve` and `worker` log a warning at start for each one that is set.
+ */
+export const REMOVED_SETTINGS: Readonly<Record<string, string>> = {
+  REFUSED_BODY_DRAIN_BYTES: 'refused bodies are read up to 64 MiB',
+  REFUSED_BODY_DRAIN_SECONDS: 'refused bodies are read for up to 10 s',
+  DISTANCE_CIRCUITY: 'estimated distances use the usual truck circuity, 1.2',
+  LANE_RADIUS_MILES: 'a lane is the API\'s 100 miles (widen=true still widens it per request)',
+  LOAD_BATCH_DEADLINE_MS: 'batches stop starting items at 55 s so they answer within the API\'s 60 s',
+  RECOMMENDATIONS_FOLLOW_UP_GAP_MS: 'follow-up runs are at least 250 ms apart',
+  RATE_LIMITS: 'per-key limits are always counted (give keys higher --per-minute/--per-day where a gateway limits in front)',
+  RATE_LIMIT_KEY_PREFIX: 'deployments sharing one Redis use a database number each in REDIS_URL',
+  READ_CACHE: 'answers are reused while the database is unchanged',
+  USAGE_RECORDING: 'API usage and failed writes are always recorded for the dashboard',
+  WEBHOOK_LEASE_SECONDS: 'a claimed delivery stays with its process for 30 s',
+  WEBHOOK_MAX_IN_FLIGHT: 'a process sends at most 64 deliveries at once',
+  WEBHOOK_MAX_IN_FLIGHT_PER_ORG: 'an organization holds at most 16 of them',
+  IMPORT_LEASE_SECONDS: 'a claimed import stays with its process for 30 s without news',
+  IMPORT_CHUNK_ROWS: 'import chunks hold at most 1000 rows',
+  IMPORT_CHUNK_MS: 'import chunks are sized to take about 50 ms',
+  IMPORT_LIVE_CHUNK_MS: 'on SQLite, about 10 ms while API writes arrive',
+  IMPORT_UPLOAD_EXPIRY_HOURS: 'an import awaiting its upload expires 24 h after its last part',
+  OTEL_SERVICE_NAME: 'spans are named service.name lanebridge (tell deployments apart at the collector)',
+};
+
+/** The variables of REMOVED_SETTINGS set in `env`, each as a warning line for the log. */
+export function removedSettingsSet(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.entries(REMOVED_SETTINGS)
+    .filter(([name]) => env[name] !== undefined && env[name] !== '')
+    .map(([name, why]) => `${name} is set but no longer read, and is ignored: ${why} (README.md, "Settings removed in this version")`);
+}
+
+/** The operator's settings: environment variable, default (undefined: unset), for README.md's table and its test. */
+export function operatorSettings(): { env: string; default: unknown }[] {
+  return Object.values(SETTINGS as Record<string, Setting>)
+    .filter((s) => s.env !== undefined)
+    .map((s) => ({ env: s.env!, default: (s.schema as { default?: unknown }).default }));
+}
 
 export class ConfigError extends Error {}
 
@@ -216,65 +235,42 @@ export function parseTrustProxy(raw: string): TrustProxy {
   return entries;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/** LANEBRIDGE_INTERNAL: a JSON object of internal fields (tests and benchmarks), each checked against its schema. */
+function internalOverrides(raw: string | undefined): Record<string, unknown> {
+  if (raw === undefined || raw.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('Invalid environment: LANEBRIDGE_INTERNAL: not JSON');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError('Invalid environment: LANEBRIDGE_INTERNAL: not a JSON object');
+  for (const [field, value] of Object.entries(parsed)) {
+    const s = (SETTINGS as Record<string, Setting>)[field];
+    if (s === undefined || s.env !== undefined) throw new ConfigError(`Invalid environment: LANEBRIDGE_INTERNAL: ${field} is not an internal field`);
+    if (!Value.Check(s.schema, value)) throw new ConfigError(`Invalid environment: LANEBRIDGE_INTERNAL: ${field}: ${[...Value.Errors(s.schema, value)][0]?.message ?? 'invalid'}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const entries = Object.entries(SETTINGS as Record<string, Setting>);
+  const schema = Type.Object(Object.fromEntries(entries.filter(([, s]) => s.env !== undefined).map(([, s]) => [s.env!, s.schema])));
   const raw: Record<string, unknown> = {};
-  for (const key of Object.keys(EnvSchema.properties)) {
-    const v = env[key];
+  for (const key of Object.keys(schema.properties)) {
+    const v = environment[key];
     if (v !== undefined && v !== '') raw[key] = v;
   }
-  const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw));
-  const errors = [...Value.Errors(EnvSchema, converted)];
+  const read = Value.Default(schema, Value.Convert(schema, raw)) as Record<string, unknown>;
+  const errors = [...Value.Errors(schema, read)];
   if (errors.length > 0) {
     const lines = errors.map((e) => `${e.path.slice(1) || '(root)'}: ${e.message}`);
     throw new ConfigError(`Invalid environment: ${lines.join('; ')}`);
   }
-  const env2 = converted as Static<typeof EnvSchema>;
-  return {
-    databaseUrl: env2.DATABASE_URL,
-    host: env2.HOST,
-    port: env2.PORT,
-    workerPort: env2.WORKER_PORT,
-    logLevel: env2.LOG_LEVEL,
-    bodyLimitBytes: env2.BODY_LIMIT_BYTES,
-    batchBodyLimitBytes: env2.BATCH_BODY_LIMIT_BYTES,
-    refusedBodyDrainBytes: env2.REFUSED_BODY_DRAIN_BYTES,
-    refusedBodyDrainMs: Math.round(env2.REFUSED_BODY_DRAIN_SECONDS * 1000),
-    requestTimeoutMs: Math.round(env2.REQUEST_TIMEOUT_SECONDS * 1000),
-    dbPoolSize: env2.DB_POOL_SIZE,
-    dashboardCookieSecure: env2.DASHBOARD_COOKIE_SECURE,
-    dashboardCookieSecret: env2.DASHBOARD_COOKIE_SECRET,
-    circuityFactor: env2.DISTANCE_CIRCUITY,
-    loadBatchDeadlineMs: env2.LOAD_BATCH_DEADLINE_MS,
-    laneRadiusMiles: env2.LANE_RADIUS_MILES,
-    recommendationsFollowUpGapMs: env2.RECOMMENDATIONS_FOLLOW_UP_GAP_MS,
-    onTimeGraceMinutes: env2.ON_TIME_GRACE_MINUTES,
-    redisUrl: env2.REDIS_URL,
-    rateLimits: env2.RATE_LIMITS === 'on',
-    rateLimitKeyPrefix: env2.RATE_LIMIT_KEY_PREFIX,
-    trustProxy: parseTrustProxy(env2.TRUST_PROXY),
-    metricsToken: env2.METRICS_TOKEN,
-    readCache: env2.READ_CACHE === 'on',
-    usageRecording: env2.USAGE_RECORDING === 'on',
-    eventRetentionDays: env2.EVENT_RETENTION_DAYS,
-    idempotencyTtlHours: env2.IDEMPOTENCY_TTL_HOURS,
-    webhookAllowInsecure: env2.WEBHOOK_ALLOW_INSECURE === 'on',
-    webhookWorker: env2.WEBHOOK_WORKER === 'on',
-    webhookLeaseMs: env2.WEBHOOK_LEASE_SECONDS * 1000,
-    webhookMaxEndpoints: env2.WEBHOOK_MAX_ENDPOINTS,
-    webhookMaxInFlight: env2.WEBHOOK_MAX_IN_FLIGHT,
-    // A share larger than the whole is the whole.
-    webhookMaxInFlightPerOrg: Math.min(env2.WEBHOOK_MAX_IN_FLIGHT_PER_ORG, env2.WEBHOOK_MAX_IN_FLIGHT),
-    importsDir: env2.IMPORTS_DIR,
-    importWorker: env2.IMPORT_WORKER === 'on',
-    importLeaseMs: env2.IMPORT_LEASE_SECONDS * 1000,
-    importChunkRows: env2.IMPORT_CHUNK_ROWS,
-    importChunkMs: env2.IMPORT_CHUNK_MS,
-    importLiveChunkMs: env2.IMPORT_LIVE_CHUNK_MS,
-    importUploadExpiryMs: env2.IMPORT_UPLOAD_EXPIRY_HOURS * 3_600_000,
-    importMaxUploadBytes: env2.IMPORT_MAX_UPLOAD_BYTES,
-    importMaxRunning: env2.IMPORT_MAX_RUNNING,
-    importPartTimeoutMs: 600_000,
-    otlpEndpoint: env2.OTEL_EXPORTER_OTLP_ENDPOINT,
-    otelServiceName: env2.OTEL_SERVICE_NAME,
-  };
+  const overrides = internalOverrides(environment.LANEBRIDGE_INTERNAL);
+  const config = Object.fromEntries(
+    entries.map(([field, s]) => [field, s.env !== undefined ? s.to(read[s.env]) : field in overrides ? overrides[field] : Value.Default(s.schema, undefined)]),
+  ) as Config;
+  config.webhookMaxInFlightPerOrg = Math.min(config.webhookMaxInFlightPerOrg, config.webhookMaxInFlight);
+  return config;
 }

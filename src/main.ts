@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, removedSettingsSet, type Config } from './config.js';
 import { DatabaseSetupError, openDataStore, type DataStore, type OpenOptions } from './lib/db/index.js';
 import { ApiError, ValidationError } from './lib/http/errors.js';
 import { MAX_GRACE_HOURS, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, accountsService, parseExpiry, parseScopes } from './modules/accounts/accounts.service.js';
@@ -174,6 +174,7 @@ async function serve(config: Config) {
     process.stderr.write(`\nLanebridge first run: open http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}/ and enter the setup code ${setupCode}\n(bin/lanebridge setup-code prints it again)\n\n`);
   }
   if (config.webhookAllowInsecure) app.log.warn(INSECURE_WEBHOOKS_WARNING);
+  for (const line of removedSettingsSet()) app.log.warn(line);
 }
 
 /**
@@ -221,6 +222,7 @@ async function worker(config: Config) {
   // Delivering from here on: said at once, before the import runner's app (and its geocoder) is built.
   log.info({ address, database: store.dialect, imports: config.importWorker }, 'Lanebridge webhook worker started');
   if (config.webhookAllowInsecure) log.warn(INSECURE_WEBHOOKS_WARNING);
+  for (const line of removedSettingsSet()) log.warn(line);
   // Imports run here too: the app's write path without its HTTP server (its runner claims imports).
   // Built after the start line and after the signal handlers, so a stop while it builds is still clean.
   const building = config.importWorker

@@ -47,7 +47,7 @@ describe('an import whose process is killed half way', () => {
     expect((await a.request({ method: 'PUT', url: `/v2/tms-api/imports/${id}/parts/1`, payload: `${lines.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } })).statusCode).toBe(200);
     expect((await a.post(`/v2/tms-api/imports/${id}/complete`, undefined)).json().status).toBe('queued');
 
-    const env = { DATABASE_URL: t.config.databaseUrl, IMPORTS_DIR: dir, IMPORT_CHUNK_ROWS: '100', IMPORT_LEASE_SECONDS: '2' };
+    const env = { DATABASE_URL: t.config.databaseUrl, IMPORTS_DIR: dir, LANEBRIDGE_INTERNAL: JSON.stringify({ importChunkRows: 100, importLeaseMs: 2000 }) };
     const row = () => t.store.db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     const seen: number[] = [];
     const watch = async (until: (r: Awaited<ReturnType<typeof row>>) => boolean, output: () => string, timeoutMs: number) => {

@@ -388,7 +388,7 @@ describe('abandoned uploads', () => {
       await app.imports.runner.drain();
       const expired = (await a.get(`${BASE}/${left}`)).json();
       expect(expired).toMatchObject({ status: 'cancelled' });
-      expect(expired.error).toBe(`Expired: no POST /v2/tms-api/imports/${left}/complete within 24 h of its last part (IMPORT_UPLOAD_EXPIRY_HOURS); its parts were removed: send the file again in a new import`);
+      expect(expired.error).toBe(`Expired: no POST /v2/tms-api/imports/${left}/complete within 24 h of its last part; its parts were removed: send the file again in a new import`);
       expect(await app.imports.files.parts(left)).toEqual([]);
       expect((await a.get(`${BASE}/${busy}`)).json().status).toBe('awaiting_upload');
       expect((await app.imports.files.parts(busy)).map((p: { n: number }) => p.n)).toEqual([1, 2]);

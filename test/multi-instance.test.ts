@@ -46,7 +46,7 @@ function startInstance(port: number): Instance {
       ...process.env,
       DATABASE_URL: databaseUrl,
       REDIS_URL,
-      RATE_LIMIT_KEY_PREFIX: PREFIX,
+      LANEBRIDGE_INTERNAL: JSON.stringify({ rateLimitKeyPrefix: PREFIX }),
       HOST: '127.0.0.1',
       PORT: String(port),
       LOG_LEVEL: 'warn',

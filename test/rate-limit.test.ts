@@ -270,7 +270,7 @@ describe.each([
   });
 });
 
-describe('RATE_LIMITS=off', () => {
+describe('rate limits off (config.rateLimits: benchmarks)', () => {
   let t: TestApp;
   let a: Tenant;
   beforeAll(async () => {

@@ -97,12 +97,10 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
       logLevel: 'info',
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
-        OTEL_SERVICE_NAME: 'lanebridge-test',
         OTEL_BSP_SCHEDULE_DELAY: '100',
         WEBHOOK_ALLOW_INSECURE: 'on',
         REDIS_URL: 'redis://127.0.0.1:6379',
-        RATE_LIMITS: 'on',
-        RATE_LIMIT_KEY_PREFIX: `lanebridge:test:tracing:${uid()}:`,
+        LANEBRIDGE_INTERNAL: JSON.stringify({ otelServiceName: 'lanebridge-test', rateLimits: true, rateLimitKeyPrefix: `lanebridge:test:tracing:${uid()}:` }),
       },
     });
     const headers = { 'x-api-key': key };

@@ -46,7 +46,7 @@ describe('usage counters', () => {
     expect(again.find((r) => r.key_id === limited.id)!.ok).toBe(1);
   });
 
-  it('USAGE_RECORDING=off counts nothing and logs no failed write', async () => {
+  it('usage recording off (config.usageRecording: benchmarks) counts nothing and logs no failed write', async () => {
     const off = await startApp({ usageRecording: false });
     try {
       const a = await newTenant(off);

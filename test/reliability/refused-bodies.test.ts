@@ -289,7 +289,7 @@ describe('the drain bounds (in process)', () => {
     await t.close();
   });
 
-  it('a client trickling a refused body is cut off after REFUSED_BODY_DRAIN_SECONDS, having read its 413', async () => {
+  it('a client trickling a refused body is cut off after the drain time (config.refusedBodyDrainMs), having read its 413', async () => {
     const r = await rawPost(port, { path: SINGLE, headers: { 'content-type': 'application/json', 'x-api-key': key }, bytes: 64 * MiB, intervalMs: 50, timeoutMs: 10_000 });
     expect(r.status).toBe(413);
     expect(JSON.parse(r.body).detail).toBe(DETAIL_SINGLE);

@@ -130,7 +130,8 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: opts.logLevel ?? 'warn',
-      RATE_LIMITS: 'off',
+      // Internal fields (src/config.ts): no rate limits unless a test's env says otherwise.
+      LANEBRIDGE_INTERNAL: JSON.stringify({ rateLimits: false }),
       ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -49,7 +49,7 @@ export function createMetrics() {
   // Issue 31: refused bodies read to their end after the early answer, or cut at REFUSED_BODY_DRAIN_*.
   const refusedBodies = new Counter({
     name: 'lanebridge_refused_body_drains_total',
-    help: 'Requests answered before their body was read (413, 415, 401…) whose rest was read and discarded: outcome drained (to its end) or cut (at REFUSED_BODY_DRAIN_BYTES or _SECONDS).',
+    help: 'Requests answered before their body was read (413, 415, 401…) whose rest was read and discarded: outcome drained (to its end) or cut (at 64 MiB or 10 s).',
     labelNames: ['outcome'] as const,
     registers: [registry],
   });

@@ -442,7 +442,7 @@ export function importRunner(deps: ImportRunnerDeps) {
       const hours = Math.round(uploadExpiryMs / 360_000) / 10;
       const expired = await expireUpload(db, s.org_id, s.id, before, {
         status: 'cancelled',
-        error: `Expired: no POST /v2/tms-api/imports/${s.id}/complete within ${hours} h of its last part (IMPORT_UPLOAD_EXPIRY_HOURS); its parts were removed: send the file again in a new import`,
+        error: `Expired: no POST /v2/tms-api/imports/${s.id}/complete within ${hours} h of its last part; its parts were removed: send the file again in a new import`,
         finished_at: now,
         updated_at: now,
       });

@@ -187,7 +187,7 @@ export const LoadRecommendations = Type.Object(
     status: Type.String({ enum: [...LOAD_STATUSES] }),
     open: Type.Boolean({ description: 'Whether the load is open (ACTIVE, SPOT, TENDERED, TENDER_REJECTED).' }),
     carrier_recommendations: Type.Array(Type.Ref(CarrierRecommendation)),
-    lane_radius_miles: Type.Number({ description: 'The lane radius the history was read at: 100 (LANE_RADIUS_MILES) unless widen=true widened it to 150 or 250.' }),
+    lane_radius_miles: Type.Number({ description: 'The lane radius the history was read at: 100 unless widen=true widened it to 150 or 250.' }),
     ranking: Type.String({ enum: ['history', 'balanced'], description: 'The ranking used (rank_by).' }),
   },
   { $id: 'LoadRecommendations' },
