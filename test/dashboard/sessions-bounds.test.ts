@@ -4,6 +4,7 @@
 // minute per address, and the setup form checks the code before hashing anything.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { hashPassword } from '../../src/modules/accounts/secrets.js';
+import { cliActor } from '../../src/modules/audit/audit.js';
 import type { TestApp } from '../helpers.js';
 import { Visitor, csrfOf, orgWithUser, startDashboardApp } from './support.js';
 
@@ -131,6 +132,25 @@ describe("an admin ends a user's sessions and removes users", () => {
     const refused = await member.submit('/users', `/users/${o.userId}/remove`, {});
     expect(refused.statusCode).toBe(403);
     expect((await t.services.accounts.listUsers(o.orgId)).map((u) => u.id).sort()).toEqual([o.userId, o.member.id].sort());
+  });
+
+  it('two admins removing each other at once, or demoting each other: one is refused 409, one admin is left', async () => {
+    for (let round = 0; round < 10; round++) {
+      const o = await orgWithUser(t);
+      const second = await t.services.accounts.createUser(o.orgId, { email: `second-${round}-${o.orgId}@example.com`, name: 'Second Admin', password: 'second password 1', role: 'admin' });
+      const removals = [t.services.accounts.removeUser(o.orgId, o.userId), t.services.accounts.removeUser(o.orgId, second.id)];
+      const settled = await Promise.allSettled(removals);
+      expect(settled.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const refused = settled.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(refused.reason.message).toMatch(/is the organization's last admin and cannot be removed: make another user an admin first$/);
+      const admins = await t.store.db.selectFrom('users').select('id').where('org_id', '=', o.orgId).where('role', '=', 'admin').execute();
+      expect(admins).toHaveLength(1);
+
+      const third = await t.services.accounts.createUser(o.orgId, { email: `third-${round}-${o.orgId}@example.com`, name: 'Third Admin', password: 'third password 1', role: 'admin' });
+      const demotions = await Promise.allSettled([t.services.accounts.setRole(o.orgId, admins[0]!.id, 'member', cliActor()), t.services.accounts.setRole(o.orgId, third.id, 'member', cliActor())]);
+      expect(demotions.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect(await t.store.db.selectFrom('users').select('id').where('org_id', '=', o.orgId).where('role', '=', 'admin').execute()).toHaveLength(1);
+    }
   });
 });
 

@@ -67,3 +67,12 @@ export const claimingRead = <Q extends { forUpdate(): { skipLocked(): Q } }>(tx:
 
 /** `for update of <alias> skip locked` on PostgreSQL (a claim query's CTE); nothing on SQLite. */
 export const skipLockedOf = (tx: Executor, alias: string) => (dialectOf(tx) === 'postgres' ? sql`for update of ${sql.raw(alias)} skip locked` : sql``);
+
+/**
+ * The organization's row, locked to the end of the transaction (PostgreSQL): what is counted next (its
+ * admins, its imports awaiting upload, its webhook endpoints) cannot change under another transaction
+ * that counts the same way. SQLite serialises writers already.
+ */
+export async function holdOrganization(tx: Executor, orgId: string): Promise<void> {
+  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+}

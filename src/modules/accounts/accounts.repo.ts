@@ -1,4 +1,5 @@
 import type { Executor } from '../../lib/db/index.js';
+import { holdOrganization } from '../../lib/db/locks.js';
 import { prepared } from '../../lib/db/prepared.js';
 import type { ApiKeysTable, DashboardSessionsTable, OrganizationsTable, UsersTable } from '../../lib/db/types.js';
 
@@ -101,7 +102,9 @@ export function accountsRepo(db: Executor) {
     /** Emails are unique across organizations (users.email_lower), so sign-in needs no organization. */
     findUserByEmail: (email: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst(),
+    /** The organization's admins; in a transaction, counted under its row lock (two removals at once take turns). */
     countAdmins: async (orgId: string, tx: Executor = db) => {
+      if (tx.isTransaction) await holdOrganization(tx, orgId);
       const r = await tx.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
       return Number(r?.n ?? 0);
     },

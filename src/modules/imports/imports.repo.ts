@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { analyzeTables, plannedRows } from '../../lib/db/planner-stats.js';
 import { bulkInsert } from '../../lib/db/bulk.js';
-import { lockedRead } from '../../lib/db/locks.js';
+import { holdOrganization } from '../../lib/db/locks.js';
 import type { ImportErrorsTable, ImportsTable } from '../../lib/db/types.js';
 
 const ACTIVE = ['queued', 'running'];
@@ -24,14 +24,14 @@ export const staleUploads = (db: Executor, before: string, limit: number) =>
 
 /** The organization's imports awaiting their upload, counted under its row lock (PostgreSQL: two creates at once take turns). */
 export async function awaitingUploads(tx: Executor, orgId: string): Promise<number> {
-  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  await holdOrganization(tx, orgId);
   const r = await tx.selectFrom('imports').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('status', '=', 'awaiting_upload').executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
 /** Bytes of parts the organization's unfinished imports other than `except` hold (bytes_total moves with each part kept), under its row lock. */
 export async function heldUploadBytes(tx: Executor, orgId: string, except: string): Promise<number> {
-  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  await holdOrganization(tx, orgId);
   const r = await tx
     .selectFrom('imports')
     .select((eb) => eb.fn.sum<number | string | null>('bytes_total').as('n'))

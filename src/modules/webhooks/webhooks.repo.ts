@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
-import { claimingRead, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
+import { claimingRead, holdOrganization, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
 import { recordDeliveryAttempt, type DeliveryOutcome } from '../../lib/db/webhook-attempts.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
@@ -52,7 +52,7 @@ export async function pageOfEndpoints(
  * serialises writers).
  */
 export async function countEndpointsLocked(tx: Executor, orgId: string): Promise<number> {
-  await lockedRead(tx, tx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  await holdOrganization(tx, orgId);
   const row = await tx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
   return num(row?.n);
 }
