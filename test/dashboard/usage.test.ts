@@ -46,6 +46,23 @@ describe('usage counters', () => {
     expect(again.find((r) => r.key_id === limited.id)!.ok).toBe(1);
   });
 
+  it('a key pasted into a failed write\'s URL or body is kept masked, and the Overview never shows it', async () => {
+    const org = await orgWithUser(t);
+    const key = org.key!;
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    expect((await t.app.inject({ method: 'PUT', url: `/v2/tms-api/customers/${key}`, headers, payload: { name: 'x' } })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers, payload: { external_reference_id: key } })).statusCode).toBe(422);
+    const v = new Visitor(t);
+    await v.signIn(org.email, org.password);
+    const page = await v.get('/');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain(key.slice(4));
+    const rows = await sql<{ path: string; reference: string | null; detail: string }>`select path, reference, detail from failed_writes where org_id = ${org.orgId}`.execute(t.store.db);
+    expect(rows.rows).toHaveLength(2);
+    for (const r of rows.rows) expect(JSON.stringify(r)).not.toContain(key.slice(4));
+    expect(rows.rows.map((r) => r.reference).sort()).toEqual(['lbk_[redacted]', 'lbk_[redacted]']);
+  });
+
   it('usage recording off (config.usageRecording: benchmarks) counts nothing and logs no failed write', async () => {
     const off = await startApp({ usageRecording: false });
     try {

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { Clock } from '../../lib/clock.js';
 import type { Db } from '../../lib/db/index.js';
 import type { Principal } from '../../lib/http/principal.js';
+import { maskApiKeys } from '../../lib/http/logging.js';
 
 /**
  * Integration health (issue 19): API usage per key and UTC hour split 2xx / 4xx / 5xx / 429, and a
@@ -171,7 +172,8 @@ export function usageRecorder(o: UsageOptions) {
 
   function queueFailure(row: Omit<FailedWritesTable, 'id'>) {
     if (pending.length >= MAX_PENDING_FAILED) return;
-    pending.push({ id: randomUUID(), ...row });
+    // A key pasted into a URL or a reference is not kept in clear (the dashboard shows these rows to members).
+    pending.push({ id: randomUUID(), ...row, path: maskApiKeys(row.path), reference: row.reference === null ? null : maskApiKeys(row.reference), detail: maskApiKeys(row.detail) });
   }
 
   /** The failed writes in a write's answer: the request itself (4xx/5xx), or a batch's failed items. */
