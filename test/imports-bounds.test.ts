@@ -63,6 +63,7 @@ describe('CSV column paths', () => {
     ['stops.+100000000.x', 'names position "+100000000"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
     ['stops.-1.x', 'names position "-1"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
     ['stops..x', 'has an empty part in its field path; write it as names and positions joined by single dots (such as stops.2.early_arrival)'],
+    ['name', 'fills the same field as the column "name": drop one, or map it to another field in csv.columns'],
   ])('%# a column past the bounds is refused at complete with 422 naming it, nothing queued', async (column, says) => {
     const a = await tenant();
     const id = await created(a, { resource: 'customers', format: 'csv' });
@@ -73,6 +74,20 @@ describe('CSV column paths', () => {
     const name = JSON.stringify(column.length > 100 ? `${column.slice(0, 100)}…` : column);
     expect(done.json()).toEqual({ detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the CSV column ${name} ${says}` }] });
     expect((await a.get(`${BASE}/${id}`)).json().status).toBe('awaiting_upload');
+  });
+
+  it.each([
+    ['contacts.x.first_name', 'names position "x"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['contacts.Infinity.first_name', 'names position "Infinity"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['contacts.\u0661.first_name', 'names position "\u0661"; stops, rates and contacts count from 1 to at most 99, written as plain digits'],
+    ['contacts. 1.first_name', 'fills the same field as the column "contacts.1.first_name": drop one, or map it to another field in csv.columns'],
+  ])('%# a carrier column the record cannot place (a name for a position, a field filled twice) is refused at complete', async (column, says) => {
+    const a = await tenant();
+    const id = await created(a, { resource: 'carriers', format: 'csv' });
+    expect((await putPart(a, id, 1, `external_reference_id,name,contacts.1.first_name,${column}\nCAR-1,One,Ann,Bob\n`, { 'content-type': 'text/csv' })).statusCode).toBe(200);
+    const done = await a.post(`${BASE}/${id}/complete`, undefined);
+    expect(done.statusCode).toBe(422);
+    expect(done.json()).toEqual({ detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the CSV column ${JSON.stringify(column)} ${says}` }] });
   });
 
   it('takes stops.99 (within the bounds)', async () => {

@@ -109,6 +109,31 @@ export function headerBoundsProblem(header: CsvHeader): string | null {
   return null;
 }
 
+const isList = (s: JsonSchema) => s.items !== undefined || s.type === 'array' || (Array.isArray(s.type) && s.type.includes('array'));
+
+/**
+ * The first column whose path the record's schema cannot place, said as the 422's message: a name where
+ * a list wants a position (`stops.x.stop_type`, `stops.Infinity.x`, a digit of another script), or a path
+ * another column already fills (`stops.1.stop_type` twice, or once more as `stops. 1.stop_type`): its
+ * cells were dropped or overwritten without a word.
+ */
+export function headerPlacementProblem(header: CsvHeader, createSchema: TSchema): string | null {
+  const schema = createSchema as unknown as JsonSchema;
+  const seen = new Map<string, string>();
+  for (const [i, path] of header.paths.entries()) {
+    if (!path) continue;
+    const full = header.names[i] ?? '';
+    const name = JSON.stringify(full.length > 100 ? `${full.slice(0, 100)}…` : full);
+    const misplaced = path.findIndex((seg, at) => typeof seg === 'string' && schemasAt(schema, path.slice(0, at)).some(isList));
+    if (misplaced >= 0) return `Value error, the CSV column ${name} names position ${JSON.stringify(path[misplaced])}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
+    const key = JSON.stringify(path);
+    const earlier = seen.get(key);
+    if (earlier !== undefined) return `Value error, the CSV column ${name} fills the same field as the column ${JSON.stringify(earlier)}: drop one, or map it to another field in csv.columns`;
+    seen.set(key, full);
+  }
+  return null;
+}
+
 export function csvHeader(names: readonly string[], opts: CsvOptions): CsvHeader {
   const clean = names.map((n) => n.trim());
   return { names: clean, paths: clean.map((n) => (n === '' ? null : fieldPath(opts.columns?.[n] ?? n))) };

@@ -9,7 +9,7 @@ import { pagination, parseSort } from '../../lib/http/pagination.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles, type StagedPart } from './imports.files.js';
-import { FORBIDDEN_SEGMENTS, csvHeader, headerBoundsProblem, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { FORBIDDEN_SEGMENTS, csvHeader, headerBoundsProblem, headerPlacementProblem, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
 import { activeImportOf, awaitingUploads, heldUploadBytes, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
 import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type ImportResource } from './imports.schema.js';
 
@@ -144,6 +144,8 @@ export function importsService(deps: ImportsServiceDeps) {
       if (bounds) throw ValidationError.single(['body'], bounds);
       const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
       if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
+      const placement = headerPlacementProblem(header, deps.createSchemas[row.resource as ImportResource]);
+      if (placement) throw ValidationError.single(['body'], placement);
       const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
       if (missing.length > 0) {
         const issues: ValidationIssue[] = missing.map((field) => ({
