@@ -253,6 +253,13 @@ function internalOverrides(raw: string | undefined): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/** "one of 'on', 'off'" for a union of literals (TypeBox says only "Expected union value"). */
+function choicesOf(schema: unknown): string | null {
+  const variants = (schema as { anyOf?: { const?: unknown }[] }).anyOf;
+  if (!variants || !variants.every((v) => v.const !== undefined)) return null;
+  return `expected one of ${variants.map((v) => `'${String(v.const)}'`).join(', ')}`;
+}
+
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const entries = Object.entries(SETTINGS as Record<string, Setting>);
   const schema = Type.Object(Object.fromEntries(entries.filter(([, s]) => s.env !== undefined).map(([, s]) => [s.env!, s.schema])));
@@ -264,7 +271,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   const read = Value.Default(schema, Value.Convert(schema, raw)) as Record<string, unknown>;
   const errors = [...Value.Errors(schema, read)];
   if (errors.length > 0) {
-    const lines = errors.map((e) => `${e.path.slice(1) || '(root)'}: ${e.message}`);
+    const lines = errors.map((e) => `${e.path.slice(1) || '(root)'}: ${choicesOf(e.schema) ?? e.message}, got ${JSON.stringify(e.value)}`);
     throw new ConfigError(`Invalid environment: ${lines.join('; ')}`);
   }
   const overrides = internalOverrides(environment.LANEBRIDGE_INTERNAL);

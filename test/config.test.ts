@@ -49,6 +49,12 @@ describe('settings', () => {
     expect(removedSettingsSet({ PORT: '1' })).toEqual([]);
   });
 
+  it('a bad value stops the start with a message naming the setting, the choices and what was given', () => {
+    expect(() => loadConfig({ DASHBOARD_COOKIE_SECURE: 'maybe', PORT: 'abc' })).toThrow(
+      `Invalid environment: PORT: Expected integer, got "abc"; DASHBOARD_COOKIE_SECURE: expected one of 'auto', 'on', 'off', got "maybe"`,
+    );
+  });
+
   it('defaults are those of the declaration, converted to the fields', () => {
     const c = loadConfig({});
     expect([c.port, c.requestTimeoutMs, c.webhookWorker, c.trustProxy, c.redisUrl]).toEqual([8080, 60_000, true, false, undefined]);
