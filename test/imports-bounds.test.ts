@@ -98,6 +98,17 @@ describe('CSV column paths', () => {
   });
 });
 
+describe('a part for an id this service never makes', () => {
+  it('is 404 before the database is asked (a NUL in the id was a 500 on PostgreSQL)', async () => {
+    const a = await tenant();
+    for (const id of ['%00', 'imp_%00', `imp_${'x'.repeat(70)}`, 'IMP_01']) {
+      const res = await putPart(a, id, 1, '{}');
+      expect(res.statusCode, id).toBe(404);
+      expect(res.json(), id).toEqual({ detail: `Import with id '${decodeURIComponent(id)}' not found` });
+    }
+  });
+});
+
 describe('quotas', () => {
   it('refuses a fourth import awaiting its upload with 409 naming the limit; one completed frees a place', async () => {
     const a = await tenant();

@@ -114,7 +114,12 @@ export interface ImportsServiceDeps {
 export function importsService(deps: ImportsServiceDeps) {
   const { db, clock, files } = deps;
 
+  const IMPORT_ID = /^imp_[0-9a-z]{1,60}$/;
+
   async function owned(orgId: string, id: string): Promise<ImportsTable> {
+    // Not an id this service makes: not found, without asking the database (a part upload looks its import
+    // up before the path is validated; a NUL in it was a 500 on PostgreSQL).
+    if (!IMPORT_ID.test(id)) throw new ImportNotFoundError(id);
     const row = await importById(db, orgId, id);
     if (!row) throw new ImportNotFoundError(id);
     return row;
