@@ -14,7 +14,7 @@ export function loadRoutes(
   loads: LoadsService,
   opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs: number },
 ) {
-  resourceRoutes(app, loads, {
+  const load = resourceRoutes(app, loads, {
     collection: 'loads',
     noun: 'load',
     tag: 'Loads',
@@ -28,7 +28,7 @@ export function loadRoutes(
     batchOperations: ['create', 'update', 'upsert', 'delete'],
     batchBodyLimit: opts.batchBodyLimit,
     readCache: opts.readCache,
-      dependsOn: ['loads', 'customers', 'carriers', 'locations', 'users', 'market_rates'],
+    dependsOn: ['loads', 'customers', 'carriers', 'locations', 'users', 'market_rates'],
     // An open load's recommendations weigh recency by today's date: computed afresh every time.
     cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
@@ -36,6 +36,12 @@ export function loadRoutes(
     // PostgreSQL: a load read and the key check are one statement (src/lib/db/load-documents.ts).
     foldsKeyCheck: true,
   });
+  app.get('/v2/tms-api/loads', load.list);
+  app.post('/v2/tms-api/loads', load.create);
+  app.get('/v2/tms-api/loads/:external_reference_id', load.get);
+  app.put('/v2/tms-api/loads/:external_reference_id', load.update);
+  app.delete('/v2/tms-api/loads/:external_reference_id', load.delete);
+  app.post('/v2/tms-api/batch/loads', load.batch);
 
   app.withTypeProvider<TypeBoxTypeProvider>().get('/v2/tms-api/loads/:external_reference_id/carrier-recommendations', {
     config: { scope: 'read:loads', foldsKeyCheck: true },
