@@ -26,7 +26,8 @@ import { locationRoutes } from './modules/locations/locations.routes.js';
 import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
-import { installUsage, usageRecorder, type UsageRecorder } from './modules/ops/usage.js';
+import { usageRecorder, type UsageRecorder } from './modules/ops/usage.service.js';
+import { installUsage } from './modules/ops/usage.hooks.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
 import { CarrierRecommendation, Evidence } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
@@ -38,6 +39,7 @@ import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.sch
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
 import { loadRoutes } from './modules/loads/loads.routes.js';
 import { trackingRoutes } from './modules/tracking/tracking.routes.js';
+import { trackingService } from './modules/tracking/tracking.service.js';
 import { TrackingEventAnswer } from './modules/tracking/tracking.schema.js';
 import { FinancialRate, Load, LoadPage, LoadRecommendations, Stop, TeamMember } from './modules/loads/loads.schema.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
@@ -298,7 +300,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   carrierRoutes(app, services.carriers, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   locationRoutes(app, services.locations, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
   loadRoutes(app, services.loads, { batchBodyLimit, batchDeadlineMs: config.loadBatchDeadlineMs, readCache: cache });
-  trackingRoutes(app, services.loads);
+  trackingRoutes(app, trackingService(clock, { pipeline, loads: services.loads }));
   marketRateRoutes(app, services.marketRates);
   eventRoutes(app, events, pipeline.reader);
   webhookRoutes(app, webhooks.service);
