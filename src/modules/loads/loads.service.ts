@@ -146,20 +146,8 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       const { load, stops, versions } = await readOne(orgId, ref, guard);
       return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, versions) : [] });
     },
-    /** The dedicated endpoint: recommendations for any load, open or not. */
-    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
-      const { load, stops, versions } = await readOne(orgId, ref, guard);
-      const answer = await lanes.recommendWith(reader, orgId, load, stops, Object.assign({}, opts, versions));
-      return {
-        load_id: load.id,
-        external_reference_id: load.external_reference_id,
-        status: load.status,
-        open: OPEN_STATUSES.has(load.status),
-        carrier_recommendations: answer.items,
-        lane_radius_miles: answer.lane_radius_miles,
-        ranking: answer.ranking,
-      };
-    },
+    /** One load by reference with what its recommendations read (its stops' places, the counters their kept reads check). */
+    readForRecommendations: readOne,
     async list(orgId: string, query: LoadListQuery, guard: KeyGuard | null = null) {
       const filter = listFilter(query);
       const pageOf = (total: number) => pagination(query.page, query.page_size, total);
