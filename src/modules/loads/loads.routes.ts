@@ -29,7 +29,7 @@ export function loadRoutes(
     cacheable: (load) => !OPEN_STATUSES.has((load as { status: string }).status),
     // Batch loads finish or answer within 60 seconds (spec section 8); the default 55 s leaves room to answer.
     batchDeadlineMs: opts.batchDeadlineMs,
-    // PostgreSQL: a load read and the key check are one statement (src/lib/db/load-documents.ts).
+    // PostgreSQL: a load read and the key check are one statement (src/modules/loads/loads.documents.repo.ts).
     foldsKeyCheck: true,
   });
   app.get('/v2/tms-api/loads', load.list);

@@ -13,7 +13,7 @@ import { historyVersionOf, type LaneStop, type LanesService, type RecommendOptio
 import { readVersions } from '../../lib/db/versions.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
-import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
+import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from './loads.documents.repo.js';
 import { LoadWorkspace } from './loads.workspace.js';
 import { locksRowsForUpdate } from '../../lib/db/locks.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
