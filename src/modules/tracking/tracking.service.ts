@@ -16,6 +16,15 @@ export interface TrackingDeps {
   loads: Pick<LoadsService, 'steps' | 'present'>;
 }
 
+/** An answer kept before answers carried the stop's wall time (docs/api.md) gains it from the stop's location now. */
+async function keptAnswer(tx: Executor, ws: LoadWorkspace, answer: TrackingEventAnswer): Promise<TrackingEventAnswer> {
+  if (answer.time_zone !== undefined) return answer;
+  const row = await ws.find(tx, answer.load_external_reference_id);
+  const stop = row ? (await ws.stopsOf(tx, row.id)).find((s) => s.stop_number === answer.stop_number) : undefined;
+  const place = stop ? await ws.record(tx, 'locations', stop.location_external_reference_id) : undefined;
+  return Object.assign({}, answer, answeredTimes(answer.occurred_at, stopTimeZone(place?.timezone)));
+}
+
 /**
  * Tracking events (docs/api.md, "Stop actuals, tracking events and recommendation evidence"): an ELD,
  * app, EDI 214 or tracking provider's arrival or departure becomes a stop's actual_arrival or
@@ -24,15 +33,6 @@ export interface TrackingDeps {
 export function trackingService(clock: Clock, deps: TrackingDeps) {
   const { pipeline, loads } = deps;
   const stamp = () => toIso(clock.now());
-
-  /** An answer kept before answers carried the stop's wall time (docs/api.md) gains it from the stop's location now. */
-  async function keptAnswer(tx: Executor, ws: LoadWorkspace, answer: TrackingEventAnswer): Promise<TrackingEventAnswer> {
-    if (answer.time_zone !== undefined) return answer;
-    const row = await ws.find(tx, answer.load_external_reference_id);
-    const stop = row ? (await ws.stopsOf(tx, row.id)).find((s) => s.stop_number === answer.stop_number) : undefined;
-    const place = stop ? await ws.record(tx, 'locations', stop.location_external_reference_id) : undefined;
-    return Object.assign({}, answer, answeredTimes(answer.occurred_at, stopTimeZone(place?.timezone)));
-  }
 
   /**
    * Sets the stop's actual through the load's update, then announces load.stop_arrived or
