@@ -23,6 +23,10 @@ const LEADING_SPREAD = {
   selector: 'ObjectExpression > SpreadElement:first-child:not(:last-child)',
   message: 'A leading spread followed by more properties is slow on Node 20 (about 1 µs a property): list the fields, or write Object.assign({}, source, { ... }).',
 };
+// SQL has one home (docs/architecture.md): a module's `*.repo.ts`, or src/lib/db for the engine
+// primitives the repos use. Services, routes, the dashboard and lib/http call repo functions.
+const SQL_IN_REPOS = 'SQL goes in a repo: write this statement as a function in the module\'s *.repo.ts (or, for an engine primitive, in src/lib/db) and call it.';
+const QUERY_BUILDERS = ['selectFrom', 'insertInto', 'updateTable', 'deleteFrom'].map((property) => ({ property, message: SQL_IN_REPOS }));
 const HOT_PATHS = ['src/lib/db/**/*.ts', 'src/domain/**/*.ts', 'src/modules/{shared,loads,lanes,events,imports,tracking,rates,locations,carriers,customers}/**/*.ts'];
 
 export default tseslint.config(
@@ -112,6 +116,18 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  // SQL in repos (above): no query builder and no sql`…` outside *.repo.ts and src/lib/db.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.repo.ts', 'src/lib/db/**'],
+    rules: { 'no-restricted-properties': ['error', ...QUERY_BUILDERS] },
+  },
+  {
+    // Routes and dashboard pages may import nothing of kysely but types (above): sql is already refused there.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.repo.ts', 'src/lib/db/**', 'src/modules/**/*.routes.ts', 'src/dashboard/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: [{ name: 'kysely', importNames: ['sql'], allowTypeImports: true, message: SQL_IN_REPOS }] }] },
   },
   // The engine seam (above): no engine branch outside src/lib/db; and no leading spread on hot paths.
   {

@@ -10,7 +10,7 @@ import type { LoadsService } from '../modules/loads/loads.service.js';
 import type { LocationsService } from '../modules/locations/locations.service.js';
 import type { InsightsService } from '../modules/insights/insights.service.js';
 import type { LanesService } from '../modules/lanes/lanes.service.js';
-import type { UsageRecorder } from '../modules/ops/usage.js';
+import type { UsageRecorder } from '../modules/ops/usage.service.js';
 import type { FeedEvent } from '../modules/events/events.schema.js';
 import { userActor, type AuditActor, type AuditService } from '../modules/audit/audit.js';
 import type { SafeHtml } from './html.js';
@@ -35,7 +35,7 @@ export interface DashboardServices {
   insights: InsightsService;
   /** Lanes: the lane pages rank carriers exactly as recommendations do. */
   lanes: LanesService;
-  /** API usage and failed writes (src/modules/ops/usage.ts). */
+  /** API usage and failed writes (src/modules/ops/usage.service.ts). */
   usage: UsageRecorder;
   /** The audit log. */
   audit: AuditService;

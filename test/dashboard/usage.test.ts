@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outsideHours } from '../../src/dashboard/hours.js';
-import { usageRecorder } from '../../src/modules/ops/usage.js';
+import { usageRecorder } from '../../src/modules/ops/usage.service.js';
 import { newTenant, startApp, type TestApp } from '../helpers.js';
 import { Visitor, orgWithUser, startDashboardApp } from './support.js';
 
-/** API usage counters and the failed-writes log (src/modules/ops/usage.ts), and the stop-hours check. */
+/** API usage counters and the failed-writes log (src/modules/ops/usage.service.ts), and the stop-hours check. */
 
 let t: TestApp;
 

@@ -2,7 +2,7 @@ import type { DashboardContext } from '../context.js';
 import { stackedBars } from '../charts.js';
 import { count, utc } from '../format.js';
 import { href, html, type SafeHtml } from '../html.js';
-import type { FailedWriteCursor } from '../../modules/ops/usage.js';
+import type { FailedWriteCursor } from '../../modules/ops/usage.service.js';
 import { API_DOCS } from './details.js';
 
 /**

@@ -484,6 +484,46 @@ export interface AuditLogTable {
   ip: string | null;
 }
 
+/** API usage per key and UTC hour, split 2xx / 4xx / 5xx / 429 (src/modules/ops/usage.service.ts). */
+export interface ApiUsageHourlyTable {
+  org_id: string;
+  key_id: string;
+  hour: string;
+  ok: number;
+  client_errors: number;
+  server_errors: number;
+  rate_limited: number;
+  last_request_at: string;
+}
+
+/** A failed write (a single request or a batch item), kept a bounded time for the dashboard. */
+export interface FailedWritesTable {
+  id: string;
+  org_id: string;
+  key_id: string;
+  occurred_at: string;
+  method: string;
+  path: string;
+  resource: string;
+  operation: string;
+  reference: string | null;
+  batch_index: number | null;
+  status: number;
+  detail: string;
+  request_id: string | null;
+}
+
+/** Fields ignored per key, route and field (positions left out: `body.contacts[].phone_number`), for the dashboard (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`"). */
+export interface IgnoredFieldsTable {
+  org_id: string;
+  key_id: string;
+  route: string;
+  field: string;
+  count: number;
+  first_seen_at: string;
+  last_seen_at: string;
+}
+
 export interface Database {
   audit_log: AuditLogTable;
   organizations: OrganizationsTable;
@@ -514,4 +554,7 @@ export interface Database {
   tracking_events: TrackingEventsTable;
   imports: ImportsTable;
   import_errors: ImportErrorsTable;
+  api_usage_hourly: ApiUsageHourlyTable;
+  failed_writes: FailedWritesTable;
+  ignored_fields: IgnoredFieldsTable;
 }

@@ -6,7 +6,7 @@ import { Carrier, CarrierCreate, CarrierListQuery, CarrierPage, CarrierUpdate } 
 import type { CarriersService } from './carriers.service.js';
 
 export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
-  resourceRoutes(
+  const carrier = resourceRoutes(
     app,
     carriers,
     {
@@ -27,4 +27,10 @@ export function carrierRoutes(app: FastifyInstance, carriers: CarriersService, o
       dependsOn: ['carriers'],
     },
   );
+  app.get('/v2/tms-api/carriers', carrier.list);
+  app.post('/v2/tms-api/carriers', carrier.create);
+  app.get('/v2/tms-api/carriers/:external_reference_id', carrier.get);
+  app.put('/v2/tms-api/carriers/:external_reference_id', carrier.update);
+  app.delete('/v2/tms-api/carriers/:external_reference_id', carrier.delete);
+  app.post('/v2/tms-api/batch/carriers', carrier.batch);
 }

@@ -6,7 +6,7 @@ import { Customer, CustomerCreate, CustomerListQuery, CustomerPage, CustomerUpda
 import type { CustomersService } from './customers.service.js';
 
 export function customerRoutes(app: FastifyInstance, customers: CustomersService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
-  resourceRoutes(
+  const customer = resourceRoutes(
     app,
     customers,
     {
@@ -27,4 +27,10 @@ export function customerRoutes(app: FastifyInstance, customers: CustomersService
       dependsOn: ['customers'],
     },
   );
+  app.get('/v2/tms-api/customers', customer.list);
+  app.post('/v2/tms-api/customers', customer.create);
+  app.get('/v2/tms-api/customers/:external_reference_id', customer.get);
+  app.put('/v2/tms-api/customers/:external_reference_id', customer.update);
+  app.delete('/v2/tms-api/customers/:external_reference_id', customer.delete);
+  app.post('/v2/tms-api/batch/customers', customer.batch);
 }

@@ -10,7 +10,6 @@ import { Import, ImportCreate, ImportIdParams, ImportListQuery, ImportPage, Impo
 import { PART_MEDIA_TYPES, type ImportsService } from './imports.service.js';
 
 const tags = ['Imports'];
-const BASE = '/v2/tms-api/imports';
 // write:imports on every imports route, reads included (docs/imports.md).
 const config = { scope: 'write:imports' } as const;
 const notFound = { 404: { description: 'No import with this id in your organization: {"detail":"Import with id \'imp_…\' not found"}.', $ref: 'Detail#' } };
@@ -20,7 +19,7 @@ const one = (description: string) => Type.Ref(Import, { description });
 /** The imports API (docs/imports.md, "The shape"). The rows run in the import runner (imports.runner.ts), in `serve` and `bin/lanebridge worker`. */
 export function importRoutes(app: FastifyInstance, imports: ImportsService, partTimeoutMs = 600_000) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.post(BASE, {
+  r.post('/v2/tms-api/imports', {
     config,
     schema: {
       tags,
@@ -38,12 +37,12 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       return reply.code(201).send(await imports.create(p.orgId, body, keyActor(p, req.ip)));
     },
   });
-  r.get(BASE, {
+  r.get('/v2/tms-api/imports', {
     config,
     schema: { tags, operationId: 'listImports', summary: 'List imports (newest last by default)', querystring: ImportListQuery, response: { 200: Type.Ref(ImportPage, { description: 'A page of imports.' }) } },
     handler: (req) => imports.list(principalOf(req).orgId, req.query),
   });
-  r.get(`${BASE}/:id`, {
+  r.get('/v2/tms-api/imports/:id', {
     config,
     schema: { tags, operationId: 'getImport', summary: 'An import with its progress (percent, rows per second, ETA)', params: ImportIdParams, response: { 200: one('The import.'), ...notFound } },
     handler: (req) => imports.get(principalOf(req).orgId, req.params.id),
@@ -55,7 +54,7 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
     done();
   });
 
-  r.post(`${BASE}/:id/complete`, {
+  r.post('/v2/tms-api/imports/:id/complete', {
     config,
     schema: {
       tags,
@@ -68,7 +67,7 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
     },
     handler: (req) => imports.complete(principalOf(req).orgId, req.params.id),
   });
-  r.get(`${BASE}/:id/errors`, {
+  r.get('/v2/tms-api/imports/:id/errors', {
     config,
     schema: {
       tags,
@@ -84,7 +83,7 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       return reply.type('application/x-ndjson; charset=utf-8').send(Readable.from(lines));
     },
   });
-  r.post(`${BASE}/:id/cancel`, {
+  r.post('/v2/tms-api/imports/:id/cancel', {
     config,
     schema: {
       tags,
@@ -149,7 +148,7 @@ function partUploads(scope: FastifyInstance, imports: ImportsService, timeoutMs:
     await stagedParts.get(req)?.discard();
   });
   const s = scope.withTypeProvider<TypeBoxTypeProvider>();
-  s.put(`${BASE}/:id/parts/:n`, {
+  s.put('/v2/tms-api/imports/:id/parts/:n', {
     // Its own time limit (the timer above), not REQUEST_TIMEOUT_SECONDS (docs/api.md, "Slow requests").
     config: { scope: config.scope, bodyTimeoutMs: timeoutMs },
     schema: {

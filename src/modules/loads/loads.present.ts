@@ -5,7 +5,7 @@ import { teamMemberMatcher, type TeamMemberRecord } from '../../domain/load.js';
 import type { LanesService } from '../lanes/lanes.service.js';
 import { namesByIds, ratesOf, stopsOf, usersMatching, type StopWithLocation } from './loads.repo.js';
 import type { FinancialRate, Load, TeamMember } from './loads.schema.js';
-import type { LoadDocument } from '../../lib/db/load-documents.js';
+import type { LoadDocument } from './loads.documents.repo.js';
 import fastJson from 'fast-json-stringify';
 import * as loadSchemas from './loads.schema.js';
 import * as laneSchemas from '../lanes/lanes.schema.js';

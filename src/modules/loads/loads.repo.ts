@@ -5,10 +5,10 @@ import { beginHistoryChange, removeHistory, updateLaneStats } from '../../lib/db
 import { prepared } from '../../lib/db/prepared.js';
 import { lockedRead } from '../../lib/db/locks.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
-import { loadDocumentsPage } from '../../lib/db/load-documents.js';
+import { loadDocumentsPage } from './loads.documents.repo.js';
 import { LOAD_COLUMNS, type Database, type LaneHistoryTable, type LoadRatesTable, type LoadStopsTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
-import { tenantRecords } from '../shared/record-store.js';
+import { tenantRecords } from '../shared/tenant-records.repo.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
 
 export type { StopWithLocation };

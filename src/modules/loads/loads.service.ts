@@ -1,8 +1,5 @@
-import { ConflictError, NotFoundError, ValidationError } from '../../lib/http/errors.js';
+import { NotFoundError, ValidationError } from '../../lib/http/errors.js';
 import { toIso } from '../../lib/clock.js';
-import type { TrackingEventAnswer, TrackingEventInput } from '../tracking/tracking.schema.js';
-import { answeredTimes, instantAt, readTrackingEvent, stopTimeZone } from '../tracking/tracking.rules.js';
-import { insertTrackingEvent, trackingEventById } from '../tracking/tracking.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { LoadsTable } from '../../lib/db/types.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
@@ -16,7 +13,7 @@ import { historyVersionOf, type LaneStop, type LanesService, type RecommendOptio
 import { readVersions } from '../../lib/db/versions.js';
 import { loadPresenter, type KnownParts } from './loads.present.js';
 import { countStatusChange, listLoadDocuments, listLoads, type LoadFilter } from './loads.repo.js';
-import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from '../../lib/db/load-documents.js';
+import { loadDocumentByRef, loadDocumentsByIds, readsLoadsAsDocuments } from './loads.documents.repo.js';
 import { LoadWorkspace } from './loads.workspace.js';
 import { locksRowsForUpdate } from '../../lib/db/locks.js';
 import { LoadCreate, LoadUpdate, type Load, type LoadListQuery } from './loads.schema.js';
@@ -142,100 +139,15 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
       carrier_ref: query.carrier_external_reference_id,
     });
 
-  /** An answer kept before answers carried the stop's wall time (docs/api.md) gains it from the stop's location now. */
-  async function keptAnswer(tx: Executor, ws: LoadWorkspace, answer: TrackingEventAnswer): Promise<TrackingEventAnswer> {
-    if (answer.time_zone !== undefined) return answer;
-    const row = await ws.find(tx, answer.load_external_reference_id);
-    const stop = row ? (await ws.stopsOf(tx, row.id)).find((s) => s.stop_number === answer.stop_number) : undefined;
-    const place = stop ? await ws.record(tx, 'locations', stop.location_external_reference_id) : undefined;
-    return Object.assign({}, answer, answeredTimes(answer.occurred_at, stopTimeZone(place?.timezone)));
-  }
-
-  /**
-   * A tracking event (docs/api.md, "Stop actuals, tracking events and recommendation evidence") sets a
-   * stop's actual arrival or departure through the load's own update (its history row, load.updated and
-   * the recommendations follow-up come with it), then load.stop_arrived or load.stop_departed; kept by
-   * event_id in the same transaction, so the same id answers the same again.
-   */
-  async function trackingEvent(orgId: string, ref: string, input: TrackingEventInput): Promise<TrackingEventAnswer> {
-    const { type, time } = readTrackingEvent(input);
-    return pipeline.write<TrackingEventAnswer, LoadWorkspace>(
-      orgId,
-      async (tx, changes, ws) => {
-        const prior = await trackingEventById(tx, orgId, input.event_id);
-        if (prior) return keptAnswer(tx, ws, JSON.parse(prior.answer) as TrackingEventAnswer);
-        const row = await ws.find(tx, ref);
-        if (!row) throw new NotFoundError('Load', ref);
-        const stops = await ws.stopsOf(tx, row.id);
-        const stop = stops.find((s) => s.stop_number === input.stop_number);
-        if (!stop) throw ValidationError.single(['body', 'stop_number'], `Value error, load '${ref}' has no stop ${input.stop_number} (its stops: ${stops.map((s) => s.stop_number).join(', ')})`);
-        const timeZone = stopTimeZone((await ws.record(tx, 'locations', stop.location_external_reference_id))?.timezone);
-        const occurredAt = instantAt(time, timeZone, stop.stop_number);
-        const field = type === 'ARRIVED' ? 'actual_arrival' : 'actual_departure';
-        const current = stop[field];
-        if (current !== null && current !== occurredAt && input.correction !== true) {
-          throw new ConflictError(`Stop ${stop.stop_number} of load '${ref}' already has ${field} ${current}; send "correction": true to replace it with ${occurredAt}`);
-        }
-        const arrival = type === 'ARRIVED' ? occurredAt : stop.actual_arrival;
-        const departure = type === 'DEPARTED' ? occurredAt : stop.actual_departure;
-        if (arrival !== null && departure !== null && departure < arrival) {
-          throw ValidationError.single(['body', 'occurred_at'], `Value error, the departure (${departure}) would be before the arrival (${arrival}) at stop ${stop.stop_number}`);
-        }
-        if (current !== occurredAt) {
-          const next = stops.map((s) => ({
-            stop_number: s.stop_number,
-            stop_type: s.stop_type,
-            location_external_reference_id: s.location_external_reference_id,
-            early_arrival: s.early_arrival,
-            late_arrival: s.late_arrival,
-            actual_arrival: s.actual_arrival,
-            actual_departure: s.actual_departure,
-            ...(s.stop_number === stop.stop_number ? { [field]: occurredAt } : {}),
-          }));
-          const updated = await lifecycle.steps.update(tx, changes, ws, orgId, ref, { stops: next } as LoadUpdate);
-          await ws.flush(tx);
-          const [answer] = await present(tx, orgId, [updated]);
-          changes.presented(updated.id, answer);
-          changes.announce({ kind: 'loads', type: type === 'ARRIVED' ? 'load.stop_arrived' : 'load.stop_departed', record_id: updated.id, data: answer });
-        }
-        const answer: TrackingEventAnswer = {
-          event_id: input.event_id,
-          load_external_reference_id: row.external_reference_id,
-          stop_number: stop.stop_number,
-          type,
-          ...answeredTimes(occurredAt, timeZone),
-          source: (input.source ?? (input.edi_status_code !== undefined ? 'EDI' : 'MANUAL')) as TrackingEventAnswer['source'],
-        };
-        await insertTrackingEvent(tx, { org_id: orgId, event_id: input.event_id, load_id: row.id, answer: JSON.stringify(answer), created_at: toIso(clock.now()) });
-        return answer;
-      },
-      // Two requests with one new event_id: the loser's insert fails the unique key and runs again, finding the winner's.
-      { workspace: () => new LoadWorkspace(orgId, stamp), analyticsRun: true, retryUniqueRace: true },
-    );
-  }
-
   return Object.assign({}, lifecycle, {
     present,
-    trackingEvent,
     /** GET of one load: an open load carries its carrier recommendations, any other an empty list. */
     async get(orgId: string, ref: string, guard: KeyGuard | null = null): Promise<Load> {
       const { load, stops, versions } = await readOne(orgId, ref, guard);
       return Object.assign({}, load, { carrier_recommendations: OPEN_STATUSES.has(load.status) ? await recommendations(orgId, load, stops, versions) : [] });
     },
-    /** The dedicated endpoint: recommendations for any load, open or not. */
-    async recommendationsFor(orgId: string, ref: string, guard: KeyGuard | null = null, opts: RecommendOptions = {}) {
-      const { load, stops, versions } = await readOne(orgId, ref, guard);
-      const answer = await lanes.recommendWith(reader, orgId, load, stops, Object.assign({}, opts, versions));
-      return {
-        load_id: load.id,
-        external_reference_id: load.external_reference_id,
-        status: load.status,
-        open: OPEN_STATUSES.has(load.status),
-        carrier_recommendations: answer.items,
-        lane_radius_miles: answer.lane_radius_miles,
-        ranking: answer.ranking,
-      };
-    },
+    /** One load by reference with what its recommendations read (its stops' places, the counters their kept reads check). */
+    readForRecommendations: readOne,
     async list(orgId: string, query: LoadListQuery, guard: KeyGuard | null = null) {
       const filter = listFilter(query);
       const pageOf = (total: number) => pagination(query.page, query.page_size, total);

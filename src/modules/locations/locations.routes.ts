@@ -6,7 +6,7 @@ import { Location, LocationCreate, LocationListQuery, LocationPage, LocationUpda
 import type { LocationsService } from './locations.service.js';
 
 export function locationRoutes(app: FastifyInstance, locations: LocationsService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs?: number }) {
-  resourceRoutes(
+  const location = resourceRoutes(
     app,
     locations,
     {
@@ -27,4 +27,10 @@ export function locationRoutes(app: FastifyInstance, locations: LocationsService
       dependsOn: ['locations'],
     },
   );
+  app.get('/v2/tms-api/locations', location.list);
+  app.post('/v2/tms-api/locations', location.create);
+  app.get('/v2/tms-api/locations/:external_reference_id', location.get);
+  app.put('/v2/tms-api/locations/:external_reference_id', location.update);
+  app.delete('/v2/tms-api/locations/:external_reference_id', location.delete);
+  app.post('/v2/tms-api/batch/locations', location.batch);
 }

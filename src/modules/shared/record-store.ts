@@ -1,23 +1,18 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../lib/db/errors.js';
-import { prepared } from '../../lib/db/prepared.js';
-import type { Database } from '../../lib/db/types.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
 import { ConflictError, NotFoundError, ValidationError, type ValidationIssue } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { RECORD_KINDS, type ReferencedRecordKind } from '../../domain/records.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import type { LaneKey } from '../../domain/lane.js';
+import { tenantRecords, type RecordTable, type RowOf } from './tenant-records.repo.js';
 import { batchRunner, type BatchOperation, type BatchPrefetchItem } from './batch.js';
 import { assertSameReference, changedFields } from './records.js';
 import { IMMEDIATE, type ChangeSet, type Presenter, type RecordChange, type Workspace, type WritePipeline } from './write-pipeline.js';
 
-/** Tables of the records callers address by external_reference_id. */
-export type RecordTable = ReferencedRecordKind;
-
-type RowOf<T extends RecordTable> = Database[T];
 
 /** The columns every new record row starts with. */
 export interface NewRecordBase {
@@ -26,27 +21,6 @@ export interface NewRecordBase {
   external_reference_id: string;
   created_at: string;
   updated_at: string;
-}
-
-/**
- * Point reads and writes every tenant record table shares. Every statement filters by org_id: a
- * record of another organization is as absent as one that never existed.
- */
-export function tenantRecords<T extends RecordTable>(table: T) {
-  // Kysely cannot type a query over a table chosen by a type parameter; the casts stay in here.
-  const t = table as 'customers';
-  const byRef = prepared<{ orgId: string; ref: string }, RowOf<T>>(
-    (db, p) => db.selectFrom(t).selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref')) as never,
-  );
-  return {
-    findByRef: async (tx: Executor, orgId: string, ref: string): Promise<RowOf<T> | undefined> => (await byRef(tx, { orgId, ref }))[0],
-    findById: (tx: Executor, orgId: string, id: string) =>
-      tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst() as Promise<RowOf<T> | undefined>,
-    insert: (tx: Executor, row: RowOf<T>) => tx.insertInto(t).values(row as never).execute(),
-    update: (tx: Executor, orgId: string, id: string, patch: Partial<RowOf<T>>) =>
-      tx.updateTable(t).set(patch as never).where('org_id', '=', orgId).where('id', '=', id).execute(),
-    delete: (tx: Executor, orgId: string, id: string) => tx.deleteFrom(t).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
-  };
 }
 
 /** What the app wires into a record service from other domains (e.g. loads refusing deletes). */

@@ -1,5 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptionsWithHandler } from 'fastify';
 import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox';
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
@@ -28,7 +27,7 @@ export interface ResourceService<Create, Update, Rec, ListQuery> {
 }
 
 export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q extends TObject> {
-  /** Plural path segment, e.g. `customers`. */
+  /** Plural path segment, e.g. `customers`: names the operations and the read cache's keys. */
   collection: string;
   /** Singular noun for summaries and the batch data object, e.g. `customer`. */
   noun: string;
@@ -54,111 +53,90 @@ export interface ResourceRoutesOptions<C extends TObject, U extends TObject, Q e
   foldsKeyCheck?: boolean;
 }
 
+/** The route options (config, schema, handler) of one standard endpoint; the routes file gives its URL. */
+export type ResourceRoute = RouteShorthandOptionsWithHandler;
+
+/** The six standard endpoints of a resource, each registered by its module's routes file under its literal URL. */
+export interface ResourceRouteSet {
+  list: ResourceRoute;
+  create: ResourceRoute;
+  get: ResourceRoute;
+  update: ResourceRoute;
+  delete: ResourceRoute;
+  batch: ResourceRoute;
+}
+
+type RefOrId = Static<typeof RefOrIdParams>;
+type AnyService = ResourceService<unknown, unknown, unknown, unknown>;
+
 /**
- * One registration for the standard endpoints of a resource, so every resource answers the same way:
- * list, create (201), get, partial update, delete (204) and its batch endpoint.
+ * A read answered from the read cache when what it depends on is unchanged, else read, serialised by
+ * the route's own response serialiser (the same bytes as an answer not kept) and kept.
  */
-export function resourceRoutes<C extends TObject, U extends TObject, Q extends TObject, Rec>(
-  app: FastifyInstance,
-  service: ResourceService<Static<C>, Static<U>, Rec, Static<Q>>,
-  o: ResourceRoutesOptions<C, U, Q>,
-) {
-  const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const base = `/v2/tms-api/${o.collection}`;
+async function cachedRead<T>(o: ResourceRoutesOptions<TObject, TObject, TObject>, req: FastifyRequest, reply: FastifyReply, orgId: string, key: string, read: () => Promise<T>, keep: (value: T) => boolean) {
+  const cache = o.readCache;
+  const snapshot = req.dataSnapshot;
+  if (!cache?.enabled || !snapshot) return read();
+  let body = await cache.lookup(snapshot, orgId, key);
+  if (body === undefined) {
+    const value = await read();
+    if (!keep(value)) return value;
+    body = reply.serialize(value) as string;
+    // Kept only when nothing was written since the request arrived: then the counters read now are
+    // those the answer was read under (an answer not kept, such as an open load, costs no read of them).
+    const versions = await snapshot.versions(orgId);
+    if (snapshot.unchanged()) cache.keep(snapshot, versions, orgId, key, o.dependsOn, body);
+  }
+  return reply.type('application/json; charset=utf-8').send(body);
+}
+
+/**
+ * A body that failed its schema is answered with the problems of the checks that need the
+ * database too, in one 422. A route error handler (the error goes on to the app's one handler): the
+ * request never reached its handler or its preHandler hooks (an Idempotency-Key is not claimed).
+ */
+const withBodyProblems = (service: AnyService, refOf: (req: FastifyRequest) => string | null) => async (error: Error, req: FastifyRequest) => {
+  const context = (error as { validationContext?: string }).validationContext;
+  if (error instanceof ValidationError && context === 'body' && service.withBodyProblems && req.principal) {
+    throw await service.withBodyProblems(req.principal.orgId, error, req.body, refOf(req));
+  }
+  throw error;
+};
+
+/** The external_reference_id a path names (DELETE takes the service id too). */
+const refOf = (service: AnyService, orgId: string, refOrId: string) => (service.refOf ? service.refOf(orgId, refOrId) : refOrId);
+
+/** GET one, GET the list: read scope, answers kept by the read cache. */
+function readRoutes(service: AnyService, o: ResourceRoutesOptions<TObject, TObject, TObject>, names: { Noun: string; Plural: string }): Pick<ResourceRouteSet, 'list' | 'get'> {
   const tags = [o.tag];
-  const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
-  const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
-  const record = (description: string) => Type.Ref(o.recordSchema, { description });
-  // The request bodies are named components of the document (CustomerCreate, CustomerUpdate, …).
-  const createBody = addDocumentSchema(app, `${Noun}Create`, o.createSchema);
-  const updateBody = addDocumentSchema(app, `${Noun}Update`, o.updateSchema);
-
-  /**
-   * A read answered from the read cache when what it depends on is unchanged, else read, serialised by
-   * the route's own response serialiser (the same bytes as an answer not kept) and kept.
-   */
-  const cachedRead = async <T>(req: FastifyRequest, reply: FastifyReply, orgId: string, key: string, read: () => Promise<T>, keep: (value: T) => boolean) => {
-    const cache = o.readCache;
-    const snapshot = req.dataSnapshot;
-    if (!cache?.enabled || !snapshot) return read();
-    let body = await cache.lookup(snapshot, orgId, key);
-    if (body === undefined) {
-      const value = await read();
-      if (!keep(value)) return value;
-      body = reply.serialize(value) as string;
-      // Kept only when nothing was written since the request arrived: then the counters read now are
-      // those the answer was read under (an answer not kept, such as an open load, costs no read of them).
-      const versions = await snapshot.versions(orgId);
-      if (snapshot.unchanged()) cache.keep(snapshot, versions, orgId, key, o.dependsOn, body);
-    }
-    return reply.type('application/json; charset=utf-8').send(body);
+  const config = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
+  return {
+    list: {
+      config,
+      schema: { tags, operationId: `list${names.Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema, { description: `A page of ${o.collection}, with pagination.` }) } },
+      handler: async (req, reply) => {
+        const orgId = principalOf(req).orgId;
+        return cachedRead(o, req, reply, orgId, `${o.collection}\u0001${req.url}`, () => guardedRead(req, (g) => service.list(orgId, req.query, g)), () => true);
+      },
+    },
+    get: {
+      config,
+      schema: { tags, operationId: `get${names.Noun}`, summary: `Get a ${o.noun}`, params: RefOrIdParams, response: { 200: Type.Ref(o.recordSchema, { description: `The ${o.noun}.` }) } },
+      handler: async (req, reply) => {
+        const orgId = principalOf(req).orgId;
+        const ref = await refOf(service, orgId, (req.params as RefOrId).external_reference_id);
+        return cachedRead(o, req, reply, orgId, `${o.collection}\u0000${ref}`, () => guardedRead(req, (g) => service.get(orgId, ref, g)), (rec) => !o.cacheable || o.cacheable(rec));
+      },
+    },
   };
+}
 
-  /**
-   * A body that failed its schema is answered with the problems of the checks that need the
-   * database too, in one 422. A route error handler (the error goes on to the app's one handler): the
-   * request never reached its handler or its preHandler hooks (an Idempotency-Key is not claimed).
-   */
-  const withBodyProblems = (refOf: (req: FastifyRequest) => string | null) => async (error: Error, req: FastifyRequest) => {
-    const context = (error as { validationContext?: string }).validationContext;
-    if (error instanceof ValidationError && context === 'body' && service.withBodyProblems && req.principal) {
-      throw await service.withBodyProblems(req.principal.orgId, error, req.body, refOf(req));
-    }
-    throw error;
-  };
-
-  const refOf = (orgId: string, refOrId: string) => (service.refOf ? service.refOf(orgId, refOrId) : refOrId);
-
-  const readConfig = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
-  r.get(base, {
-    config: readConfig,
-    schema: { tags, operationId: `list${Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema, { description: `A page of ${o.collection}, with pagination.` }) } },
-    handler: async (req, reply) => {
-      const orgId = principalOf(req).orgId;
-      return cachedRead(req, reply, orgId, `${o.collection}\u0001${req.url}`, () => guardedRead(req, (g) => service.list(orgId, req.query as Static<Q>, g)), () => true);
-    },
-  });
-  r.post(base, {
-    config: { scope: o.writeScope, swaggerTransform: documentedBody(createBody) },
-    schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record(`The ${o.noun} created.`) } },
-    errorHandler: withBodyProblems(() => null),
-    handler: async (req, reply) => {
-      const orgId = principalOf(req).orgId;
-      const created = await service.create(orgId, req.body as Static<C>);
-      return reply.code(201).send(created);
-    },
-  });
-  r.get(`${base}/:external_reference_id`, {
-    config: readConfig,
-    schema: { tags, operationId: `get${Noun}`, summary: `Get a ${o.noun}`, params: RefOrIdParams, response: { 200: record(`The ${o.noun}.`) } },
-    handler: async (req, reply) => {
-      const orgId = principalOf(req).orgId;
-      const ref = await refOf(orgId, req.params.external_reference_id);
-      return cachedRead(req, reply, orgId, `${o.collection}\u0000${ref}`, () => guardedRead(req, (g) => service.get(orgId, ref, g)), (rec) => !o.cacheable || o.cacheable(rec));
-    },
-  });
-  r.put(`${base}/:external_reference_id`, {
-    config: { scope: o.writeScope, swaggerTransform: documentedBody(updateBody) },
-    schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefOrIdParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
-    errorHandler: withBodyProblems((req) => (req.params as { external_reference_id: string }).external_reference_id),
-    handler: async (req) => {
-      const orgId = principalOf(req).orgId;
-      return service.update(orgId, await refOf(orgId, req.params.external_reference_id), req.body as Static<U>);
-    },
-  });
-  r.delete(`${base}/:external_reference_id`, {
-    config: { scope: o.writeScope },
-    schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: `Deleted: no body.` }) } },
-    handler: async (req, reply) => {
-      const orgId = principalOf(req).orgId;
-      await service.delete(orgId, req.params.external_reference_id);
-      return reply.code(204).send(null);
-    },
-  });
-  r.post(`/v2/tms-api/batch/${o.collection}`, {
+/** The batch endpoint: up to 100 items, each applied on its own, under one deadline. */
+function batchRoute(service: AnyService, o: ResourceRoutesOptions<TObject, TObject, TObject>, names: { Plural: string }, bodies: { create: unknown; update: unknown }): ResourceRoute {
+  return {
     config: {
       scope: o.writeScope,
-      swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, { create: createBody, update: updateBody })),
+      swaggerTransform: documentedBody(batchRequestDocument(o.noun, o.batchOperations, bodies)),
       // Each item's data object is checked for unknown fields
       // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`") with
       // its operation's schema.
@@ -166,8 +144,8 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
     bodyLimit: o.batchBodyLimit,
     schema: {
-      tags,
-      operationId: `batch${Plural}`,
+      tags: [o.tag],
+      operationId: `batch${names.Plural}`,
       summary: `Apply up to 100 ${o.batchOperations.join('/')} operations on ${o.collection}`,
       description: 'Items are applied in order, each on its own and atomically; the response is 200 whatever each item’s outcome.',
       body: batchRequestSchema(o.noun, o.batchOperations),
@@ -175,7 +153,7 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
     handler: async (req, reply) => {
       const orgId = principalOf(req).orgId;
-      return service.batch(orgId, req.body.items as BatchItem[], {
+      return service.batch(orgId, (req.body as { items: BatchItem[] }).items, {
         requestId: String(req.id),
         refusedItems: refusedBatchItems(req),
         onError: (err) => req.log.error({ err }, 'batch item failed'),
@@ -183,5 +161,55 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
         ...(o.batchDeadlineMs ? { deadlineMs: o.batchDeadlineMs, startedAt: Date.now() - reply.elapsedTime } : {}),
       });
     },
-  });
+  };
+}
+
+/**
+ * The standard endpoints of a resource, so every resource answers the same way: list, create (201),
+ * get, partial update, delete (204) and its batch endpoint. The module's routes file registers each
+ * under its URL, written out (`app.get('/v2/tms-api/customers', customer.list)`), in this order.
+ */
+export function resourceRoutes<C extends TObject, U extends TObject, Q extends TObject, Rec>(
+  app: FastifyInstance,
+  typedService: ResourceService<Static<C>, Static<U>, Rec, Static<Q>>,
+  typedOptions: ResourceRoutesOptions<C, U, Q>,
+): ResourceRouteSet {
+  const service = typedService as AnyService;
+  const o = typedOptions as ResourceRoutesOptions<TObject, TObject, TObject>;
+  const tags = [o.tag];
+  const Noun = o.noun.charAt(0).toUpperCase() + o.noun.slice(1);
+  const Plural = o.collection.charAt(0).toUpperCase() + o.collection.slice(1);
+  const record = (description: string) => Type.Ref(o.recordSchema, { description });
+  // The request bodies are named components of the document (CustomerCreate, CustomerUpdate, …).
+  const createBody = addDocumentSchema(app, `${Noun}Create`, o.createSchema);
+  const updateBody = addDocumentSchema(app, `${Noun}Update`, o.updateSchema);
+  const { list, get } = readRoutes(service, o, { Noun, Plural });
+  return {
+    list,
+    create: {
+      config: { scope: o.writeScope, swaggerTransform: documentedBody(createBody) },
+      schema: { tags, operationId: `create${Noun}`, summary: `Create a ${o.noun}`, body: o.createSchema, response: { 201: record(`The ${o.noun} created.`) } },
+      errorHandler: withBodyProblems(service, () => null),
+      handler: async (req, reply) => reply.code(201).send(await service.create(principalOf(req).orgId, req.body)),
+    },
+    get,
+    update: {
+      config: { scope: o.writeScope, swaggerTransform: documentedBody(updateBody) },
+      schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefOrIdParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
+      errorHandler: withBodyProblems(service, (req) => (req.params as RefOrId).external_reference_id),
+      handler: async (req) => {
+        const orgId = principalOf(req).orgId;
+        return service.update(orgId, await refOf(service, orgId, (req.params as RefOrId).external_reference_id), req.body);
+      },
+    },
+    delete: {
+      config: { scope: o.writeScope },
+      schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: `Deleted: no body.` }) } },
+      handler: async (req, reply) => {
+        await service.delete(principalOf(req).orgId, (req.params as RefOrId).external_reference_id);
+        return reply.code(204).send(null);
+      },
+    },
+    batch: batchRoute(service, o, { Plural }, { create: createBody, update: updateBody }),
+  };
 }

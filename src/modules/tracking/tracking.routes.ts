@@ -4,9 +4,9 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../../lib/http/auth.js';
 import { RefParams } from '../shared/route-schemas.js';
 import { TrackingEventAnswer, TrackingEventInput } from './tracking.schema.js';
-import type { LoadsService } from '../loads/loads.service.js';
+import type { TrackingService } from './tracking.service.js';
 
-export function trackingRoutes(app: FastifyInstance, loads: LoadsService) {
+export function trackingRoutes(app: FastifyInstance, tracking: TrackingService) {
   app.withTypeProvider<TypeBoxTypeProvider>().post('/v2/tms-api/loads/:external_reference_id/tracking-events', {
     config: { scope: 'write:loads' },
     schema: {
@@ -27,6 +27,6 @@ export function trackingRoutes(app: FastifyInstance, loads: LoadsService) {
       body: TrackingEventInput,
       response: { 201: Type.Ref(TrackingEventAnswer, { description: 'The event as applied (occurred_at in UTC).' }) },
     },
-    handler: async (req, reply) => reply.code(201).send(await loads.trackingEvent(principalOf(req).orgId, req.params.external_reference_id, req.body)),
+    handler: async (req, reply) => reply.code(201).send(await tracking.record(principalOf(req).orgId, req.params.external_reference_id, req.body)),
   });
 }

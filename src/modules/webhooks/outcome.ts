@@ -2,7 +2,8 @@ import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { nextAttemptWait, retryAfterMs } from './retry-schedule.js';
-import { endpointForUpdate, failPending, recordAttempt, type AttemptRow, type ClaimedDelivery, type DeliveryOutcome } from './webhooks.repo.js';
+import { endpointForUpdate, failPending, type AttemptRow, type ClaimedDelivery } from './webhooks.repo.js';
+import { disableEndpointRow, recordAttempt, setEndpointFailingSince, type DeliveryOutcome } from './attempts.repo.js';
 
 /** An endpoint whose attempts all failed for this long is disabled (docs/webhooks.md, "Retries"). */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
@@ -11,11 +12,7 @@ export type DisabledReason = 'manual' | 'gone' | 'failing';
 
 /** Disables an endpoint and fails its pending deliveries (they can be replayed). */
 export async function disableEndpoint(tx: Executor, endpointId: string, reason: DisabledReason, now: string): Promise<void> {
-  await tx
-    .updateTable('webhook_endpoints')
-    .set({ status: 'disabled', disabled_reason: reason, disabled_at: now, updated_at: now })
-    .where('id', '=', endpointId)
-    .execute();
+  await disableEndpointRow(tx, endpointId, reason, now);
   await failPending(tx, endpointId, reason === 'gone' ? 'Endpoint disabled: the receiver answered 410 Gone' : reason === 'failing' ? 'Endpoint disabled: every attempt failed for 5 days' : 'Endpoint disabled', now);
 }
 
@@ -113,11 +110,11 @@ export async function recordOutcome(deps: OutcomeDeps, c: ClaimedDelivery, claim
         const recorded = await recordAttempt(tx, d.id, claim, outcome, entry);
         if (!recorded || !row) return recorded;
         if (result.status === 'delivered') {
-          if (row.failing_since) await tx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', ep.id).execute();
+          if (row.failing_since) await setEndpointFailingSince(tx, ep.id, null);
           return recorded;
         }
         if (!disable && row.status === 'enabled') {
-          if (!row.failing_since) await tx.updateTable('webhook_endpoints').set({ failing_since: nowIso }).where('id', '=', ep.id).execute();
+          if (!row.failing_since) await setEndpointFailingSince(tx, ep.id, nowIso);
           else if (finished.getTime() - Date.parse(row.failing_since) >= DISABLE_AFTER_FAILING_MS) disable = 'failing';
         }
         if (disable && row.status === 'enabled') await disableEndpoint(tx, ep.id, disable, nowIso);

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { claimingRead, holdOrganization, lockedRead, skipLockedOf } from '../../lib/db/locks.js';
-import { recordDeliveryAttempt, type DeliveryOutcome } from '../../lib/db/webhook-attempts.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 export type EndpointRow = WebhookEndpointsTable;
@@ -24,6 +23,11 @@ export async function lastSequence(db: Executor, orgId: string): Promise<number>
 
 export async function insertEndpoint(db: Executor, row: EndpointRow): Promise<void> {
   await db.insertInto('webhook_endpoints').values(row).execute();
+}
+
+/** Changes the endpoint's columns in `patch` (an update, a secret rotation). */
+export async function updateEndpoint(db: Executor, orgId: string, id: string, patch: Partial<EndpointRow>): Promise<void> {
+  await db.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
 }
 
 export async function findEndpoint(db: Executor, orgId: string, id: string): Promise<EndpointRow | undefined> {
@@ -266,14 +270,6 @@ export async function endpointForUpdate(tx: Executor, id: string): Promise<Pick<
   const q = tx.selectFrom('webhook_endpoints').select(['failing_since', 'status']).where('id', '=', id);
   return lockedRead(tx, q).executeTakeFirst();
 }
-
-export type { DeliveryOutcome };
-
-/**
- * Records an attempt for the claim's holder: the delivery's row takes its outcome and the attempt log
- * its entry, both or neither. False when the claim was lost meanwhile (nothing is written).
- */
-export const recordAttempt = recordDeliveryAttempt;
 
 /** Gives a claim back without an attempt (the process is stopping). */
 export async function releaseClaim(db: Executor, id: string, claim: string): Promise<void> {

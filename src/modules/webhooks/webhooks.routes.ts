@@ -25,7 +25,6 @@ import {
 import type { WebhooksService } from './webhooks.service.js';
 
 const tags = ['Webhooks'];
-const BASE = '/v2/tms-api/webhook-endpoints';
 const config = { scope: 'write:webhooks' } as const;
 // Routes addressed by an endpoint id answer 404 for an id not of the caller's organization.
 const notFound = { 404: { description: "No webhook endpoint with this id in your organization: {\"detail\":\"Webhook endpoint with id 'whe_…' not found\"}.", $ref: 'Detail#' } };
@@ -39,7 +38,7 @@ const replayRunning = conflict('A replay of this endpoint still has deliveries p
 /** The webhook endpoints API (docs/webhooks.md, "Endpoints: `/v2/tms-api/webhook-endpoints` (scope `write:webhooks`)"). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.post(BASE, {
+  r.post('/v2/tms-api/webhook-endpoints', {
     config,
     schema: {
       tags,
@@ -52,17 +51,17 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: async (req, reply) => reply.code(201).send(await webhooks.create(principalOf(req).orgId, req.body, keyActor(principalOf(req), req.ip))),
   });
-  r.get(BASE, {
+  r.get('/v2/tms-api/webhook-endpoints', {
     config,
     schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', querystring: WebhookEndpointListQuery, response: { 200: Type.Ref(WebhookEndpointPage, { description: 'A page of webhook endpoints (without secrets).' }) } },
     handler: (req) => webhooks.list(principalOf(req).orgId, req.query),
   });
-  r.get(`${BASE}/:id`, {
+  r.get('/v2/tms-api/webhook-endpoints/:id', {
     config,
     schema: { tags, operationId: 'getWebhookEndpoint', summary: 'Get a webhook endpoint (without its secret)', params: WebhookEndpointIdParams, response: { 200: Type.Ref(WebhookEndpoint, { description: 'The webhook endpoint.' }), ...notFound } },
     handler: (req) => webhooks.get(principalOf(req).orgId, req.params.id),
   });
-  r.put(`${BASE}/:id`, {
+  r.put('/v2/tms-api/webhook-endpoints/:id', {
     config,
     schema: {
       tags,
@@ -75,7 +74,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.update(principalOf(req).orgId, req.params.id, req.body, keyActor(principalOf(req), req.ip)),
   });
-  r.delete(`${BASE}/:id`, {
+  r.delete('/v2/tms-api/webhook-endpoints/:id', {
     config,
     schema: { tags, operationId: 'deleteWebhookEndpoint', summary: 'Delete a webhook endpoint and its delivery log', params: WebhookEndpointIdParams, response: { 204: Type.Null({ description: 'Deleted: no body.' }), ...notFound } },
     handler: async (req, reply) => {
@@ -83,7 +82,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       return reply.code(204).send(null);
     },
   });
-  r.post(`${BASE}/:id/rotate-secret`, {
+  r.post('/v2/tms-api/webhook-endpoints/:id/rotate-secret', {
     config,
     schema: {
       tags,
@@ -95,7 +94,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.rotateSecret(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip)),
   });
-  r.get(`${BASE}/:id/deliveries`, {
+  r.get('/v2/tms-api/webhook-endpoints/:id/deliveries', {
     config,
     schema: {
       tags,
@@ -107,7 +106,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.deliveries(principalOf(req).orgId, req.params.id, req.query),
   });
-  r.get(`${BASE}/:id/attempts`, {
+  r.get('/v2/tms-api/webhook-endpoints/:id/attempts', {
     config,
     schema: {
       tags,
@@ -121,7 +120,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
     },
     handler: (req) => webhooks.attempts(principalOf(req).orgId, req.params.id, req.query),
   });
-  r.post(`${BASE}/:id/replay`, {
+  r.post('/v2/tms-api/webhook-endpoints/:id/replay', {
     config,
     schema: {
       tags,

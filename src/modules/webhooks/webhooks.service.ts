@@ -29,6 +29,7 @@ import {
   type AttemptRow,
   type DeliveryRow,
   type EndpointRow,
+  updateEndpoint,
   type EventRef,
 } from './webhooks.repo.js';
 import {
@@ -240,7 +241,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
           // Resumes with the events committed from now on; what was missed can be replayed.
           Object.assign(patch, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null, enqueued_through: await lastSequence(tx, orgId) });
         }
-        await tx.updateTable('webhook_endpoints').set(patch).where('org_id', '=', orgId).where('id', '=', id).execute();
+        await updateEndpoint(tx, orgId, id, patch);
         if (body.status === 'disabled' && ep.status !== 'disabled') await disableEndpoint(tx, id, 'manual', at);
         await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.updated', { type: 'webhook_endpoint', id });
       });
@@ -266,12 +267,7 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       const at = clock.now();
       const secret = newSecret();
       await db.transaction().execute(async (tx) => {
-        await tx
-          .updateTable('webhook_endpoints')
-          .set({ secret, previous_secret: ep.secret, previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)), updated_at: toIso(at) })
-          .where('org_id', '=', orgId)
-          .where('id', '=', id)
-          .execute();
+        await updateEndpoint(tx, orgId, id, { secret, previous_secret: ep.secret, previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)), updated_at: toIso(at) });
         await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.secret_rotated', { type: 'webhook_endpoint', id });
       });
       return { secret };

@@ -9,7 +9,7 @@ export function migration0014(dialect: Dialect): Migration {
   const notNullText = (c: ColumnDefinitionBuilder) => text(c).notNull();
   return {
     async up(db: Db) {
-      // API usage per key and UTC hour (src/modules/ops/usage.ts): counted in memory, upserted every few
+      // API usage per key and UTC hour (src/modules/ops/usage.service.ts): counted in memory, upserted every few
       // seconds, so a request never writes. `hour` is `YYYY-MM-DDTHH:00:00Z`.
       await db.schema
         .createTable('api_usage_hourly')

@@ -1,7 +1,8 @@
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
-import { dialectOf, type Executor } from './executor.js';
-import { LOAD_COLUMNS, type Database, type LoadRatesTable, type LoadsTable, type StopWithLocation } from './types.js';
-import type { KeyState } from '../http/principal.js';
+import type { Executor } from '../../lib/db/index.js';
+import { readsInProcess } from '../../lib/db/capabilities.js';
+import { LOAD_COLUMNS, type Database, type LoadRatesTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
+import type { KeyState } from '../../lib/http/principal.js';
 
 /**
  * PostgreSQL: a load with everything its answer shows, from one statement (one round trip). SQLite
@@ -12,7 +13,7 @@ import type { KeyState } from '../http/principal.js';
  * Whether this engine reads a load with its parts as one document (PostgreSQL: a round trip is the cost),
  * rather than as several in-process statements (SQLite: a statement costs microseconds).
  */
-export const readsLoadsAsDocuments = (tx: Executor): boolean => dialectOf(tx) === 'postgres';
+export const readsLoadsAsDocuments = (tx: Executor): boolean => !readsInProcess(tx);
 
 export interface LoadDocument extends LoadsTable {
   customer_ref: string | null;

@@ -1,9 +1,15 @@
 import { sql } from 'kysely';
-import { dialectOf, type Executor } from './executor.js';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './types.js';
+import type { Executor } from '../../lib/db/index.js';
+import { writesInWith } from '../../lib/db/capabilities.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 /** What an attempt changes on its delivery's row. */
 export type DeliveryOutcome = Pick<WebhookDeliveriesTable, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>;
+
+/**
+ * A webhook attempt's writes (src/modules/webhooks/outcome.ts): the delivery's outcome, the attempt log,
+ * and the endpoint's failing state.
+ */
 
 /**
  * Records a webhook attempt for the holder of the delivery's claim: the delivery's row takes the
@@ -12,8 +18,8 @@ export type DeliveryOutcome = Pick<WebhookDeliveriesTable, 'attempt' | 'status' 
  * one round trip an attempt, as before there was an attempt log) and SQLite in a transaction of its own
  * (statements cost no round trip there); inside the caller's transaction, two statements.
  */
-export async function recordDeliveryAttempt(db: Executor, id: string, claim: string, outcome: DeliveryOutcome, entry: WebhookAttemptsTable): Promise<boolean> {
-  if (!db.isTransaction && dialectOf(db) === 'postgres') {
+export async function recordAttempt(db: Executor, id: string, claim: string, outcome: DeliveryOutcome, entry: WebhookAttemptsTable): Promise<boolean> {
+  if (!db.isTransaction && writesInWith(db)) {
     const { rows } = await sql<{ id: string }>`
       with updated as (
         update webhook_deliveries
@@ -43,4 +49,14 @@ export async function recordDeliveryAttempt(db: Executor, id: string, claim: str
     return true;
   };
   return db.isTransaction ? write(db) : db.transaction().execute(write);
+}
+
+/** Marks the endpoint failing since `since`, or not failing (null): attempts that failed for 5 days disable it. */
+export async function setEndpointFailingSince(tx: Executor, endpointId: string, since: string | null): Promise<void> {
+  await tx.updateTable('webhook_endpoints').set({ failing_since: since }).where('id', '=', endpointId).execute();
+}
+
+/** The endpoint's row disabled (its pending deliveries are failed by failPending, webhooks.repo.ts). */
+export async function disableEndpointRow(tx: Executor, endpointId: string, reason: NonNullable<WebhookEndpointsTable['disabled_reason']>, now: string): Promise<void> {
+  await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason, disabled_at: now, updated_at: now }).where('id', '=', endpointId).execute();
 }
