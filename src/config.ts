@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { Type, type Static, type TOptional, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { DEFAULT_GRACE_MINUTES } from './domain/evidence.js';
 
 /**
  * Every field of the configuration is declared once, in SETTINGS below: its environment variable (an
@@ -109,7 +110,7 @@ export const SETTINGS = {
   /** Hours an Idempotency-Key is remembered with its answer (docs/api.md, "Safe retries: `Idempotency-Key`"). */
   idempotencyTtlHours: env('IDEMPOTENCY_TTL_HOURS', Type.Integer({ default: 24, minimum: 1, maximum: 720 })),
   /** Minutes after a stop's deadline that still count as on time (an organization may set its own). */
-  onTimeGraceMinutes: env('ON_TIME_GRACE_MINUTES', Type.Integer({ default: 15, minimum: 0, maximum: 1440 })),
+  onTimeGraceMinutes: env('ON_TIME_GRACE_MINUTES', Type.Integer({ default: DEFAULT_GRACE_MINUTES, minimum: 0, maximum: 1440 })),
   /** Road miles per great-circle mile when a load's distance is estimated (docs/geo.md). */
   circuityFactor: internal(Type.Number({ default: 1.2, minimum: 1, maximum: 3 })),
   /** Origins (and destinations) within this many miles share a lane: the API's 100 miles (docs/api.md, lane history). */

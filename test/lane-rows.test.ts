@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LaneHistoryRow } from '../src/lib/db/lane-area.js';
+import type { LaneHistoryRow } from '../src/modules/lanes/lane-area.repo.js';
 import { ENDS_NOT_KEPT, packedBytes, packLaneRows, unpackLaneRows } from '../src/modules/lanes/lane-rows.js';
 import { dallasToHouston, seedFreight } from './fixtures.js';
 import { json, newTenant, startApp, type Tenant, type TestApp } from './helpers.js';

@@ -43,7 +43,11 @@ export function parseOutcomes(text: string): { pickups: (number | null)[]; deliv
   return { pickups, deliveries };
 }
 
+/** The on-time grace in minutes when neither the organization nor the server sets one (ON_TIME_GRACE_MINUTES' default). */
 export const DEFAULT_GRACE_MINUTES = 15;
+
+/** The on-time grace that counts: the organization's own, else the server's (ON_TIME_GRACE_MINUTES), else the default. */
+export const graceMinutesFor = (own: number | null | undefined, serverDefault?: number): number => own ?? serverDefault ?? DEFAULT_GRACE_MINUTES;
 
 /** A history row of one carrier on the lane with its weight w (proximity × recency). */
 export interface WeightedRow {
@@ -54,6 +58,50 @@ export interface WeightedRow {
   carrierRateCurrency: string | null;
   totalDistance: number | null;
   stopOutcomes: string;
+}
+
+/** A history row as the evidence reads it (src/domain/scoring.ts HistoryLoad, with its distance and stop outcomes). */
+export interface EvidenceRow {
+  carrierId: string;
+  deliveredAt: string;
+  deliveredAtMs?: number;
+  carrierRateTotal: number | null;
+  carrierRateCurrency?: string | null;
+  totalDistance: number | null;
+  stopOutcomes: string;
+}
+
+/**
+ * Each of `carriers`' history rows on the lane with its weight (proximity × recency, as the ranking
+ * weighed them, in the rows' order), by carrier; rows of weight 0 and of the load's own carrier left out.
+ */
+export function weightedRows(
+  history: readonly EvidenceRow[],
+  carriers: ReadonlySet<string>,
+  assignedCarrierId: string | null,
+  weights: { proximity: Float64Array; recency: Float64Array },
+): Map<string, WeightedRow[]> {
+  const out = new Map<string, WeightedRow[]>();
+  const { proximity, recency } = weights;
+  for (let i = 0; i < history.length; i++) {
+    const h = history[i]!;
+    if (!carriers.has(h.carrierId) || h.carrierId === assignedCarrierId) continue;
+    const w = proximity[i]!;
+    if (w === 0) continue;
+    const row: WeightedRow = {
+      w: w * recency[i]!,
+      deliveredAt: h.deliveredAt,
+      deliveredAtMs: h.deliveredAtMs ?? Date.parse(h.deliveredAt),
+      carrierRateTotal: h.carrierRateTotal,
+      carrierRateCurrency: h.carrierRateCurrency ?? null,
+      totalDistance: h.totalDistance,
+      stopOutcomes: h.stopOutcomes,
+    };
+    const list = out.get(h.carrierId);
+    if (list) list.push(row);
+    else out.set(h.carrierId, [row]);
+  }
+  return out;
 }
 
 export interface OnTime {
@@ -220,6 +268,18 @@ export function balancedScore(score: number, e: CarrierEvidence): number {
   const rvm = e.evidence.price.rate_vs_market;
   const price = rvm === null || rvm <= 0 ? 1 : Math.min(1.2, Math.max(0.8, 1 / rvm));
   return round(score * (0.5 + 0.5 * p) * price * (e.evidence.backhaul ? 1.25 : 1), 4);
+}
+
+/** The balanced ranking's order: balanced score (highest first), then the latest delivery, then the carrier's reference. */
+export function byBalancedScore(
+  x: { balanced_score?: number; last_delivered_at: string; carrier_external_reference_id: string },
+  y: { balanced_score?: number; last_delivered_at: string; carrier_external_reference_id: string },
+): number {
+  return (
+    y.balanced_score! - x.balanced_score! ||
+    (x.last_delivered_at < y.last_delivered_at ? 1 : x.last_delivered_at > y.last_delivered_at ? -1 : 0) ||
+    (x.carrier_external_reference_id < y.carrier_external_reference_id ? -1 : x.carrier_external_reference_id > y.carrier_external_reference_id ? 1 : 0)
+  );
 }
 
 /** Below this confidence the dashboard says "thin evidence: get more bids" (docs/dashboard.md, "Recommendation evidence"). */

@@ -14,6 +14,11 @@ export function cellOf(latitude: number, longitude: number): number {
   return row * COLUMNS + col;
 }
 
+/** The centre of a grid cell (cells are CELL_DEGREES squares numbered row by row from -90/-180). */
+export function cellCentre(cell: number): { latitude: number; longitude: number } {
+  return { latitude: Math.floor(cell / COLUMNS) * CELL_DEGREES - 90 + CELL_DEGREES / 2, longitude: (cell % COLUMNS) * CELL_DEGREES - 180 + CELL_DEGREES / 2 };
+}
+
 /** Cells and ellipses are trimmed only for places whose neighbourhood stays within this latitude. */
 const TRIM_UP_TO_LATITUDE = 70;
 

@@ -177,3 +177,38 @@ export function rankCarriers(
     )
     .slice(0, limit);
 }
+
+/** A lane to rank: its two places and the load's assigned carrier (left out of its ranking). */
+export interface RankedLane {
+  origin: Coordinates;
+  destination: Coordinates;
+  assignedCarrierId: string | null;
+}
+
+/**
+ * The ranking of each of `lanes` over one set of history rows (rankCarriers), with the rows' weights to
+ * each. Lanes with the same two places and assigned carrier rank alike (a busy lane's open loads mostly
+ * share their facilities): ranked once each. Each row's recency is worked out once for all lanes, its
+ * proximity once per lane (or given: `proximity`, the rows' weights to a single lane).
+ */
+export function rankLanes(
+  lanes: readonly RankedLane[],
+  history: readonly HistoryLoad[],
+  now: Date,
+  rules: LaneRules,
+  refOf: (carrierId: string) => string,
+  limit: number,
+  proximity?: Float64Array,
+): { ranked: CarrierScore[]; weights: { proximity: Float64Array; recency: Float64Array } }[] {
+  const recency = recencyWeights(history, now);
+  const byLane = new Map<string, { ranked: CarrierScore[]; weights: { proximity: Float64Array; recency: Float64Array } }>();
+  return lanes.map((l) => {
+    const key = `${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}|${l.assignedCarrierId ?? ''}`;
+    let lane = byLane.get(key);
+    if (!lane) {
+      const weights = laneWeights(l, history, now, rules, recency, proximity);
+      byLane.set(key, (lane = { ranked: rankCarriers(l, history, now, rules, refOf, limit, weights), weights }));
+    }
+    return lane;
+  });
+}

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_GRACE_MINUTES } from '../../domain/evidence.js';
+import { graceMinutesFor } from '../../domain/evidence.js';
 import { MAX_GRACE_MINUTES } from '../../modules/accounts/organizations.js';
 import { ValidationError } from '../../lib/http/errors.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
@@ -10,7 +10,7 @@ import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsTa
 /** The organization's on-time grace (docs/dashboard.md, "Recommendation evidence"), which the recommendations' evidence counts with. */
 export function recommendationSettingsRoutes(app: FastifyInstance, ctx: DashboardContext) {
   const { accounts, lanes } = ctx.services;
-  const serverDefault = () => lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
+  const serverDefault = () => graceMinutesFor(null, lanes.rules.graceMinutes);
 
   const view = async (s: DashboardSession, o: { value?: string; errors?: FieldErrors; done?: boolean } = {}) => {
     const org = await accounts.getOrganization(s.orgId);

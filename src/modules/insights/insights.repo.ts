@@ -1,5 +1,5 @@
 import { containsFolded, containsInsensitive, type Executor } from '../../lib/db/index.js';
-import { laneAreaOf, onLane } from '../../lib/db/lane-area.js';
+import { laneAreaOf, onLane } from '../lanes/lane-area.repo.js';
 import { fetchPage } from '../../lib/db/paging.js';
 import type { LaneStatsTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';

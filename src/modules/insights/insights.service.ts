@@ -1,4 +1,4 @@
-import { DEFAULT_GRACE_MINUTES, parseOutcomes, priceSummary } from '../../domain/evidence.js';
+import { graceMinutesFor, parseOutcomes, priceSummary } from '../../domain/evidence.js';
 import { graceMinutesOf } from '../lanes/lanes.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import { NotFoundError } from '../../lib/http/errors.js';
@@ -229,7 +229,7 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
       ]);
       const lanes = groupByLane(deliveries).slice(0, CARRIER_LANES_SHOWN);
       const places = new Map((await locationsByIds(reader, orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
-      const graceMinutes = (await graceMinutesOf(reader, orgId)) ?? deps.lanes.rules.graceMinutes ?? DEFAULT_GRACE_MINUTES;
+      const graceMinutes = graceMinutesFor(await graceMinutesOf(reader, orgId), deps.lanes.rules.graceMinutes);
       // The price against the market on each lane shown, and over them all: its deliveries priced as
       // the recommendations price them (the lane's snapshot as of the delivery date), the median of each.
       const priceable = lanes.flatMap((lane) => {

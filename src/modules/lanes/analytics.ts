@@ -11,7 +11,7 @@ export interface WarnLog {
 /**
  * The lane analytics run (docs/api.md, "Lane history and carrier recommendations"): the stats of the
  * lanes whose history a write moved (the lanes the dashboard lists) are brought up to date by the
- * write's own transaction, as it writes the history (src/lib/db/lane-stats.ts: what was added adds up, a
+ * write's own transaction, as it writes the history (src/modules/lanes/lane-stats.repo.ts: what was added adds up, a
  * lane that lost rows is recounted), so they are never behind the history nor lost with a process. One
  * run is counted in lanebridge_analytics_runs_total per load write and per load batch, however many
  * items it had.

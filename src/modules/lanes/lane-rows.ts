@@ -1,4 +1,4 @@
-import type { LaneHistoryRow } from '../../lib/db/lane-area.js';
+import type { LaneHistoryRow } from './lane-area.repo.js';
 
 /**
  * One lane's history rows as the recommendations read them (laneCandidates), kept in memory in columns,

@@ -4,8 +4,8 @@ import { BACKHAUL_STATUSES } from '../../domain/enums.js';
 import { prepared, preparedByShape } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
 import { laneEnds as laneEndsOf, type LaneKey } from '../../domain/lane.js';
-import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneHistoryRow } from '../../lib/db/lane-area.js';
-import { beginHistoryChange, refreshLaneStats, updateLaneStats } from '../../lib/db/lane-stats.js';
+import { laneCandidates, onLane, onLaneIn, snapshotsOnLane, type LaneArea, type LaneHistoryRow } from './lane-area.repo.js';
+import { beginHistoryChange, refreshLaneStats, updateLaneStats } from './lane-stats.repo.js';
 
 export { laneCandidates, onLane, refreshLaneStats, snapshotsOnLane, type LaneArea, type LaneHistoryRow };
 

@@ -1,5 +1,5 @@
 import type { Executor } from '../../lib/db/index.js';
-import { cellOf, cellsWithin, CELL_DEGREES } from '../../domain/grid.js';
+import { cellCentre, cellOf, cellsWithin, CELL_DEGREES } from '../../domain/grid.js';
 import { laneEnds, laneKeyId, type LaneKey } from '../../domain/lane.js';
 import { OPEN_STATUSES } from '../../domain/enums.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
@@ -36,12 +36,6 @@ const FOLLOW_UP_WAIT_MS = 250;
 
 export interface FollowUpLog {
   warn(obj: object, msg: string): void;
-}
-
-/** The centre of a grid cell (cells are CELL_DEGREES squares numbered row by row from -90/-180). */
-function cellCentre(cell: number): { latitude: number; longitude: number } {
-  const columns = 360 / CELL_DEGREES;
-  return { latitude: Math.floor(cell / columns) * CELL_DEGREES - 90 + CELL_DEGREES / 2, longitude: (cell % columns) * CELL_DEGREES - 180 + CELL_DEGREES / 2 };
 }
 
 class CursorMoved extends Error {}

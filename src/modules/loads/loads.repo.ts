@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
 import { bulkInsert, deleteWhereIn } from '../../lib/db/bulk.js';
-import { beginHistoryChange, removeHistory, updateLaneStats } from '../../lib/db/lane-stats.js';
+import { beginHistoryChange, removeHistory, updateLaneStats } from '../lanes/lane-stats.repo.js';
 import { prepared } from '../../lib/db/prepared.js';
 import { lockedRead } from '../../lib/db/locks.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Executor } from './executor.js';
-import { dialectOf } from './executor.js';
-import { holdLaneStats } from './locks.js';
+import type { Executor } from '../../lib/db/index.js';
+import { greatestOf, writesInWith } from '../../lib/db/capabilities.js';
+import { holdLaneStats } from '../../lib/db/locks.js';
 import { laneKeyId, type LaneKey } from '../../domain/lane.js';
 
 /**
@@ -109,7 +109,7 @@ async function addToLanes(tx: Executor, orgId: string, facts: readonly HistoryFa
       if (Number(r.loads) === pairs.get(`${laneKeyId(key)}|${r.carrier_id}`)!.n) lanes.get(laneKeyId(key))!.carriers += 1;
     }
   }
-  const later = dialectOf(tx) === 'postgres' ? sql<string>`greatest(lane_stats.last_delivered_at, excluded.last_delivered_at)` : sql<string>`max(lane_stats.last_delivered_at, excluded.last_delivered_at)`;
+  const later = greatestOf(tx, sql`lane_stats.last_delivered_at`, sql`excluded.last_delivered_at`);
   for (const part of slices([...lanes.values()], ROWS_PER_STATEMENT)) {
     await tx
       .insertInto('lane_stats')
@@ -138,12 +138,13 @@ export async function refreshLaneStats(tx: Executor, orgId: string, lanes: reado
 
 async function recountLanes(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   for (const part of slices(lanes, LANES_PER_STATEMENT)) {
-    if (dialectOf(tx) === 'postgres') await recountOnPostgres(tx, orgId, part, now);
-    else await recountOnSqlite(tx, orgId, part, now);
+    if (writesInWith(tx)) await recountInTwoStatements(tx, orgId, part, now);
+    else await recountStepByStep(tx, orgId, part, now);
   }
 }
 
-async function recountOnPostgres(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
+/** Two statements, each: the lanes as arrays joined to the history index, rows upserted, rows left without history deleted (in its WITH clause). */
+async function recountInTwoStatements(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   const lanesCte = sql`lanes as (
     select * from unnest(${lanes.map((k) => k.equipment_type)}::text[], ${lanes.map((k) => k.origin_cell)}::int[], ${lanes.map((k) => k.destination_cell)}::int[])
       as k(equipment_type, origin_cell, destination_cell))`;
@@ -179,7 +180,8 @@ async function recountOnPostgres(tx: Executor, orgId: string, lanes: readonly La
     on conflict (org_id, equipment_type, origin_cell, destination_cell, carrier_id) do update set loads = excluded.loads`.execute(tx);
 }
 
-async function recountOnSqlite(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
+/** A grouped read, then each table's rows of the lanes deleted and written again (in the caller's transaction). */
+async function recountStepByStep(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   const tuples = sql.join(lanes.map((k) => sql`(${k.equipment_type}, ${k.origin_cell}, ${k.destination_cell})`));
   const stats = await sql<{ equipment_type: string; origin_cell: number; destination_cell: number; load_count: number; carrier_count: number; last_delivered_at: string }>`
     select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count,

@@ -3,9 +3,10 @@ import { boxWithin, cellsWithin, nearWithin, type Near } from '../../domain/grid
 import type { LaneSnapshot } from '../../domain/lane.js';
 import type { HistoryLoad } from '../../domain/scoring.js';
 import type { Coordinates } from '../../geo/index.js';
-import { dialectOf, type Executor } from './executor.js';
-import type { Database } from './types.js';
-import { preparedByShape } from './prepared.js';
+import type { Executor } from '../../lib/db/index.js';
+import { bindsArrays, readsInProcess, sendsRowsAsJson } from '../../lib/db/capabilities.js';
+import type { Database } from '../../lib/db/types.js';
+import { preparedByShape } from '../../lib/db/prepared.js';
 
 type Box = { minLat: number; maxLat: number; minLon: number; maxLon: number };
 
@@ -33,6 +34,30 @@ export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordin
     destinationBox: boxWithin(destination.latitude, destination.longitude, radiusMiles),
     originNear: nearWithin(origin.latitude, origin.longitude, radiusMiles),
     destinationNear: nearWithin(destination.latitude, destination.longitude, radiusMiles),
+  };
+}
+
+/**
+ * The area around several lanes at once: the union of their cells and boxes (a superset of each; no
+ * ellipses). Each distinct pair of places once: a busy lane's open loads mostly share their facilities
+ * (the follow-up ranks a hundred loads of one dock pair together).
+ */
+export function unionAreaOf(orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[], radiusMiles: number): LaneArea {
+  const distinct = new Map(lanes.map((l) => [`${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}`, l]));
+  const areas = [...distinct.values()].map((l) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radiusMiles));
+  const box = (pick: (a: LaneArea) => Box) => ({
+    minLat: Math.min(...areas.map((a) => pick(a).minLat)),
+    maxLat: Math.max(...areas.map((a) => pick(a).maxLat)),
+    minLon: Math.min(...areas.map((a) => pick(a).minLon)),
+    maxLon: Math.max(...areas.map((a) => pick(a).maxLon)),
+  });
+  return {
+    orgId,
+    equipmentType,
+    originCells: [...new Set(areas.flatMap((a) => a.originCells))],
+    destinationCells: [...new Set(areas.flatMap((a) => a.destinationCells))],
+    originBox: box((a) => a.originBox),
+    destinationBox: box((a) => a.destinationBox),
   };
 }
 
@@ -84,7 +109,7 @@ export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_
 export const onLaneIn =
   (tx: Executor) =>
   (eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '') =>
-    onLane(eb, a, table, dialectOf(tx) === 'postgres');
+    onLane(eb, a, table, bindsArrays(tx));
 
 /** A history row of the lane as the ranking and the evidence take it. */
 export interface LaneHistoryRow extends HistoryLoad {
@@ -133,7 +158,7 @@ const historyRow = (c: Candidate): LaneHistoryRow => ({
  * afterwards on both engines (carrierCards): joined here, PostgreSQL looked each row's carrier up.
  */
 export async function laneCandidates(tx: Executor, area: LaneArea): Promise<{ rows: LaneHistoryRow[]; graceMinutes?: number | null }> {
-  if (dialectOf(tx) !== 'postgres') return { rows: ((await candidateRead(tx, area)) as unknown as Candidate[]).map(historyRow) };
+  if (!sendsRowsAsJson(tx)) return { rows: ((await candidateRead(tx, area)) as unknown as Candidate[]).map(historyRow) };
   const [found] = (await candidateRead(tx, area)) as unknown as { rows: Candidate[] | null; org_grace_minutes: number | null }[];
   return { rows: (found?.rows ?? []).map(historyRow), graceMinutes: found?.org_grace_minutes ?? null };
 }
@@ -149,10 +174,9 @@ const boxValues = (b: Box) => [b.minLat, b.maxLat, b.minLon, b.maxLon];
 const candidateRead = preparedByShape<LaneArea, unknown>(
   (a) => `${a.originCells.length}|${a.destinationCells.length}|${a.originNear ? 1 : 0}${a.destinationNear ? 1 : 0}`,
   (tx, area) => {
-    const postgres = dialectOf(tx) === 'postgres';
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- onLane serves both tables' builders
-    const onArea = (eb: any) => eb.and([onLane(eb as never, area, 'lane_history.', postgres), ...nearEnds(area)]);
-    if (!postgres) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea);
+    const onArea = (eb: any) => eb.and([onLane(eb as never, area, 'lane_history.', bindsArrays(tx)), ...nearEnds(area)]);
+    if (!sendsRowsAsJson(tx)) return tx.selectFrom('lane_history').select(CANDIDATE_COLUMNS).where(onArea);
     return tx
       .selectFrom('lane_history')
       .select(sql<Candidate[] | null>`json_agg(json_build_array(${sql.raw(CANDIDATE_COLUMNS.map((c) => `lane_history.${c}`).join(', '))}))`.as('rows'))
@@ -160,10 +184,10 @@ const candidateRead = preparedByShape<LaneArea, unknown>(
       .where(onArea);
   },
   (a, dialect) => [
-    ...(dialect === 'postgres' ? [a.orgId] : []),
+    ...(sendsRowsAsJson(dialect) ? [a.orgId] : []),
     a.orgId,
     a.equipmentType,
-    ...(dialect === 'postgres' ? [a.originCells, a.destinationCells] : [...a.originCells, ...a.destinationCells]),
+    ...(bindsArrays(dialect) ? [a.originCells, a.destinationCells] : [...a.originCells, ...a.destinationCells]),
     ...boxValues(a.originBox),
     ...boxValues(a.destinationBox),
     ...nearValues(a.originNear),
@@ -191,14 +215,14 @@ const SNAPSHOT_COLUMNS = ['origin_latitude', 'origin_longitude', 'destination_la
  * The newest `limit` market snapshots in each of `areas` (a list per area, newest first: as_of, then
  * created_at, then id). PostgreSQL: ONE statement, the areas as a JSON recordset each read through the
  * snapshots' lane index by a lateral subquery, for the lanes the kept prices do not hold
- * (lanes.service.ts). The answers of a batch's hundred changed open loads each show a max_buy_rate from
+ * (lane-cache.ts). The answers of a batch's hundred changed open loads each show a max_buy_rate from
  * the market (docs/api.md, "Loads"); read one load at a time, inside the batch's transaction on its one
  * connection, that was a hundred reads in a row (about 50 ms of the 124 ms changed-load batch at 100,000
  * loads: BENCHMARKS.md, "sixth round"). SQLite: one read per area, in process (microseconds each).
  */
 export async function newestSnapshotsOnLanes(tx: Executor, areas: readonly LaneArea[], limit: number): Promise<LaneSnapshot[][]> {
   if (areas.length === 0) return [];
-  if (dialectOf(tx) !== 'postgres' || areas.length === 1) return Promise.all(areas.map((area) => snapshotsOnLane(tx, area, limit)));
+  if (readsInProcess(tx) || areas.length === 1) return Promise.all(areas.map((area) => snapshotsOnLane(tx, area, limit)));
   const keys = JSON.stringify(
     areas.map((a, i) => ({
       i,
