@@ -5,8 +5,8 @@
  * - Node's `server.requestTimeout` (the whole request, headers and body) is set to the longest limit
  *   any route declares, so it never cuts a route's longer allowance; it is the backstop for all of them
  *   (checked every 30 s by Node; its 408 is written by clientErrorHandler).
- * - A route whose limit is shorter than that (every route but those declaring `config.bodyTimeoutMs`)
- *   gets its own deadline here: past it, the body reader fails with a 408 in the detail shape, the
+ * - A route that declares `config.bodyTimeoutMs` times its body itself (the import part upload, with
+ *   its own 408); every other route gets REQUEST_TIMEOUT_SECONDS as a deadline here: past it, the body reader fails with a 408 in the detail shape, the
  *   answer closes the connection, and what is still arriving is read and dropped within the refused-body
  *   bounds (REFUSED_BODY_DRAIN_*), then cut.
  */
@@ -15,7 +15,7 @@ import { DetailError } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** How long this route's body may take to arrive, in ms, when longer than REQUEST_TIMEOUT_SECONDS (import parts: 10 minutes). */
+    /** How long this route's body may take to arrive, in ms (import parts: 10 minutes): the route times it itself. */
     bodyTimeoutMs?: number;
   }
 }
@@ -61,9 +61,9 @@ export function installBodyDeadline(app: FastifyInstance, opts: { defaultMs: num
     done();
   });
   app.addHook('preParsing', (req, reply, payload, done) => {
-    const ms = req.routeOptions.config?.bodyTimeoutMs ?? opts.defaultMs;
-    // The longest limit is Node's own (above); a shorter one needs a timer of its own.
-    if (ms >= longest || !bodyPending(req)) return done(null, payload);
+    // A route that declares its limit times its body itself; the longest limit is Node's own (above).
+    const ms = opts.defaultMs;
+    if (req.routeOptions.config?.bodyTimeoutMs !== undefined || ms >= longest || !bodyPending(req)) return done(null, payload);
     const timer = setTimeout(() => expire(req, reply, payload, ms), ms);
     const clear = () => clearTimeout(timer);
     req.raw.once('end', clear);
