@@ -1,3 +1,5 @@
+import { yieldToEventLoop } from '../event-loop.js';
+
 /**
  * The requests this process is answering, for background work that gives way to them (the
  * recommendations follow-up). One event loop serves both: on SQLite every statement runs
@@ -36,7 +38,6 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
   let lastEnded = -Infinity;
   let lastWriteAt = -Infinity;
   const waiting = new Set<() => void>();
-  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
   /** Resolves when no request is in flight, or after `ms`. */
   const noneInFlight = (ms: number) =>
@@ -72,7 +73,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
     },
     async quiet(maxWaitMs = DEFAULT_QUIET_WAIT_MS, linger = lingerMs) {
       // A turn first: a request whose bytes have arrived is read (and counted) before we look.
-      await turn();
+      await yieldToEventLoop();
       const deadline = performance.now() + Math.max(0, maxWaitMs);
       for (;;) {
         const now = performance.now();
@@ -81,7 +82,7 @@ export function foreground(opts: { lingerMs?: number } = {}): Foreground {
         else if (now - lastEnded < linger) await sleep(Math.min(deadline - now, linger - (now - lastEnded)));
         else return;
         // Bytes that arrived while we slept are read (and counted) before we look again.
-        await turn();
+        await yieldToEventLoop();
       }
     },
   };
@@ -93,5 +94,5 @@ export const NO_FOREGROUND: Foreground = {
   wrote: () => {},
   inFlight: 0,
   lastWriteAt: -Infinity,
-  quiet: () => new Promise<void>((resolve) => setImmediate(resolve)),
+  quiet: yieldToEventLoop,
 };

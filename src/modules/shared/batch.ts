@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
 import { isTransactionConflict } from '../../lib/db/errors.js';
+import { yieldToEventLoop } from '../../lib/event-loop.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
 import { classifyError, InternalError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
@@ -248,7 +249,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
       // Every ~10 ms the event loop gets a turn: on SQLite (a synchronous driver) a batch runs in
       // microtasks only, and would otherwise hold every other request, and SIGTERM, until it ends.
       if (Date.now() - turnAt > 10) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await yieldToEventLoop();
         turnAt = Date.now();
       }
       const data = item[dataKey];

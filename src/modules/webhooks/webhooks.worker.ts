@@ -3,7 +3,7 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import { Agent, type Dispatcher } from 'undici';
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
-import { newId } from '../../lib/ids.js';
+import { workerLoop } from '../../lib/worker-loop.js';
 import { inSpan, ORGANIZATION_ATTRIBUTE } from '../../lib/telemetry/tracing.js';
 import {
   anyDue,
@@ -11,69 +11,28 @@ import {
   claimedDetails,
   dueCandidates,
   enabledEndpointIds,
-  endpointsBehind,
-  eventRefsAfter,
   extendLease,
-  insertDeliveries,
-  lockEndpointForEnqueue,
-  moveCursor,
-  orgsWithEnabledEndpoints,
   pruneDeliveries,
   releaseClaim,
   type ClaimedDelivery,
-  type DeliveryRow,
   type EndpointRow,
-  type EventRef,
 } from './webhooks.repo.js';
 import { sendAttempt, TIMEOUT_MS } from './attempt.js';
 import { recordOutcome, type AttemptResult, type Observed, type OutcomeDeps } from './outcome.js';
+import { envelopeOf, outboxFollower } from './webhooks.outbox.js';
 import { signedHeaders } from './signing.js';
 import { Chain, deliverySlots, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_ORG } from './slots.js';
 import { guardedLookup, urlProblem, type Resolver } from './url-policy.js';
 
+export { envelopeOf, pendingDelivery, webhookId } from './webhooks.outbox.js';
 export { RETRY_SCHEDULE_MS, JITTER, retryAfterMs, retryDelay, nextAttemptWait } from './retry-schedule.js';
 export { TIMEOUT_MS, RESPONSE_READ_LIMIT, RESPONSE_EXCERPT_LIMIT } from './attempt.js';
 export { DISABLE_AFTER_FAILING_MS, disableEndpoint, type AttemptResult, type DisabledReason } from './outcome.js';
 
-// Events read per enqueue transaction; a longer backlog takes several.
-const ENQUEUE_WINDOW = 500;
 // Due deliveries looked at per claim, and the most one endpoint's chain takes at once.
 const CANDIDATES = 500;
 const CHAIN_ROWS = 50;
 const USER_AGENT = 'Lanebridge-Webhooks/1';
-
-/** The ids of this module (src/lib/ids.ts lists the others' kinds). */
-export const webhookId = (kind: 'whe' | 'whd' | 'whr', now: number) => newId(kind, now);
-
-/** A delivery of `e` to `ep`, due at once (the outbox's events and replays, which name themselves, enqueue these). */
-export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date, replayId: string | null = null): DeliveryRow {
-  const iso = toIso(at);
-  return {
-    id: webhookId('whd', at.getTime()),
-    org_id: ep.org_id,
-    endpoint_id: ep.id,
-    event_id: e.id,
-    event_type: e.type,
-    sequence: e.sequence,
-    attempt: 0,
-    status: 'pending',
-    response_status: null,
-    duration_ms: null,
-    error: null,
-    next_attempt_at: iso,
-    claim: null,
-    leased_until: null,
-    payload: null,
-    replay_id: replayId,
-    created_at: iso,
-    updated_at: iso,
-  };
-}
-
-/** The event envelope (docs/events.md, "The request") as JSON text, from a stored event (its data is already JSON). */
-export function envelopeOf(e: { id: string; type: string; sequence: number; created_at: string; data: string }): string {
-  return `${JSON.stringify({ id: e.id, type: e.type, sequence: e.sequence, timestamp: e.created_at }).slice(0, -1)},"data":${e.data}}`;
-}
 
 export interface WorkerOutcomes {
   /** One per attempt: delivered, retry (another attempt follows) or failed (final). */
@@ -101,58 +60,6 @@ export interface DeliveryWorkerDeps {
   /** Deliveries sent at once by this process (default 64), and by one organization's endpoints (default 16). */
   maxInFlight?: number;
   maxInFlightPerOrg?: number;
-}
-
-/** Turns the endpoint's share of the outbox into deliveries, a window per transaction (the cursor moves with them). */
-async function enqueueEndpoint(db: Executor, clock: Clock, endpointId: string): Promise<void> {
-  for (;;) {
-    const full = await db.transaction().execute(async (tx) => {
-      const ep = await lockEndpointForEnqueue(tx, endpointId);
-      if (!ep) return false;
-      const events = await eventRefsAfter(tx, ep.org_id, ep.enqueued_through, ENQUEUE_WINDOW);
-      if (events.length === 0) return false;
-      const types = ep.event_types ? new Set(JSON.parse(ep.event_types) as string[]) : null;
-      const at = clock.now();
-      await insertDeliveries(tx, events.filter((e) => !types || types.has(e.type)).map((e) => pendingDelivery(ep, e, at)));
-      await moveCursor(tx, ep.id, events[events.length - 1]!.sequence);
-      return events.length === ENQUEUE_WINDOW;
-    });
-    if (!full) return;
-  }
-}
-
-/**
- * The outbox as the worker follows it: which organizations' new events are to be turned into
- * deliveries (those a commit here woke, or all of them at a poll), and which organizations have an
- * enabled endpoint at all (a commit of any other wakes nothing).
- */
-function outboxFollower(db: Executor, clock: Clock) {
-  let watched = new Set<string>();
-  let watchedRead = false;
-  let pendingOrgs = new Set<string>();
-  let pendingAll = false;
-  return {
-    /** Whether a commit of `orgId` may have events for an endpoint (unknown before the first read: yes). */
-    concerns: (orgId: string) => !watchedRead || watched.has(orgId),
-    /** An endpoint of `orgId` was created or enabled here. */
-    watch: (orgId: string) => void watched.add(orgId),
-    mark: (orgId: string) => void pendingOrgs.add(orgId),
-    markAll: () => void (pendingAll = true),
-    marked: () => pendingAll || pendingOrgs.size > 0,
-    async refresh(): Promise<void> {
-      watched = new Set(await orgsWithEnabledEndpoints(db));
-      watchedRead = true;
-    },
-    /** Enqueues the marked organizations' endpoints that are behind (every one's when all are marked). */
-    async enqueue(): Promise<void> {
-      const all = pendingAll;
-      const orgs = [...pendingOrgs];
-      pendingAll = false;
-      pendingOrgs = new Set();
-      const behind = all ? await endpointsBehind(db, null) : (await Promise.all(orgs.map((o) => endpointsBehind(db, o)))).flat();
-      for (const ep of behind) await enqueueEndpoint(db, clock, ep.id);
-    },
-  };
 }
 
 interface AttemptContext extends OutcomeDeps {
@@ -268,12 +175,6 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
   // Test events, sent outside the slots (one per dashboard request); stopping cuts them too.
   const loose = new Set<Chain>();
   const outbox = outboxFollower(db, clock);
-  let ticking: Promise<void> | null = null;
-  let again = false;
-  let stopped = false;
-  // Wake-ups act once the worker is started (a worker left manual works only when drained).
-  let started = false;
-  let poll: NodeJS.Timeout | null = null;
 
   /** One endpoint's claimed deliveries, one after another in sequence order, until done or cut. */
   async function runChain(chain: Chain, items: ClaimedDelivery[], claim: string, leasedUntil: number): Promise<void> {
@@ -305,52 +206,59 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
         slots.close(chain);
         running.delete(run);
         // The endpoint's next deliveries, or another's (claimed only when a slot is free).
-        if (!stopped) void tick();
+        void loop.tick();
       });
     running.add(run);
   }
 
-  /** Claims due deliveries into free slots (each organization within its share), and starts their chains. */
-  async function dispatch(): Promise<void> {
-    for (let pass = 0; pass < 100 && !stopped && slots.room() > 0; pass++) {
-      const now = clock.now();
-      const candidates = await dueCandidates(db, { now: toIso(now), busy: slots.busyEndpoints(), fullOrgs: slots.fullOrgs(), limit: CANDIDATES });
-      const picks = slots.choose(candidates, CHAIN_ROWS);
-      if (picks.length === 0) return;
-      const claim = randomUUID();
-      const leasedUntil = now.getTime() + deps.leaseMs;
-      const ids = await claimDeliveries(db, { ids: picks.flatMap((p) => p.ids), now: toIso(now), leasedUntil: toIso(new Date(leasedUntil)), claim });
-      const byEndpoint = new Map<string, ClaimedDelivery[]>();
-      for (const c of await claimedDetails(db, ids)) byEndpoint.set(c.endpoint.id, [...(byEndpoint.get(c.endpoint.id) ?? []), c]);
-      for (const pick of picks) {
-        const items = byEndpoint.get(pick.endpointId);
-        if (items && !stopped) startChain(slots.open(pick.endpointId, pick.orgId), items, claim, leasedUntil);
-      }
-      if (candidates.length < CANDIDATES) return;
-    }
+  /** Due deliveries claimed at once, by endpoint, under one claim and lease. */
+  interface Claimed {
+    picks: { endpointId: string; orgId: string }[];
+    byEndpoint: Map<string, ClaimedDelivery[]>;
+    claim: string;
+    leasedUntil: number;
+  }
+  // A round's claims: at most 100, and none after one that saw fewer than CANDIDATES due.
+  let round = { claims: 0, done: false };
+
+  /** Claims due deliveries into free slots (each organization within its share); null when none is to be claimed now. */
+  async function claimDue(): Promise<Claimed | null> {
+    if (round.done || round.claims >= 100 || slots.room() <= 0) return null;
+    round.claims++;
+    const now = clock.now();
+    const candidates = await dueCandidates(db, { now: toIso(now), busy: slots.busyEndpoints(), fullOrgs: slots.fullOrgs(), limit: CANDIDATES });
+    const picks = slots.choose(candidates, CHAIN_ROWS);
+    if (picks.length === 0) return null;
+    const claim = randomUUID();
+    const leasedUntil = now.getTime() + deps.leaseMs;
+    const ids = await claimDeliveries(db, { ids: picks.flatMap((p) => p.ids), now: toIso(now), leasedUntil: toIso(new Date(leasedUntil)), claim });
+    const byEndpoint = new Map<string, ClaimedDelivery[]>();
+    for (const c of await claimedDetails(db, ids)) byEndpoint.set(c.endpoint.id, [...(byEndpoint.get(c.endpoint.id) ?? []), c]);
+    if (candidates.length < CANDIDATES) round.done = true;
+    return { picks, byEndpoint, claim, leasedUntil };
   }
 
-  function tick(): Promise<void> {
-    if (stopped) return Promise.resolve();
-    if (ticking) {
-      again = true;
-      return ticking;
-    }
-    ticking = (async () => {
-      try {
-        do {
-          again = false;
-          if (outbox.marked()) await outbox.enqueue();
-          await dispatch();
-        } while (again && !stopped);
-      } catch (err) {
-        deps.log.warn({ err }, 'webhook worker pass failed; tried again at the next poll');
-      } finally {
-        ticking = null;
+  /**
+   * The worker loop (src/lib/worker-loop.ts, the import runner's too), one round at a time: the outbox's
+   * marked organizations enqueued, then due deliveries claimed into free slots and their chains started
+   * (not awaited: a chain's end ticks the loop for the endpoint's next ones, or another's).
+   */
+  const loop = workerLoop<Claimed>({
+    async beforeRound() {
+      round = { claims: 0, done: false };
+      if (outbox.marked()) await outbox.enqueue();
+    },
+    fetch: claimDue,
+    async run({ picks, byEndpoint, claim, leasedUntil }) {
+      for (const pick of picks) {
+        const items = byEndpoint.get(pick.endpointId);
+        if (items && !loop.stopping) startChain(slots.open(pick.endpointId, pick.orgId), items, claim, leasedUntil);
       }
-    })();
-    return ticking;
-  }
+    },
+    pollMs: deps.pollMs ?? 1000,
+    poll: () => pollOnce(),
+    onError: (err) => deps.log.warn({ err }, 'webhook worker pass failed; tried again at the next poll'),
+  });
 
   // The log's housekeeping, at most every ten minutes (real time), a few small deletes each.
   let prunedAt = 0;
@@ -371,7 +279,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
 
   let polling: Promise<void> | null = null;
   function pollOnce(): Promise<void> {
-    if (stopped) return Promise.resolve();
+    if (loop.stopping) return Promise.resolve();
     polling ??= pollPass().finally(() => (polling = null));
     return polling;
   }
@@ -386,15 +294,15 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       return;
     }
     outbox.markAll();
-    await tick();
+    await loop.tick();
   }
 
   return {
     /** After a write of `orgId` committed: its events are turned into deliveries and sent, beside the request. */
     wake(orgId: string): void {
-      if (!started || stopped || !outbox.concerns(orgId)) return;
+      if (!loop.started || loop.stopping || !outbox.concerns(orgId)) return;
       outbox.mark(orgId);
-      void tick();
+      loop.notify();
     },
     /** An endpoint of `orgId` was created or enabled here: its organization's writes wake the worker from now on. */
     watch(orgId: string): void {
@@ -408,13 +316,7 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       slots.cut(endpointId, 'endpoint_removed');
     },
     /** Polls every `pollMs` (default 1 s) on a timer that never keeps the process alive. */
-    start(): void {
-      if (poll || stopped) return;
-      started = true;
-      poll = setInterval(() => void pollOnce(), deps.pollMs ?? 1000);
-      poll.unref();
-      void pollOnce();
-    },
+    start: (): void => loop.start(),
     /**
      * Works until nothing is due now: the outbox enqueued, every due delivery sent and recorded (tests,
      * after moving the clock; the worker process at shutdown does not wait for this).
@@ -423,8 +325,8 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
       await outbox.refresh();
       outbox.markAll();
       for (let i = 0; i < 1000; i++) {
-        await tick();
-        if (running.size === 0 && !ticking) {
+        await loop.tick();
+        if (running.size === 0 && !loop.busy) {
           if (!(await anyDue(db, toIso(clock.now())))) return;
         }
         await Promise.all([...running]);
@@ -449,13 +351,13 @@ export function deliveryWorker(deps: DeliveryWorkerDeps) {
     },
     /** Stops polling; attempts in flight are cut and their claims given back, as are the rest. */
     async stop(): Promise<void> {
-      if (stopped) return;
-      stopped = true;
-      if (poll) clearInterval(poll);
+      if (loop.stopping) return;
+      // The loop's flag and timer are set when stop() returns (its rounds are awaited below).
+      const rounds = loop.stop();
       slots.cutAll('stopping');
       for (const chain of loose) chain.stop('stopping');
       await polling;
-      await ticking;
+      await rounds;
       await Promise.all([...running]);
       await ctx.dispatcher.destroy().catch(() => undefined);
     },
