@@ -11,6 +11,7 @@ import { backhaulFor, backhaulWindow, underwayByCarrier } from '../../domain/bac
 import { isPriceable, marketOnLane, marketRateOn, ratiosAgainstMarket, type AreaSnapshot, type LaneMarketRate, type PricedDelivery } from '../../domain/market.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import type { CacheCounters } from '../../lib/http/read-cache.js';
+import { yieldToEventLoop } from '../../lib/event-loop.js';
 import { laneCache, laneKeyOf, type LaneCache, type WeighedRows } from './lane-cache.js';
 import { carrierCards, equipmentWithSnapshots, graceMinutesOf, marketHistoryOnLane, underwayStops, laneCandidates, laneEnds, relocateLaneHistory, snapshotsOnLane, type LaneArea, type LaneStop } from './lanes.repo.js';
 
@@ -24,7 +25,6 @@ export type { LaneStop, PricedDelivery };
 export { historyVersionOf } from './lane-cache.js';
 
 /** A turn of the event loop: what arrived meanwhile is read before the work goes on. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface LaneLoad {
   id: string;
@@ -358,7 +358,7 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
      * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
      * (rows outside a load's radius weigh nothing).
      */
-    recommendMany: (tx: Executor, orgId: string, loads: readonly LaneRequest[], between: () => Promise<void> = nextTurn): Promise<CarrierRecommendation[][]> => recommendMany(ctx, tx, orgId, loads, between),
+    recommendMany: (tx: Executor, orgId: string, loads: readonly LaneRequest[], between: () => Promise<void> = yieldToEventLoop): Promise<CarrierRecommendation[][]> => recommendMany(ctx, tx, orgId, loads, between),
 
     /** Equipment types that have any market snapshot in the organization (most loads can skip the lookup). */
     equipmentWithSnapshots,
