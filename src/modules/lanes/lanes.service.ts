@@ -24,8 +24,6 @@ import { carrierCards, equipmentWithSnapshots, graceMinutesOf, marketHistoryOnLa
 export type { LaneStop, PricedDelivery };
 export { historyVersionOf } from './lane-cache.js';
 
-/** A turn of the event loop: what arrived meanwhile is read before the work goes on. */
-
 export interface LaneLoad {
   id: string;
   equipment_type: string;
