@@ -9,7 +9,8 @@ import { pagination, parseSort } from '../../lib/http/pagination.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import { MAX_PART_BYTES, PartTooLargeError, type ImportFiles, type StagedPart } from './imports.files.js';
-import { FORBIDDEN_SEGMENTS, csvHeader, headerBoundsProblem, headerPlacementProblem, missingColumns, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { FORBIDDEN_SEGMENTS, readCsvHeader, type CsvOptions } from './imports.rows.js';
+import { csvHeader, headerBoundsProblem, headerPlacementProblem, missingColumns } from './imports.header.js';
 import { activeImportOf, awaitingUploads, heldUploadBytes, importById, importErrorsAfter, insertImport, moveImport, pageOfImports } from './imports.repo.js';
 import { FINISHED, type Import, type ImportCreate, type ImportListQuery, type ImportResource } from './imports.schema.js';
 
