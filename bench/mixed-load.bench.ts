@@ -13,7 +13,8 @@
  *     starts absent, in random order). Figures per kind: requests, 5xx, other non-2xx, p50 / p95 ms.
  *   - cost of the lock: one client, 200 PUTs of one load, then 20 batch upserts of 100 loads (p50 / p95).
  * `--compare <dir>`: a checkout of the code before (its node_modules linked), run the same way on the
- * same database after this tree (`--compare-first`: before it), for the figures side by side.
+ * same database after this tree (`--compare-first`: before it, which an older tree needs when this one
+ * adds a migration), for the figures side by side.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -201,12 +202,15 @@ async function measureTree(engine: 'sqlite' | 'postgres', url: string, tree: str
 }
 
 async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[]> {
-  const seedOut = join(mkdtempSync(join(tmpdir(), 'lanebridge-mixed-seed-')), 'seed.json');
-  execFileSync(process.execPath, ['--import', 'tsx', join(root, 'bench/seed.ts'), '--loads', '1000', '--reset', '--out', seedOut], { cwd: root, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'ignore', 'inherit'] });
-  const seed = JSON.parse(readFileSync(seedOut, 'utf8')) as { key: string; sampleOpenLoads: string[] };
-  rmSync(dirname(seedOut), { recursive: true, force: true });
   const trees: [string, string][] = [['this tree', root], ...(args.compare ? [['compared', resolve(args.compare)] as [string, string]] : [])];
   if (args['compare-first']) trees.reverse();
+  // Seeded by the first tree to run, with its own migrations: the later tree migrates forward (an older
+  // tree refuses a database that has migrations it does not know; --compare-first puts it first).
+  const seedOut = join(mkdtempSync(join(tmpdir(), 'lanebridge-mixed-seed-')), 'seed.json');
+  const seeder = trees[0]![1];
+  execFileSync(process.execPath, ['--import', 'tsx', join(seeder, 'bench/seed.ts'), '--loads', '1000', '--reset', '--out', seedOut], { cwd: seeder, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const seed = JSON.parse(readFileSync(seedOut, 'utf8')) as { key: string; sampleOpenLoads: string[] };
+  rmSync(dirname(seedOut), { recursive: true, force: true });
   const rows: Row[] = [];
   for (const [tree, dir] of trees) rows.push(...(await measureTree(engine, url, tree, dir, seed)));
   return rows;
