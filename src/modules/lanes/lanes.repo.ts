@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../lib/db/index.js';
+import type { UnderwayLoadStop } from '../../domain/backhaul.js';
 import { BACKHAUL_STATUSES } from '../../domain/enums.js';
 import { prepared, preparedByShape } from '../../lib/db/prepared.js';
 import { cellOf } from '../../domain/grid.js';
@@ -137,17 +138,7 @@ export async function historyLaneOfLoad(tx: Executor, loadId: string): Promise<L
 }
 
 /** A load on its way (COVERED … AT_RECEIVER: a backhaul, docs/api.md, "Stop actuals, tracking events and recommendation evidence") of one of `carrierIds`, with its stops' places. */
-export interface UnderwayStop {
-  load_id: string;
-  external_reference_id: string;
-  carrier_id: string;
-  stop_number: number;
-  stop_type: string;
-  early_arrival: string;
-  late_arrival: string;
-  latitude: number;
-  longitude: number;
-}
+export type UnderwayStop = UnderwayLoadStop & { late_arrival: string };
 
 /**
  * The stops of the organization's loads on their way carried by `carrierIds` whose delivery deadline
