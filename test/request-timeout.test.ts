@@ -5,12 +5,9 @@ import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newTenant, startApp, type Tenant, type TestApp } from './helpers.js';
+import { parseRawAnswer, type RawAnswer } from './support/raw-http.js';
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+type Answer = RawAnswer;
 
 /** A client on a bare socket: `send` writes bytes, `answer()` is the parsed answer once whole, `closed` once the server closed. */
 function rawClient(port: number) {
@@ -24,19 +21,7 @@ function rawClient(port: number) {
     send: (text: string) => socket.write(text),
     closed: () => closed,
     destroy: () => socket.destroy(),
-    answer(): Answer | null {
-      const end = received.indexOf('\r\n\r\n');
-      if (end < 0) return null;
-      const lines = received.subarray(0, end).toString('latin1').split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines.slice(1)) {
-        const i = line.indexOf(':');
-        headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-      }
-      const body = received.subarray(end + 4);
-      if (body.length < Number(headers['content-length'])) return null;
-      return { status: Number(lines[0]!.split(' ')[1]), headers, body: body.toString('utf8') };
-    },
+    answer: (): Answer | null => parseRawAnswer(received),
   };
 }
 

@@ -14,6 +14,7 @@ import { inject } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { accountsService } from '../../src/modules/accounts/accounts.service.js';
 import { startApp, type TestApp } from '../helpers.js';
+import { parseRawAnswer } from '../support/raw-http.js';
 import { createTenantInDb, killAllServers, sleep, startReadyServer, tempDir, type ServerProcess } from './support.js';
 
 const MiB = 1_048_576;
@@ -60,20 +61,7 @@ function rawPost(port: number, o: { path: string; headers: Record<string, string
       '',
       '',
     ].join('\r\n');
-    const answer = () => {
-      const end = received.indexOf('\r\n\r\n');
-      if (end < 0) return null;
-      const lines = received.subarray(0, end).toString('latin1').split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const line of lines.slice(1)) {
-        const i = line.indexOf(':');
-        headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
-      }
-      const length = Number(headers['content-length'] ?? NaN);
-      const body = received.subarray(end + 4);
-      if (!(body.length >= length)) return null;
-      return { status: Number(lines[0]!.split(' ')[1]), headers, body: body.subarray(0, length).toString('utf8') };
-    };
+    const answer = () => parseRawAnswer(received);
     const finish = () => {
       if (settled) return;
       settled = true;
