@@ -12,7 +12,10 @@ const ENGINE_BRANCH = 'Engine branches live in src/lib/db: add a function there 
 const ENGINE_SEAM = [
   { selector: 'BinaryExpression:matches([left.value=/^(postgres|sqlite)$/], [right.value=/^(postgres|sqlite)$/])', message: ENGINE_BRANCH },
   { selector: "BinaryExpression MemberExpression[property.name='dialect']", message: ENGINE_BRANCH },
-  { selector: "ImportSpecifier[imported.name='dialectOf']", message: 'dialectOf is for src/lib/db only: the modules ask lib/db for what they need (locks, bulk writes, documents).' },
+  {
+    selector: "ImportSpecifier[imported.name='dialectOf']",
+    message: 'dialectOf is for src/lib/db only: the modules ask lib/db for what they need (locks, bulk writes, documents).',
+  },
 ];
 // On the paths that run once per row or per statement (the write pipeline, the record services, loads,
 // lanes, events, imports, the database layer and the domain): no object literal that starts with a
@@ -21,20 +24,28 @@ const ENGINE_SEAM = [
 // batch); Node 24 does not. docs/architecture.md, "Hot paths".
 const LEADING_SPREAD = {
   selector: 'ObjectExpression > SpreadElement:first-child:not(:last-child)',
-  message: 'A leading spread followed by more properties is slow on Node 20 (about 1 µs a property): list the fields, or write Object.assign({}, source, { ... }).',
+  message:
+    'A leading spread followed by more properties is slow on Node 20 (about 1 µs a property): list the fields, or write Object.assign({}, source, { ... }).',
 };
 // SQL has one home (docs/architecture.md): a module's `*.repo.ts`, or src/lib/db for the engine
 // primitives the repos use. Services, routes, the dashboard and lib/http call repo functions.
-const SQL_IN_REPOS = 'SQL goes in a repo: write this statement as a function in the module\'s *.repo.ts (or, for an engine primitive, in src/lib/db) and call it.';
+const SQL_IN_REPOS =
+  "SQL goes in a repo: write this statement as a function in the module's *.repo.ts (or, for an engine primitive, in src/lib/db) and call it.";
 const QUERY_BUILDERS = ['selectFrom', 'insertInto', 'updateTable', 'deleteFrom'].map((property) => ({ property, message: SQL_IN_REPOS }));
-const HOT_PATHS = ['src/lib/db/**/*.ts', 'src/domain/**/*.ts', 'src/modules/{shared,loads,lanes,events,imports,tracking,rates,locations,carriers,customers}/**/*.ts'];
+const HOT_PATHS = [
+  'src/lib/db/**/*.ts',
+  'src/domain/**/*.ts',
+  'src/modules/{shared,loads,lanes,events,imports,tracking,rates,locations,carriers,customers}/**/*.ts',
+];
 
 export default tseslint.config(
   { ignores: ['dist/', 'clients/typescript/dist/', 'node_modules/', 'data/', 'coverage/', 'bench/results/', 'src/geo/data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-empty': ['error', { allowEmptyCatch: true }],
@@ -61,9 +72,18 @@ export default tseslint.config(
         {
           basePath: import.meta.dirname,
           zones: [
-            { target: './src/lib', from: ['./src/modules', './src/dashboard', './src/app.ts', './src/main.ts'], message: 'lib/ holds no domain knowledge: it must not import modules, the dashboard or the app.' },
+            {
+              target: './src/lib',
+              from: ['./src/modules', './src/dashboard', './src/app.ts', './src/main.ts'],
+              message: 'lib/ holds no domain knowledge: it must not import modules, the dashboard or the app.',
+            },
             // src/geo/distance.ts (great-circle distance, no imports) is the one pure file of geo/; its index loads data files.
-            { target: './src/domain', from: './src', except: ['./domain', './geo/distance.ts'], message: 'The domain core imports only the domain (and geo/distance.ts): no lib, modules, dashboard or geo data.' },
+            {
+              target: './src/domain',
+              from: './src',
+              except: ['./domain', './geo/distance.ts'],
+              message: 'The domain core imports only the domain (and geo/distance.ts): no lib, modules, dashboard or geo data.',
+            },
           ],
         },
       ],
@@ -92,14 +112,20 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { paths: [{ name: 'fastify', message: 'Services never see requests or replies.' }], patterns: [{ group: ['fastify/*', '@fastify/*', '**/*.routes.js'], message: 'Services never import HTTP code.' }] },
+        {
+          paths: [{ name: 'fastify', message: 'Services never see requests or replies.' }],
+          patterns: [{ group: ['fastify/*', '@fastify/*', '**/*.routes.js'], message: 'Services never import HTTP code.' }],
+        },
       ],
     },
   },
   {
     files: ['src/modules/**/*.repo.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/*.service.js', '**/*.routes.js'], message: 'Repos hold SQL only: they never call services or routes.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/*.service.js', '**/*.routes.js'], message: 'Repos hold SQL only: they never call services or routes.' }] },
+      ],
     },
   },
   {
@@ -111,7 +137,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['**/*.repo.js'], message: 'Routes and dashboard pages call services, never repos.' },
-            { group: ['**/lib/db/**', 'kysely', 'kysely/*'], allowTypeImports: true, message: 'Routes and dashboard pages call services: of the database layer they may import types only (import type).' },
+            {
+              group: ['**/lib/db/**', 'kysely', 'kysely/*'],
+              allowTypeImports: true,
+              message: 'Routes and dashboard pages call services: of the database layer they may import types only (import type).',
+            },
           ],
         },
       ],
@@ -127,7 +157,12 @@ export default tseslint.config(
     // Routes and dashboard pages may import nothing of kysely but types (above): sql is already refused there.
     files: ['src/**/*.ts'],
     ignores: ['src/**/*.repo.ts', 'src/lib/db/**', 'src/modules/**/*.routes.ts', 'src/dashboard/**/*.ts'],
-    rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: [{ name: 'kysely', importNames: ['sql'], allowTypeImports: true, message: SQL_IN_REPOS }] }] },
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'kysely', importNames: ['sql'], allowTypeImports: true, message: SQL_IN_REPOS }] },
+      ],
+    },
   },
   // The engine seam (above): no engine branch outside src/lib/db; and no leading spread on hot paths.
   {

@@ -40,7 +40,11 @@ try {
     times.push(performance.now() - started);
   }
   times.sort((a, b) => a - b);
-  const history = await store.db.selectFrom('lane_stats').select((eb) => eb.fn.sum<number>('load_count').as('n')).where('org_id', '=', seed.orgId).executeTakeFirst();
+  const history = await store.db
+    .selectFrom('lane_stats')
+    .select((eb) => eb.fn.sum<number>('load_count').as('n'))
+    .where('org_id', '=', seed.orgId)
+    .executeTakeFirst();
   process.stdout.write(
     `${engine}: analytics run for the ${lanes.length} lanes of 100 history loads (${Number(history?.n ?? 0).toLocaleString('en-US')} history loads in all): ` +
       `median ${times[3]!.toFixed(1)} ms (runs: ${times.map((t) => t.toFixed(1)).join(', ')} ms)\n`,

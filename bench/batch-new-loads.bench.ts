@@ -55,11 +55,12 @@ const SETTLE_MS = Number(args.settle);
 // batch leaves behind (beside the requests, D11) then runs beside that server's own next batch, as in a
 // deployment, not beside the other tree's batch. The load generator and PostgreSQL share the cores.
 let hasTaskset = !args['no-pin'];
-if (hasTaskset) try {
-  execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-} catch {
-  hasTaskset = false;
-}
+if (hasTaskset)
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    hasTaskset = false;
+  }
 const BIN = args.compiled ? 'bin/lanebridge-compiled' : 'bin/lanebridge';
 function startServer(cwd: string, bin: string, env: Record<string, string>, core: number): ChildProcess {
   // BENCH_SERVER_NODE_ARGS: node options for each server (a --require'd statement timer, say).
@@ -76,8 +77,16 @@ function startServer(cwd: string, bin: string, env: Record<string, string>, core
 }
 
 const CITIES = [
-  ['DAL', '75201', 'TX'], ['HOU', '77002', 'TX'], ['CHI', '60601', 'IL'], ['ATL', '30303', 'GA'], ['LAX', '90012', 'CA'],
-  ['MEM', '38103', 'TN'], ['IND', '46204', 'IN'], ['DEN', '80202', 'CO'], ['PHX', '85004', 'AZ'], ['NWK', '07102', 'NJ'],
+  ['DAL', '75201', 'TX'],
+  ['HOU', '77002', 'TX'],
+  ['CHI', '60601', 'IL'],
+  ['ATL', '30303', 'GA'],
+  ['LAX', '90012', 'CA'],
+  ['MEM', '38103', 'TN'],
+  ['IND', '46204', 'IN'],
+  ['DEN', '80202', 'CO'],
+  ['PHX', '85004', 'AZ'],
+  ['NWK', '07102', 'NJ'],
 ] as const;
 const CARRIERS = 12;
 
@@ -103,8 +112,18 @@ function newLoads(tag: string, round: number) {
           customer_external_reference_id: `CUST-${i % 3}`,
           ...(delivered ? { carrier_external_reference_id: `CAR-${(i * 7 + round) % CARRIERS}` } : {}),
           stops: [
-            { stop_type: 'PICKUP', location_external_reference_id: from, early_arrival: `2026-10-${d(day)}T08:00:00Z`, late_arrival: `2026-10-${d(day)}T10:00:00Z` },
-            { stop_type: 'DELIVERY', location_external_reference_id: to, early_arrival: `2026-10-${d(day + 1)}T08:00:00Z`, late_arrival: `2026-10-${d(day + 1)}T12:00:00Z` },
+            {
+              stop_type: 'PICKUP',
+              location_external_reference_id: from,
+              early_arrival: `2026-10-${d(day)}T08:00:00Z`,
+              late_arrival: `2026-10-${d(day)}T10:00:00Z`,
+            },
+            {
+              stop_type: 'DELIVERY',
+              location_external_reference_id: to,
+              early_arrival: `2026-10-${d(day + 1)}T08:00:00Z`,
+              late_arrival: `2026-10-${d(day + 1)}T12:00:00Z`,
+            },
           ],
           financial_rates: delivered
             ? [
@@ -148,13 +167,26 @@ function cpuTimeMs(pid: number | undefined): number {
 }
 
 function cli(tree: Tree, databaseUrl: string, argv: string[]): Record<string, unknown> {
-  const out = execFileSync(process.execPath, [join(tree.dir, 'bin/lanebridge'), ...argv], { cwd: tree.dir, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [join(tree.dir, 'bin/lanebridge'), ...argv], {
+    cwd: tree.dir,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    encoding: 'utf8',
+  });
   return JSON.parse(out) as Record<string, unknown>;
 }
 
-async function send(port: number, key: string, path: string, body: unknown): Promise<{ ms: number; json: { success_count?: number; error_count?: number; results?: unknown[] } }> {
+async function send(
+  port: number,
+  key: string,
+  path: string,
+  body: unknown,
+): Promise<{ ms: number; json: { success_count?: number; error_count?: number; results?: unknown[] } }> {
   const started = performance.now();
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify(body) });
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as { success_count?: number; error_count?: number };
   const ms = performance.now() - started;
   if (res.status !== 200 || json.error_count !== 0) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 600)}`);
@@ -164,16 +196,35 @@ async function send(port: number, key: string, path: string, body: unknown): Pro
 async function start(running: Running[], tree: Tree, databaseUrl: string, port: number): Promise<void> {
   const org = cli(tree, databaseUrl, ['org', 'create', '--name', `bench ${tree.name}`]);
   const key = cli(tree, databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']);
-  const child = startServer(tree.dir, join(tree.dir, BIN), { DATABASE_URL: databaseUrl, PORT: String(port), ...internalEnv({ rateLimits: false }) }, running.length % 2);
+  const child = startServer(
+    tree.dir,
+    join(tree.dir, BIN),
+    { DATABASE_URL: databaseUrl, PORT: String(port), ...internalEnv({ rateLimits: false }) },
+    running.length % 2,
+  );
   const k = String(key.key);
   running.push({ tree, port, key: k, child, ms: [], cpuMs: 0 });
   await waitFor(`http://127.0.0.1:${port}/readyz`);
   await send(port, k, '/v2/tms-api/batch/locations', {
-    items: CITIES.map(([ref, zip, state]) => ({ operation: 'upsert', external_reference_id: ref, location: { external_reference_id: ref, name: `${ref} dock`, postal_code: zip, state, country: 'US' } })),
+    items: CITIES.map(([ref, zip, state]) => ({
+      operation: 'upsert',
+      external_reference_id: ref,
+      location: { external_reference_id: ref, name: `${ref} dock`, postal_code: zip, state, country: 'US' },
+    })),
   });
-  await send(port, k, '/v2/tms-api/batch/customers', { items: [0, 1, 2].map((i) => ({ operation: 'upsert', external_reference_id: `CUST-${i}`, customer: { external_reference_id: `CUST-${i}`, name: `Customer ${i}` } })) });
+  await send(port, k, '/v2/tms-api/batch/customers', {
+    items: [0, 1, 2].map((i) => ({
+      operation: 'upsert',
+      external_reference_id: `CUST-${i}`,
+      customer: { external_reference_id: `CUST-${i}`, name: `Customer ${i}` },
+    })),
+  });
   await send(port, k, '/v2/tms-api/batch/carriers', {
-    items: Array.from({ length: CARRIERS }, (_, i) => ({ operation: 'upsert', external_reference_id: `CAR-${i}`, carrier: { external_reference_id: `CAR-${i}`, name: `Carrier ${i}`, dot_number: String(1000000 + i) } })),
+    items: Array.from({ length: CARRIERS }, (_, i) => ({
+      operation: 'upsert',
+      external_reference_id: `CAR-${i}`,
+      carrier: { external_reference_id: `CAR-${i}`, name: `Carrier ${i}`, dot_number: String(1000000 + i) },
+    })),
   });
 }
 
@@ -244,7 +295,12 @@ for (const engine of engines) {
   const [mine, base] = running;
   const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * q) / 100))]!;
   const cpu = (r: Running) => r.cpuMs / r.ms.length;
-  for (const r of running) rows.push(`| ${engine} | ${r.tree.name} | ${median(r.ms).toFixed(1)} | ${p(r.ms, 90).toFixed(1)} | ${Math.min(...r.ms).toFixed(1)} | ${cpu(r).toFixed(1)} | ${r.ms.length} |`);
+  for (const r of running)
+    rows.push(
+      `| ${engine} | ${r.tree.name} | ${median(r.ms).toFixed(1)} | ${p(r.ms, 90).toFixed(1)} | ${Math.min(...r.ms).toFixed(1)} | ${cpu(r).toFixed(1)} | ${r.ms.length} |`,
+    );
   if (mine && base) rows.push(`| ${engine} | this ÷ base | ${(median(mine.ms) / median(base.ms)).toFixed(2)} | | | ${(cpu(mine) / cpu(base)).toFixed(2)} | |`);
 }
-process.stdout.write(`\n| engine | tree | median ms | p90 ms | min ms | event-loop CPU ms a batch | batches |\n|---|---|---:|---:|---:|---:|---:|\n${rows.join('\n')}\n`);
+process.stdout.write(
+  `\n| engine | tree | median ms | p90 ms | min ms | event-loop CPU ms a batch | batches |\n|---|---|---:|---:|---:|---:|---:|\n${rows.join('\n')}\n`,
+);

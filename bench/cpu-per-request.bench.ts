@@ -55,7 +55,18 @@ function postgresCpu(): Map<number, number> {
 }
 
 const serve = (dir: string, port: number): ChildProcess =>
-  startServer(dir, join(dir, 'bin/lanebridge-compiled'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), ...internalEnv({ rateLimits: false, usageRecording: false }), WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, hasTaskset);
+  startServer(
+    dir,
+    join(dir, 'bin/lanebridge-compiled'),
+    {
+      DATABASE_URL: seed.databaseUrl,
+      PORT: String(port),
+      ...internalEnv({ rateLimits: false, usageRecording: false }),
+      WEBHOOK_WORKER: 'off',
+      WORKER_PORT: '0',
+    },
+    hasTaskset,
+  );
 
 /** The server's own pid: the child of taskset is node itself (taskset execs it). */
 const serverPid = (child: ChildProcess) => child.pid!;
@@ -70,7 +81,12 @@ const scenarios: { name: string; path: () => string }[] = [
 async function drive(port: number, path: () => string, seconds: number) {
   return new Promise<autocannon.Result>((res, rej) =>
     autocannon(
-      { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: path() }) }] },
+      {
+        url: `http://127.0.0.1:${port}`,
+        connections: CONNECTIONS,
+        duration: seconds,
+        requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: path() }) }],
+      },
       (err, r) => (err ? rej(err) : res(r)),
     ),
   );
@@ -104,17 +120,23 @@ try {
         f.node.push((node1 - node0) / r.requests.total);
         f.pg.push(pg / r.requests.total);
         figures.set(key, f);
-        process.stderr.write(`round ${round + 1} ${s.name} [${t.label}]: ${r.requests.average} req/s, Node ${((node1 - node0) / r.requests.total).toFixed(2)} ms + PostgreSQL ${(pg / r.requests.total).toFixed(2)} ms per request\n`);
+        process.stderr.write(
+          `round ${round + 1} ${s.name} [${t.label}]: ${r.requests.average} req/s, Node ${((node1 - node0) / r.requests.total).toFixed(2)} ms + PostgreSQL ${(pg / r.requests.total).toFixed(2)} ms per request\n`,
+        );
       }
     }
   }
-  process.stdout.write(`| scenario (${CONNECTIONS} connection${CONNECTIONS > 1 ? 's' : ''}) | tree | req/s | p50 ms | CPU per request: Node ms | PostgreSQL ms | total ms |\n|---|---|---:|---:|---:|---:|---:|\n`);
+  process.stdout.write(
+    `| scenario (${CONNECTIONS} connection${CONNECTIONS > 1 ? 's' : ''}) | tree | req/s | p50 ms | CPU per request: Node ms | PostgreSQL ms | total ms |\n|---|---|---:|---:|---:|---:|---:|\n`,
+  );
   for (const s of scenarios) {
     for (const t of trees) {
       const f = figures.get(`${s.name}|${t.label}`)!;
       const node = median(f.node);
       const pg = median(f.pg);
-      process.stdout.write(`| ${s.name} | ${t.label} | ${median(f.rps).toFixed(0)} | ${median(f.p50).toFixed(2)} | ${node.toFixed(2)} | ${pg.toFixed(2)} | ${(node + pg).toFixed(2)} |\n`);
+      process.stdout.write(
+        `| ${s.name} | ${t.label} | ${median(f.rps).toFixed(0)} | ${median(f.p50).toFixed(2)} | ${node.toFixed(2)} | ${pg.toFixed(2)} | ${(node + pg).toFixed(2)} |\n`,
+      );
     }
   }
 } finally {

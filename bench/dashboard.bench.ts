@@ -46,12 +46,29 @@ const cookie = signIn.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
 
 // Sample records: an open load, a busy location, carrier and customer, the busiest lane.
 const db = store.db;
-const openLoad = await db.selectFrom('loads').select('external_reference_id').where('org_id', '=', seed.orgId).where('status', '=', 'ACTIVE').limit(1).executeTakeFirstOrThrow();
-const busyLocation = await db.selectFrom('locations').select(['id', 'external_reference_id']).where('org_id', '=', seed.orgId).limit(1).executeTakeFirstOrThrow();
-const history = await db.selectFrom('lane_history').select(['carrier_id', 'origin_location_id', 'destination_location_id', 'equipment_type']).where('org_id', '=', seed.orgId).limit(1).executeTakeFirstOrThrow();
+const openLoad = await db
+  .selectFrom('loads')
+  .select('external_reference_id')
+  .where('org_id', '=', seed.orgId)
+  .where('status', '=', 'ACTIVE')
+  .limit(1)
+  .executeTakeFirstOrThrow();
+const busyLocation = await db
+  .selectFrom('locations')
+  .select(['id', 'external_reference_id'])
+  .where('org_id', '=', seed.orgId)
+  .limit(1)
+  .executeTakeFirstOrThrow();
+const history = await db
+  .selectFrom('lane_history')
+  .select(['carrier_id', 'origin_location_id', 'destination_location_id', 'equipment_type'])
+  .where('org_id', '=', seed.orgId)
+  .limit(1)
+  .executeTakeFirstOrThrow();
 const carrier = await db.selectFrom('carriers').select('external_reference_id').where('id', '=', history.carrier_id).executeTakeFirstOrThrow();
 const customer = await db.selectFrom('customers').select('external_reference_id').where('org_id', '=', seed.orgId).limit(1).executeTakeFirstOrThrow();
-const refOf = async (id: string) => (await db.selectFrom('locations').select('external_reference_id').where('id', '=', id).executeTakeFirstOrThrow()).external_reference_id;
+const refOf = async (id: string) =>
+  (await db.selectFrom('locations').select('external_reference_id').where('id', '=', id).executeTakeFirstOrThrow()).external_reference_id;
 const lane = `/lanes/${encodeURIComponent(await refOf(history.origin_location_id))}/${encodeURIComponent(await refOf(history.destination_location_id))}/${history.equipment_type}`;
 
 const pages = [
@@ -80,7 +97,12 @@ for (const url of pages) {
     await app.inject({ method: 'GET', url, headers: { cookie } });
     times.push(performance.now() - t0);
   }
-  results[url] = { status: warm.statusCode, median_ms: Math.round(median(times) * 10) / 10, max_ms: Math.round(Math.max(...times) * 10) / 10, bytes: warm.body.length };
+  results[url] = {
+    status: warm.statusCode,
+    median_ms: Math.round(median(times) * 10) / 10,
+    max_ms: Math.round(Math.max(...times) * 10) / 10,
+    bytes: warm.body.length,
+  };
 }
 
 process.stdout.write(

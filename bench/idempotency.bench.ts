@@ -88,7 +88,12 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
     const post = async (url: string, body: unknown, idempotencyKey?: string): Promise<Sample> => {
       const cpu = process.cpuUsage();
       const started = process.hrtime.bigint();
-      const res = await app.inject({ method: 'POST', url, headers: idempotencyKey ? { ...headers, 'idempotency-key': idempotencyKey } : headers, payload: body as never });
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: idempotencyKey ? { ...headers, 'idempotency-key': idempotencyKey } : headers,
+        payload: body as never,
+      });
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const used = process.cpuUsage(cpu);
       if (res.statusCode >= 300) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 300)}`);
@@ -107,7 +112,11 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
     let n = 0;
     const single = (keyed: boolean) => post('/v2/tms-api/loads', load(`S-${++n}`), keyed ? randomUUID() : undefined);
     const batch = (keyed: boolean) =>
-      post('/v2/tms-api/batch/loads', { items: Array.from({ length: 100 }, () => ({ operation: 'upsert', load: load(`B-${++n}`) })) }, keyed ? randomUUID() : undefined);
+      post(
+        '/v2/tms-api/batch/loads',
+        { items: Array.from({ length: 100 }, () => ({ operation: 'upsert', load: load(`B-${++n}`) })) },
+        keyed ? randomUUID() : undefined,
+      );
 
     const run = async (scenario: string, rounds: number, warmup: number, once: (keyed: boolean) => Promise<Sample>): Promise<Result> => {
       for (let i = 0; i < warmup; i++) {
@@ -163,4 +172,6 @@ for (const r of results) {
       `${r.plainCpuMs.toFixed(2)} | ${r.keyedCpuMs.toFixed(2)} | ${r.cpuRatio.toFixed(3)} |\n`,
   );
 }
-process.stdout.write('ms: wall time of the request; CPU ms: this process\'s CPU time during it (PostgreSQL\'s own work not included); ratios: median of the per-round ratios (with key / without).\n');
+process.stdout.write(
+  "ms: wall time of the request; CPU ms: this process's CPU time during it (PostgreSQL's own work not included); ratios: median of the per-round ratios (with key / without).\n",
+);

@@ -102,7 +102,10 @@ function sqliteFloor(file: string, variant: string, tpl: Templates): Promise<Mea
   raw.pragma('journal_size_limit = 67108864');
   raw.pragma('cache_size = -16384');
   if (variant === 'bare') {
-    const names = raw.prepare(`select name from sqlite_schema where type = 'index' and sql is not null and tbl_name in (${TABLES.map(() => '?').join(', ')})`).pluck().all(...TABLES) as string[];
+    const names = raw
+      .prepare(`select name from sqlite_schema where type = 'index' and sql is not null and tbl_name in (${TABLES.map(() => '?').join(', ')})`)
+      .pluck()
+      .all(...TABLES) as string[];
     for (const n of names) raw.exec(`drop index "${n}"`);
   }
   const checkpoints = backgroundCheckpoints(raw, file);
@@ -110,11 +113,17 @@ function sqliteFloor(file: string, variant: string, tpl: Templates): Promise<Mea
   const insert = (table: Table, rows: Row[]) => {
     if (rows.length === 0) return;
     const cols = Object.keys(rows[0]!);
-    for (let i = 0; i < rows.length; ) {
+    for (let i = 0; i < rows.length;) {
       const n = Math.min(100, rows.length - i) >= 100 ? 100 : 2 ** Math.floor(Math.log2(rows.length - i));
       const key = `${table}:${n}`;
       let s = statements.get(key);
-      if (!s) statements.set(key, (s = raw.prepare(`insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${Array.from({ length: n }, () => `(${cols.map(() => '?').join(', ')})`).join(', ')}`)));
+      if (!s)
+        statements.set(
+          key,
+          (s = raw.prepare(
+            `insert into "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) values ${Array.from({ length: n }, () => `(${cols.map(() => '?').join(', ')})`).join(', ')}`,
+          )),
+        );
       const values: unknown[] = [];
       for (let k = i; k < i + n; k++) for (const c of cols) values.push(rows[k]![c]);
       s.run(values);
@@ -168,7 +177,10 @@ async function postgresFloor(url: string, variant: string, tpl: Templates): Prom
       [t],
     );
     const types = new Map(rows.map((r) => [r.column_name, r.udt_name]));
-    texts.set(t, { cols, text: `insert into "${t}" (${cols.map((c) => `"${c}"`).join(', ')}) select * from unnest(${cols.map((c, i) => `$${i + 1}::"${types.get(c)}"[]`).join(', ')})` });
+    texts.set(t, {
+      cols,
+      text: `insert into "${t}" (${cols.map((c) => `"${c}"`).join(', ')}) select * from unnest(${cols.map((c, i) => `$${i + 1}::"${types.get(c)}"[]`).join(', ')})`,
+    });
   }
   const pid = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
   // The backend's CPU from /proc (utime + stime, in the kernel's 100 ticks a second): only when it is a
@@ -235,7 +247,15 @@ async function run(
     const seconds = (performance.now() - began) / 1000;
     const used = process.cpuUsage(cpu0);
     const backend1 = io.backendCpuMs();
-    return { engine, variant, loads: LOADS, seconds, perTable, processCpuMs: (used.user + used.system) / 1000, backendCpuMs: backend0 === null || backend1 === null ? null : backend1 - backend0 };
+    return {
+      engine,
+      variant,
+      loads: LOADS,
+      seconds,
+      perTable,
+      processCpuMs: (used.user + used.system) / 1000,
+      backendCpuMs: backend0 === null || backend1 === null ? null : backend1 - backend0,
+    };
   } finally {
     await io.close();
   }

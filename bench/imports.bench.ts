@@ -63,11 +63,56 @@ const log = (msg: string) => process.stderr.write(`[imports-bench ${new Date().t
 
 /** Location i: a ZIP code of a real US place (the service resolves coordinates from it). */
 const ZIPS = [
-  ['75201', 'TX'], ['77002', 'TX'], ['60601', 'IL'], ['30303', 'GA'], ['90012', 'CA'], ['38103', 'TN'], ['46204', 'IN'], ['80202', 'CO'], ['85004', 'AZ'], ['07102', 'NJ'],
-  ['98101', 'WA'], ['97204', 'OR'], ['94103', 'CA'], ['89101', 'NV'], ['84101', 'UT'], ['87102', 'NM'], ['73102', 'OK'], ['64106', 'MO'], ['68102', 'NE'], ['55401', 'MN'],
-  ['53202', 'WI'], ['48226', 'MI'], ['43215', 'OH'], ['15222', 'PA'], ['19103', 'PA'], ['10001', 'NY'], ['02108', 'MA'], ['21201', 'MD'], ['23219', 'VA'], ['27601', 'NC'],
-  ['29201', 'SC'], ['32202', 'FL'], ['33130', 'FL'], ['35203', 'AL'], ['39201', 'MS'], ['70112', 'LA'], ['72201', 'AR'], ['40202', 'KY'], ['37203', 'TN'], ['50309', 'IA'],
-  ['66603', 'KS'], ['57104', 'SD'], ['58102', 'ND'], ['59101', 'MT'], ['83702', 'ID'], ['82001', 'WY'], ['04101', 'ME'], ['05401', 'VT'], ['03101', 'NH'], ['06103', 'CT'],
+  ['75201', 'TX'],
+  ['77002', 'TX'],
+  ['60601', 'IL'],
+  ['30303', 'GA'],
+  ['90012', 'CA'],
+  ['38103', 'TN'],
+  ['46204', 'IN'],
+  ['80202', 'CO'],
+  ['85004', 'AZ'],
+  ['07102', 'NJ'],
+  ['98101', 'WA'],
+  ['97204', 'OR'],
+  ['94103', 'CA'],
+  ['89101', 'NV'],
+  ['84101', 'UT'],
+  ['87102', 'NM'],
+  ['73102', 'OK'],
+  ['64106', 'MO'],
+  ['68102', 'NE'],
+  ['55401', 'MN'],
+  ['53202', 'WI'],
+  ['48226', 'MI'],
+  ['43215', 'OH'],
+  ['15222', 'PA'],
+  ['19103', 'PA'],
+  ['10001', 'NY'],
+  ['02108', 'MA'],
+  ['21201', 'MD'],
+  ['23219', 'VA'],
+  ['27601', 'NC'],
+  ['29201', 'SC'],
+  ['32202', 'FL'],
+  ['33130', 'FL'],
+  ['35203', 'AL'],
+  ['39201', 'MS'],
+  ['70112', 'LA'],
+  ['72201', 'AR'],
+  ['40202', 'KY'],
+  ['37203', 'TN'],
+  ['50309', 'IA'],
+  ['66603', 'KS'],
+  ['57104', 'SD'],
+  ['58102', 'ND'],
+  ['59101', 'MT'],
+  ['83702', 'ID'],
+  ['82001', 'WY'],
+  ['04101', 'ME'],
+  ['05401', 'VT'],
+  ['03101', 'NH'],
+  ['06103', 'CT'],
 ] as const;
 
 /** Load i of the history file (one NDJSON line). */
@@ -114,22 +159,35 @@ async function writeFile(path: string): Promise<number> {
 }
 
 function cli(databaseUrl: string, argv: string[]): Record<string, unknown> {
-  const out = execFileSync(process.execPath, [join(root, 'bin/lanebridge'), ...argv], { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [join(root, 'bin/lanebridge'), ...argv], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    encoding: 'utf8',
+  });
   return JSON.parse(out) as Record<string, unknown>;
 }
 
 /** One request; its status, parsed body and wall time. `body` a string, or a stream of a file's byte range. */
-function request(key: string, method: string, path: string, body?: string | { file: string; start: number; end: number }, contentType = 'application/json'): Promise<{ status: number; json: any; ms: number }> {
+function request(
+  key: string,
+  method: string,
+  path: string,
+  body?: string | { file: string; start: number; end: number },
+  contentType = 'application/json',
+): Promise<{ status: number; json: any; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const req = http.request({ host: '127.0.0.1', port: PORT, method, path, headers: { 'x-api-key': key, ...(body !== undefined ? { 'content-type': contentType } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : null, ms: performance.now() - started });
-      });
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: PORT, method, path, headers: { 'x-api-key': key, ...(body !== undefined ? { 'content-type': contentType } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : null, ms: performance.now() - started });
+        });
+      },
+    );
     req.on('error', reject);
     if (body === undefined) req.end();
     else if (typeof body === 'string') req.end(body);
@@ -177,19 +235,53 @@ try {
     const org = cli(databaseUrl, ['org', 'create', '--name', `imports bench ${engine}`]);
     const key = String(cli(databaseUrl, ['key', 'create', '--org', String(org.id), '--name', 'bench', '--system', 'bench', '--scopes', 'all']).key);
     const importsDir = join(dir, `parts-${engine}`);
-    const child = startServer(root, join(root, serverBin), { DATABASE_URL: databaseUrl, PORT: String(PORT), ...internalEnv({ rateLimits: false }), IMPORTS_DIR: importsDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' }, pinned, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])]);
+    const child = startServer(
+      root,
+      join(root, serverBin),
+      {
+        DATABASE_URL: databaseUrl,
+        PORT: String(PORT),
+        ...internalEnv({ rateLimits: false }),
+        IMPORTS_DIR: importsDir,
+        LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      },
+      pinned,
+      [
+        ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] : []),
+        ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ],
+    );
     const pid = child.pid!;
     let peakRss = 0;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(pid))), 200);
     try {
       await waitFor(`http://127.0.0.1:${PORT}/readyz`);
-      await ok(key, 'POST', '/v2/tms-api/batch/locations', { items: ZIPS.map(([zip, state], i) => ({ operation: 'upsert', external_reference_id: `LOC-${i}`, location: { external_reference_id: `LOC-${i}`, name: `Dock ${i}`, postal_code: zip, state, country: 'US' } })) });
-      await ok(key, 'POST', '/v2/tms-api/batch/customers', { items: Array.from({ length: CUSTOMERS }, (_, i) => ({ operation: 'upsert', external_reference_id: `CUST-${i}`, customer: { external_reference_id: `CUST-${i}`, name: `Customer ${i}` } })) });
+      await ok(key, 'POST', '/v2/tms-api/batch/locations', {
+        items: ZIPS.map(([zip, state], i) => ({
+          operation: 'upsert',
+          external_reference_id: `LOC-${i}`,
+          location: { external_reference_id: `LOC-${i}`, name: `Dock ${i}`, postal_code: zip, state, country: 'US' },
+        })),
+      });
+      await ok(key, 'POST', '/v2/tms-api/batch/customers', {
+        items: Array.from({ length: CUSTOMERS }, (_, i) => ({
+          operation: 'upsert',
+          external_reference_id: `CUST-${i}`,
+          customer: { external_reference_id: `CUST-${i}`, name: `Customer ${i}` },
+        })),
+      });
       for (let b = 0; b < CARRIERS; b += 100)
-        await ok(key, 'POST', '/v2/tms-api/batch/carriers', { items: Array.from({ length: 100 }, (_, i) => ({ operation: 'upsert', external_reference_id: `CAR-${b + i}`, carrier: { external_reference_id: `CAR-${b + i}`, name: `Carrier ${b + i}`, dot_number: String(2000000 + b + i) } })) });
+        await ok(key, 'POST', '/v2/tms-api/batch/carriers', {
+          items: Array.from({ length: 100 }, (_, i) => ({
+            operation: 'upsert',
+            external_reference_id: `CAR-${b + i}`,
+            carrier: { external_reference_id: `CAR-${b + i}`, name: `Carrier ${b + i}`, dot_number: String(2000000 + b + i) },
+          })),
+        });
       // The loads the PUT probes change (made before the import, through the API).
       const probeRefs = Array.from({ length: 20 }, (_, i) => `PROBE-${i}`);
-      for (const ref of probeRefs) await ok(key, 'POST', '/v2/tms-api/loads', { ...JSON.parse(historyLoad(3 * Number(ref.slice(6)) + 2)), external_reference_id: ref });
+      for (const ref of probeRefs)
+        await ok(key, 'POST', '/v2/tms-api/loads', { ...JSON.parse(historyLoad(3 * Number(ref.slice(6)) + 2)), external_reference_id: ref });
       let probes = 0;
       const refused: number[] = [];
       // A probe answered other than 200 is counted (with its status), not fatal: what the import does to writes beside it is the point.
@@ -207,7 +299,13 @@ try {
       const id = created.json.id as string;
       log(`${engine}: uploading ${Math.ceil(bytes / PART_BYTES)} parts`);
       for (let n = 1, start = 0; start < bytes; n++, start += PART_BYTES) {
-        const put = await request(key, 'PUT', `/v2/tms-api/imports/${id}/parts/${n}`, { file, start, end: Math.min(bytes, start + PART_BYTES) - 1 }, 'application/x-ndjson');
+        const put = await request(
+          key,
+          'PUT',
+          `/v2/tms-api/imports/${id}/parts/${n}`,
+          { file, start, end: Math.min(bytes, start + PART_BYTES) - 1 },
+          'application/x-ndjson',
+        );
         if (put.status !== 200) throw new Error(`part ${n}: ${put.status} ${JSON.stringify(put.json)}`);
       }
       const idle: number[] = [];
@@ -252,7 +350,9 @@ try {
           running = status.status === 'running';
           if (Date.now() - lastLog > 15_000) {
             lastLog = Date.now();
-            log(`${engine}: ${status.rows_processed} / ${status.rows_total ?? '?'} rows, ${status.rows_per_second ?? '?'} rows/s, RSS peak ${peakRss.toFixed(0)} MB`);
+            log(
+              `${engine}: ${status.rows_processed} / ${status.rows_total ?? '?'} rows, ${status.rows_per_second ?? '?'} rows/s, RSS peak ${peakRss.toFixed(0)} MB`,
+            );
           }
           await new Promise((r) => setTimeout(r, 500));
         }
@@ -263,7 +363,19 @@ try {
       }
       if (status.status !== 'completed') throw new Error(`import ended ${status.status}: ${JSON.stringify(status)}`);
       const seconds = (Date.parse(status.finished_at) - Date.parse(status.started_at)) / 1000;
-      return [{ engine, rows: status.rows_total, succeeded: status.rows_succeeded, seconds, rowsPerSecond: status.rows_total / seconds, peakRssMb: peakRss, idle, during, refused }];
+      return [
+        {
+          engine,
+          rows: status.rows_total,
+          succeeded: status.rows_succeeded,
+          seconds,
+          rowsPerSecond: status.rows_total / seconds,
+          peakRssMb: peakRss,
+          idle,
+          during,
+          refused,
+        },
+      ];
     } finally {
       clearInterval(sampler);
       await stopServer(child);

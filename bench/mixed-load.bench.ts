@@ -42,7 +42,12 @@ const log = (msg: string) => process.stderr.write(`[mixed-bench ${new Date().toI
 const pinned = pinLoadGenerator();
 
 type Kind = 'get' | 'put' | 'tracking' | 'batch';
-const WEIGHTS: [Kind, number][] = [['get', 35], ['put', 30], ['tracking', 20], ['batch', 15]];
+const WEIGHTS: [Kind, number][] = [
+  ['get', 35],
+  ['put', 30],
+  ['tracking', 20],
+  ['batch', 15],
+];
 const SHARED = Array.from({ length: 10 }, (_, i) => `MIX-SHARED-${i}`);
 const POOL = Array.from({ length: 40 }, (_, i) => `MIX-POOL-${i}`);
 
@@ -67,12 +72,25 @@ function variant() {
       early_arrival: at(2 + i, hour),
       late_arrival: at(2 + i, hour + 2),
     })),
-    financial_rates: [{ rate_entity: 'CARRIER', amount: 1000 + (v % 500) }, { rate_entity: 'CUSTOMER', amount: 2000 + (v % 500) }],
+    financial_rates: [
+      { rate_entity: 'CARRIER', amount: 1000 + (v % 500) },
+      { rate_entity: 'CUSTOMER', amount: 2000 + (v % 500) },
+    ],
   };
 }
-const newLoad = (ref: string) => ({ external_reference_id: ref, equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'MIX-CUST', ...variant() });
+const newLoad = (ref: string) => ({
+  external_reference_id: ref,
+  equipment_type: 'DRY_VAN',
+  transport_mode: 'FTL',
+  customer_external_reference_id: 'MIX-CUST',
+  ...variant(),
+});
 const upserts = (refs: string[]) => ({ items: refs.map((ref) => ({ operation: 'upsert', load: newLoad(ref) })) });
-const shuffled = <T>(xs: T[]): T[] => xs.map((x) => [Math.random(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
+const shuffled = <T>(xs: T[]): T[] =>
+  xs
+    .map((x) => [Math.random(), x] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, x]) => x);
 
 interface Tally {
   latencies: number[];
@@ -101,7 +119,13 @@ async function one(send: Send, kind: Kind, reads: string[], run: string, seq: nu
   if (kind === 'get') return send('GET', `/v2/tms-api/loads/${encodeURIComponent(pick(reads))}`);
   if (kind === 'put') return send('PUT', `/v2/tms-api/loads/${pick(SHARED)}`, variant());
   if (kind === 'tracking') {
-    const body = { event_id: `mix-${run}-${seq}`, type: 'ARRIVED', stop_number: 1 + (seq % 2), occurred_at: new Date(Date.UTC(2026, 2, 2, seq % 24, seq % 60)).toISOString(), correction: true };
+    const body = {
+      event_id: `mix-${run}-${seq}`,
+      type: 'ARRIVED',
+      stop_number: 1 + (seq % 2),
+      occurred_at: new Date(Date.UTC(2026, 2, 2, seq % 24, seq % 60)).toISOString(),
+      correction: true,
+    };
     return send('POST', `/v2/tms-api/loads/${pick(SHARED)}/tracking-events`, body);
   }
   const res = await send('POST', '/v2/tms-api/batch/loads', upserts(shuffled([...SHARED, ...shuffled([...POOL]).slice(0, 10)])));
@@ -173,9 +197,20 @@ interface Row {
   p95: number;
 }
 
-async function measureTree(engine: 'sqlite' | 'postgres', url: string, tree: string, dir: string, seed: { key: string; sampleOpenLoads: string[] }): Promise<Row[]> {
+async function measureTree(
+  engine: 'sqlite' | 'postgres',
+  url: string,
+  tree: string,
+  dir: string,
+  seed: { key: string; sampleOpenLoads: string[] },
+): Promise<Row[]> {
   const port = await freePort();
-  const child = startServer(dir, join(dir, 'bin/lanebridge'), { DATABASE_URL: url, PORT: String(port), ...internalEnv({ rateLimits: false, usageRecording: false }), WEBHOOK_WORKER: 'off', WORKER_PORT: '0' }, pinned);
+  const child = startServer(
+    dir,
+    join(dir, 'bin/lanebridge'),
+    { DATABASE_URL: url, PORT: String(port), ...internalEnv({ rateLimits: false, usageRecording: false }), WEBHOOK_WORKER: 'off', WORKER_PORT: '0' },
+    pinned,
+  );
   const send: Send = (method, path, body) => request(port, method, path, seed.key, body);
   const rows: Row[] = [];
   const row = (kind: string, latencies: number[], serverErrors = 0, otherErrors = 0) => {
@@ -208,7 +243,11 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
   // tree refuses a database that has migrations it does not know; --compare-first puts it first).
   const seedOut = join(mkdtempSync(join(tmpdir(), 'lanebridge-mixed-seed-')), 'seed.json');
   const seeder = trees[0]![1];
-  execFileSync(process.execPath, ['--import', 'tsx', join(seeder, 'bench/seed.ts'), '--loads', '1000', '--reset', '--out', seedOut], { cwd: seeder, env: { ...process.env, DATABASE_URL: url }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, ['--import', 'tsx', join(seeder, 'bench/seed.ts'), '--loads', '1000', '--reset', '--out', seedOut], {
+    cwd: seeder,
+    env: { ...process.env, DATABASE_URL: url },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const seed = JSON.parse(readFileSync(seedOut, 'utf8')) as { key: string; sampleOpenLoads: string[] };
   rmSync(dirname(seedOut), { recursive: true, force: true });
   const rows: Row[] = [];

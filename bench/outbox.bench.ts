@@ -43,8 +43,16 @@ const median = (xs: number[]) => {
 };
 
 const CITIES = [
-  ['DAL', '75201', 'TX'], ['HOU', '77002', 'TX'], ['CHI', '60601', 'IL'], ['ATL', '30303', 'GA'], ['LAX', '90012', 'CA'],
-  ['MEM', '38103', 'TN'], ['IND', '46204', 'IN'], ['DEN', '80202', 'CO'], ['PHX', '85004', 'AZ'], ['NWK', '07102', 'NJ'],
+  ['DAL', '75201', 'TX'],
+  ['HOU', '77002', 'TX'],
+  ['CHI', '60601', 'IL'],
+  ['ATL', '30303', 'GA'],
+  ['LAX', '90012', 'CA'],
+  ['MEM', '38103', 'TN'],
+  ['IND', '46204', 'IN'],
+  ['DEN', '80202', 'CO'],
+  ['PHX', '85004', 'AZ'],
+  ['NWK', '07102', 'NJ'],
 ] as const;
 
 function stops(i: number, k = 0) {
@@ -52,8 +60,18 @@ function stops(i: number, k = 0) {
   const b = CITIES[(i * 7 + 3) % CITIES.length]![0];
   const day = 1 + (i % 27);
   return [
-    { stop_type: 'Pickup', location_external_reference_id: a, early_arrival: `2026-12-${String(day).padStart(2, '0')}T08:00:00Z`, late_arrival: `2026-12-${String(day).padStart(2, '0')}T10:00:00Z` },
-    { stop_type: 'Delivery', location_external_reference_id: b === a ? 'NWK' : b, early_arrival: `2026-12-${String(day + 1).padStart(2, '0')}T08:00:00Z`, late_arrival: `2026-12-${String(day + 1).padStart(2, '0')}T${k ? 13 : 12}:00:00Z` },
+    {
+      stop_type: 'Pickup',
+      location_external_reference_id: a,
+      early_arrival: `2026-12-${String(day).padStart(2, '0')}T08:00:00Z`,
+      late_arrival: `2026-12-${String(day).padStart(2, '0')}T10:00:00Z`,
+    },
+    {
+      stop_type: 'Delivery',
+      location_external_reference_id: b === a ? 'NWK' : b,
+      early_arrival: `2026-12-${String(day + 1).padStart(2, '0')}T08:00:00Z`,
+      late_arrival: `2026-12-${String(day + 1).padStart(2, '0')}T${k ? 13 : 12}:00:00Z`,
+    },
   ];
 }
 
@@ -88,23 +106,57 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
       const used = process.cpuUsage(cpu);
       lastCpuMs = (used.user + used.system) / 1000;
       if (res.statusCode >= 300) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 300)}`);
-      if (url.includes('/batch/') && res.body.includes('"failed"') && !res.body.includes('"failed":0')) throw new Error(`batch item failed: ${res.body.slice(0, 300)}`);
+      if (url.includes('/batch/') && res.body.includes('"failed"') && !res.body.includes('"failed":0'))
+        throw new Error(`batch item failed: ${res.body.slice(0, 300)}`);
       return ms;
     };
     await send('POST', '/v2/tms-api/customers', JSON.stringify({ external_reference_id: 'CUST-1', name: 'Acme Foods' }));
     for (let c = 1; c <= 20; c++) await send('POST', '/v2/tms-api/carriers', JSON.stringify({ external_reference_id: `CAR-${c}`, name: `Carrier ${c}` }));
-    await send('POST', '/v2/tms-api/batch/locations', JSON.stringify({ items: CITIES.map(([ref, zip, state]) => ({ operation: 'upsert', external_reference_id: ref, location: { name: ref, postal_code: zip, state } })) }));
+    await send(
+      'POST',
+      '/v2/tms-api/batch/locations',
+      JSON.stringify({
+        items: CITIES.map(([ref, zip, state]) => ({ operation: 'upsert', external_reference_id: ref, location: { name: ref, postal_code: zip, state } })),
+      }),
+    );
     // Delivered history on the same lanes, so the open loads have carriers to rank.
     for (let start = 0; start < HISTORY; start += 100) {
       const items = Array.from({ length: Math.min(100, HISTORY - start) }, (_, j) => {
         const i = start + j;
-        return { operation: 'upsert', external_reference_id: `H-${i}`, load: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', carrier_external_reference_id: `CAR-${1 + (i % 20)}`, status: 'DELIVERED', stops: stops(i).map((s) => ({ ...s, early_arrival: s.early_arrival.replace('2026-12', '2026-10'), late_arrival: s.late_arrival.replace('2026-12', '2026-10') })), financial_rates: [{ rate_entity: 'CARRIER', amount: 1500 + (i % 300) }] } };
+        return {
+          operation: 'upsert',
+          external_reference_id: `H-${i}`,
+          load: {
+            equipment_type: 'DRY_VAN',
+            transport_mode: 'FTL',
+            customer_external_reference_id: 'CUST-1',
+            carrier_external_reference_id: `CAR-${1 + (i % 20)}`,
+            status: 'DELIVERED',
+            stops: stops(i).map((s) => ({
+              ...s,
+              early_arrival: s.early_arrival.replace('2026-12', '2026-10'),
+              late_arrival: s.late_arrival.replace('2026-12', '2026-10'),
+            })),
+            financial_rates: [{ rate_entity: 'CARRIER', amount: 1500 + (i % 300) }],
+          },
+        };
       });
       await send('POST', '/v2/tms-api/batch/loads', JSON.stringify({ items }));
     }
     const changing = [0, 1].map((k) =>
       JSON.stringify({
-        items: Array.from({ length: 100 }, (_, i) => ({ operation: 'upsert', external_reference_id: `CHANGE-${i}`, load: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', status: 'ACTIVE', stops: stops(i, k), financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i + k }] } })),
+        items: Array.from({ length: 100 }, (_, i) => ({
+          operation: 'upsert',
+          external_reference_id: `CHANGE-${i}`,
+          load: {
+            equipment_type: 'DRY_VAN',
+            transport_mode: 'FTL',
+            customer_external_reference_id: 'CUST-1',
+            status: 'ACTIVE',
+            stops: stops(i, k),
+            financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i + k }],
+          },
+        })),
       }),
     );
     await send('POST', '/v2/tms-api/batch/loads', changing[0]!);
@@ -172,7 +224,18 @@ async function measure(engine: 'sqlite' | 'postgres', databaseUrl: string): Prom
         cpuRatios.push(cpuGot.true! / cpuGot.false!);
       }
       setOutbox(true);
-      return { engine, scenario, offMs: median(off), onMs: median(on), ratio: median(ratios), offCpuMs: median(offCpu), onCpuMs: median(onCpu), cpuRatio: median(cpuRatios), draftMs: median(draftPer), writeMs: median(writePer) };
+      return {
+        engine,
+        scenario,
+        offMs: median(off),
+        onMs: median(on),
+        ratio: median(ratios),
+        offCpuMs: median(offCpu),
+        onCpuMs: median(onCpu),
+        cpuRatio: median(cpuRatios),
+        draftMs: median(draftPer),
+        writeMs: median(writePer),
+      };
     };
     let round = 1;
     const batch = () => send('POST', '/v2/tms-api/batch/loads', changing[round++ % 2]!);
@@ -188,8 +251,14 @@ const results: Result[] = args.url
   ? await measure(args.url.startsWith('postgres') ? 'postgres' : 'sqlite', args.url)
   : await onScratchDatabases(args.db!, 'outbox', measure);
 
-process.stdout.write(`| engine | scenario | rounds | no events: ms | with events: ms | ratio | no events: CPU ms | with events: CPU ms | CPU ratio | in draft: ms | in write: ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`);
+process.stdout.write(
+  `| engine | scenario | rounds | no events: ms | with events: ms | ratio | no events: CPU ms | with events: CPU ms | CPU ratio | in draft: ms | in write: ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n`,
+);
 for (const r of results) {
-  process.stdout.write(`| ${r.engine} | ${r.scenario} | ${ROUNDS} | ${r.offMs.toFixed(2)} | ${r.onMs.toFixed(2)} | ${r.ratio.toFixed(3)} | ${r.offCpuMs.toFixed(2)} | ${r.onCpuMs.toFixed(2)} | ${r.cpuRatio.toFixed(3)} | ${r.draftMs.toFixed(2)} | ${r.writeMs.toFixed(2)} |\n`);
+  process.stdout.write(
+    `| ${r.engine} | ${r.scenario} | ${ROUNDS} | ${r.offMs.toFixed(2)} | ${r.onMs.toFixed(2)} | ${r.ratio.toFixed(3)} | ${r.offCpuMs.toFixed(2)} | ${r.onCpuMs.toFixed(2)} | ${r.cpuRatio.toFixed(3)} | ${r.draftMs.toFixed(2)} | ${r.writeMs.toFixed(2)} |\n`,
+  );
 }
-process.stdout.write('ms: wall time of the request (medians); CPU ms: this process\'s CPU time during it (steadier on a busy machine; PostgreSQL\'s own work not included); ratio: median of per-round ratios (with events / without); draft: building the events\' data; write: storing them.\n');
+process.stdout.write(
+  "ms: wall time of the request (medians); CPU ms: this process's CPU time during it (steadier on a busy machine; PostgreSQL's own work not included); ratio: median of per-round ratios (with events / without); draft: building the events' data; write: storing them.\n",
+);

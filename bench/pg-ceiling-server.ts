@@ -21,4 +21,11 @@ app.get<{ Params: { ref: string } }>('/loads/:ref', async (req, reply) => {
 });
 app.get('/healthz', async () => ({ ok: true }));
 await app.listen({ port: Number(process.env.PORT ?? 18185), host: '127.0.0.1' });
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+);

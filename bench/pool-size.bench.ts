@@ -17,8 +17,14 @@ import { internalEnv } from './servers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
-const { values: args } = parseArgs({ options: { loads: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '5' } } });
-const seed = JSON.parse(readFileSync(join(here, 'results', `seed-postgres-${args.loads}.json`), 'utf8')) as { databaseUrl: string; key: string; sampleHistoryLoads: string[] };
+const { values: args } = parseArgs({
+  options: { loads: { type: 'string', default: '1000000' }, rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '5' } },
+});
+const seed = JSON.parse(readFileSync(join(here, 'results', `seed-postgres-${args.loads}.json`), 'utf8')) as {
+  databaseUrl: string;
+  key: string;
+  sampleHistoryLoads: string[];
+};
 const POOLS = [2, 5, 10, 20];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -45,7 +51,14 @@ for (const [i, pool] of POOLS.entries()) {
   const port = 18_600 + i;
   const child = spawn('taskset', ['-c', '0', process.execPath, 'bin/lanebridge-compiled', 'serve'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: seed.databaseUrl, PORT: String(port), LOG_LEVEL: 'warn', ...internalEnv({ rateLimits: false }), DB_POOL_SIZE: String(pool) },
+    env: {
+      ...process.env,
+      DATABASE_URL: seed.databaseUrl,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      ...internalEnv({ rateLimits: false }),
+      DB_POOL_SIZE: String(pool),
+    },
     stdio: 'ignore',
   });
   servers.push({ pool, port, child });
@@ -65,7 +78,12 @@ try {
         const latencies: number[] = [];
         const r = await new Promise<autocannon.Result>((resolve, reject) => {
           const instance = autocannon(
-            { url: `http://127.0.0.1:${s.port}`, connections: 10, duration: Number(args.duration), requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (req: autocannon.Request) => ({ ...req, path: path() }) }] },
+            {
+              url: `http://127.0.0.1:${s.port}`,
+              connections: 10,
+              duration: Number(args.duration),
+              requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (req: autocannon.Request) => ({ ...req, path: path() }) }],
+            },
             (err, res) => (err ? reject(err) : resolve(res)),
           );
           instance.on('response', (_c: unknown, _s: number, _b: number, ms: number) => latencies.push(ms));

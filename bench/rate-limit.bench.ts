@@ -71,8 +71,7 @@ const hasTaskset = (() => {
   }
 })();
 if (hasTaskset) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
-const onCore = (core: number, cmd: string, argv: string[]): [string, string[]] =>
-  hasTaskset ? ['taskset', ['-c', String(core), cmd, ...argv]] : [cmd, argv];
+const onCore = (core: number, cmd: string, argv: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(core), cmd, ...argv]] : [cmd, argv]);
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -171,8 +170,20 @@ async function measure() {
   const redisPid = join(dir, 'redis.pid');
   {
     const [cmd, argv] = onCore(1, 'redis-server', [
-      '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-      '--daemonize', 'yes', '--pidfile', redisPid, '--dir', dir,
+      '--port',
+      String(redisPort),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--pidfile',
+      redisPid,
+      '--dir',
+      dir,
     ]);
     await run(cmd, argv);
     cleanups.push(async () => {
@@ -243,9 +254,8 @@ async function measure() {
 
   function load(url: string, seconds: number): Promise<autocannon.Result> {
     return new Promise((resolve, reject) => {
-      autocannon(
-        { url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path: PATH, headers }], timeout: 30 },
-        (err, res) => (err ? reject(err) : resolve(res)),
+      autocannon({ url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path: PATH, headers }], timeout: 30 }, (err, res) =>
+        err ? reject(err) : resolve(res),
       );
     });
   }
@@ -394,8 +404,12 @@ const summary = MODES.map((mode) => {
     cpu_runs_us: cpuUs[mode].map((x) => Math.round(x * 10) / 10),
   };
 });
-console.log(`\nGET ${PATH}, ${CONNECTIONS} connections, ${DURATION} s bursts, ${ROUNDS} rounds (fresh processes warmed ${WARMUP} s every ${RESTART_EVERY}), ${args.db === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, taskset: ${hasTaskset ? 'server core 0, load generator and Redis core 1' : 'no'}`);
-console.log(`machine during the runs: ${machine.busy_pct}% busy, ${machine.steal_pct}% stolen by the hypervisor; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+console.log(
+  `\nGET ${PATH}, ${CONNECTIONS} connections, ${DURATION} s bursts, ${ROUNDS} rounds (fresh processes warmed ${WARMUP} s every ${RESTART_EVERY}), ${args.db === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, taskset: ${hasTaskset ? 'server core 0, load generator and Redis core 1' : 'no'}`,
+);
+console.log(
+  `machine during the runs: ${machine.busy_pct}% busy, ${machine.steal_pct}% stolen by the hypervisor; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+);
 console.log('mode      req/s (median)  p99 ms  throughput ratio  overhead | server CPU µs/req  capacity ratio  overhead');
 for (const s of summary) {
   const other = s.mode === 'off';
@@ -410,6 +424,23 @@ mkdirSync(join(root, 'bench/results'), { recursive: true });
 const file = join(root, 'bench/results', `rate-limit-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 writeFileSync(
   file,
-  JSON.stringify({ endpoint: PATH, connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP, rounds: ROUNDS, restart_every: RESTART_EVERY, database: args.db === 'sqlite' ? 'sqlite' : 'postgres', taskset: hasTaskset, node: process.version, machine, summary, limiter_cpu_us_per_call: micro }, null, 2),
+  JSON.stringify(
+    {
+      endpoint: PATH,
+      connections: CONNECTIONS,
+      duration_s: DURATION,
+      warmup_s: WARMUP,
+      rounds: ROUNDS,
+      restart_every: RESTART_EVERY,
+      database: args.db === 'sqlite' ? 'sqlite' : 'postgres',
+      taskset: hasTaskset,
+      node: process.version,
+      machine,
+      summary,
+      limiter_cpu_us_per_call: micro,
+    },
+    null,
+    2,
+  ),
 );
 console.log(`\nwritten to ${file}`);

@@ -19,18 +19,29 @@ const repeat = (unit: string, n: number) => (n > 0 ? `${unit},`.repeat(n - 1) + 
 const fitting = (bytes: number, unit: string, frame: number) => Math.floor((bytes - frame) / (unit.length + 1));
 
 const stop = '{"stop_type":"Nope","location_external_reference_id":7,"early_arrival":"x","late_arrival":"y"}';
-const load = (stops: string) => `{"external_reference_id":"L-1","equipment_type":"DRY_VAN","transport_mode":"FTL","customer_external_reference_id":"C-1","stops":[${stops}]}`;
+const load = (stops: string) =>
+  `{"external_reference_id":"L-1","equipment_type":"DRY_VAN","transport_mode":"FTL","customer_external_reference_id":"C-1","stops":[${stops}]}`;
 
 /** Name, method, path, body text. */
 const cases: [string, string, string, () => string][] = [
   ['batch/loads: 10 MiB of {} items', 'POST', '/v2/tms-api/batch/loads', () => `{"items":[${repeat('{}', fitting(10 * MiB, '{}', 20))}]}`],
   ['batch/loads: 10 MiB of 0 items', 'POST', '/v2/tms-api/batch/loads', () => `{"items":[${repeat('0', fitting(10 * MiB, '0', 20))}]}`],
   ['batch/loads: one 10 MiB number', 'POST', '/v2/tms-api/batch/loads', () => `1${'0'.repeat(10 * MiB - 100)}`],
-  ['batch/loads: 100 items x invalid stops (10 MiB)', 'POST', '/v2/tms-api/batch/loads', () => {
-    const perItem = fitting(10 * MiB / 100, stop, 200);
-    return `{"items":[${repeat(`{"operation":"create","load":${load(repeat(stop, perItem))}}`, 100)}]}`;
-  }],
-  ['batch/loads: 100 valid-shaped items, 100 stops of {} each', 'POST', '/v2/tms-api/batch/loads', () => `{"items":[${repeat(`{"operation":"create","load":${load(repeat('{}', 100))}}`, 100)}]}`],
+  [
+    'batch/loads: 100 items x invalid stops (10 MiB)',
+    'POST',
+    '/v2/tms-api/batch/loads',
+    () => {
+      const perItem = fitting((10 * MiB) / 100, stop, 200);
+      return `{"items":[${repeat(`{"operation":"create","load":${load(repeat(stop, perItem))}}`, 100)}]}`;
+    },
+  ],
+  [
+    'batch/loads: 100 valid-shaped items, 100 stops of {} each',
+    'POST',
+    '/v2/tms-api/batch/loads',
+    () => `{"items":[${repeat(`{"operation":"create","load":${load(repeat('{}', 100))}}`, 100)}]}`,
+  ],
   ['batch/customers: 10 MiB of {} items', 'POST', '/v2/tms-api/batch/customers', () => `{"items":[${repeat('{}', fitting(10 * MiB, '{}', 20))}]}`],
   ['loads: 10,000 invalid stops', 'POST', '/v2/tms-api/loads', () => load(repeat(stop, 10_000))],
   ['loads: 1 MiB of {} stops', 'POST', '/v2/tms-api/loads', () => load(repeat('{}', fitting(MiB, '{}', 200)))],
@@ -38,16 +49,47 @@ const cases: [string, string, string, () => string][] = [
   ['loads: 1 MiB of {} rates', 'POST', '/v2/tms-api/loads', () => `{"financial_rates":[${repeat('{}', fitting(MiB, '{}', 40))}]}`],
   ['loads: 1 MiB description', 'POST', '/v2/tms-api/loads', () => `{"description":"${'x'.repeat(MiB - 40)}"}`],
   ['loads: 1 MiB early_arrival', 'POST', '/v2/tms-api/loads', () => load(`{"early_arrival":"2025-01-01T${'1'.repeat(MiB - 400)}"}`)],
-  ['loads: 1 MiB of unknown fields', 'POST', '/v2/tms-api/loads', () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`],
-  ['loads: 1 MiB of unknown fields, strict', 'POST', '/v2/tms-api/loads', () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`],
+  [
+    'loads: 1 MiB of unknown fields',
+    'POST',
+    '/v2/tms-api/loads',
+    () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`,
+  ],
+  [
+    'loads: 1 MiB of unknown fields, strict',
+    'POST',
+    '/v2/tms-api/loads',
+    () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`,
+  ],
   ['loads: 1 MiB deep nesting in an unknown field', 'POST', '/v2/tms-api/loads', () => `{"x":${'['.repeat(MiB / 2 - 20)}${']'.repeat(MiB / 2 - 20)}}`],
   ['loads: 1 MiB deep nesting in stops', 'POST', '/v2/tms-api/loads', () => `{"stops":${'['.repeat(MiB / 2 - 20)}${']'.repeat(MiB / 2 - 20)}}`],
   ['loads: 1 MiB of \\u0000 strings in stops', 'POST', '/v2/tms-api/loads', () => load(repeat('"\\u0000"', fitting(MiB, '"\\u0000"', 200)))],
   ['carriers: 1 MiB of {} contacts', 'POST', '/v2/tms-api/carriers', () => `{"name":"c","contacts":[${repeat('{}', fitting(MiB, '{}', 40))}]}`],
-  ['customers: 1 MiB of unknown fields', 'POST', '/v2/tms-api/customers', () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`],
-  ['tracking-events: 1 MiB occurred_at', 'POST', '/v2/tms-api/loads/L-1/tracking-events', () => `{"event_id":"e","stop_number":1,"occurred_at":"${'1'.repeat(MiB - 60)}"}`],
-  ['webhook-endpoints: 1 MiB of event types', 'POST', '/v2/tms-api/webhook-endpoints', () => `{"url":"https://example.com/h","event_types":[${repeat('"nope"', fitting(MiB, '"nope"', 60))}]}`],
-  ['imports: 1 MiB of csv columns', 'POST', '/v2/tms-api/imports', () => `{"resource":"loads","format":"csv","csv":{"columns":{${Array.from({ length: fitting(MiB, '"c000000":"x"', 60) }, (_, i) => `"c${String(i).padStart(6, '0')}":""`).join(',')}}}}`],
+  [
+    'customers: 1 MiB of unknown fields',
+    'POST',
+    '/v2/tms-api/customers',
+    () => `{${Array.from({ length: fitting(MiB, '"f000000":0', 10) }, (_, i) => `"f${String(i).padStart(6, '0')}":0`).join(',')}}`,
+  ],
+  [
+    'tracking-events: 1 MiB occurred_at',
+    'POST',
+    '/v2/tms-api/loads/L-1/tracking-events',
+    () => `{"event_id":"e","stop_number":1,"occurred_at":"${'1'.repeat(MiB - 60)}"}`,
+  ],
+  [
+    'webhook-endpoints: 1 MiB of event types',
+    'POST',
+    '/v2/tms-api/webhook-endpoints',
+    () => `{"url":"https://example.com/h","event_types":[${repeat('"nope"', fitting(MiB, '"nope"', 60))}]}`,
+  ],
+  [
+    'imports: 1 MiB of csv columns',
+    'POST',
+    '/v2/tms-api/imports',
+    () =>
+      `{"resource":"loads","format":"csv","csv":{"columns":{${Array.from({ length: fitting(MiB, '"c000000":"x"', 60) }, (_, i) => `"c${String(i).padStart(6, '0')}":""`).join(',')}}}}`,
+  ],
   ['invalid UTF-8 at the end of 1 MiB', 'POST', '/v2/tms-api/loads', () => `{"description":"${'x'.repeat(MiB - 40)}\u00ff"}`],
 ];
 

@@ -129,16 +129,21 @@ async function drive(url: string, scenario: Scenario, seconds: number, serverPid
   const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(serverPid))), 200);
   const writer = scenario.writer?.(url);
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(
-      { url, connections: scenario.connections, duration: seconds, requests: scenario.requests, timeout: 60 },
-      (err, res) => (err ? reject(err) : resolve(res)),
+    const instance = autocannon({ url, connections: scenario.connections, duration: seconds, requests: scenario.requests, timeout: 60 }, (err, res) =>
+      err ? reject(err) : resolve(res),
     );
     instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
   });
   clearInterval(sampler);
   const written = await writer?.stop();
   latencies.sort((a, b) => a - b);
-  const ms = (xs: number[], p: number) => Math.round(percentile([...xs].sort((a, b) => a - b), p) * 100) / 100;
+  const ms = (xs: number[], p: number) =>
+    Math.round(
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        p,
+      ) * 100,
+    ) / 100;
   return {
     ...(written
       ? {
@@ -234,9 +239,30 @@ function peerAvailable(): boolean {
 }
 
 function startPeer(port: number, databaseUrl: string): ChildProcess {
-  return start(PEER_PYTHON, ['-m', 'uvicorn', 'app:app', '--app-dir', 'bench/peer', '--host', '127.0.0.1', '--port', String(port), '--loop', 'uvloop', '--http', 'httptools', '--no-access-log', '--log-level', 'warning'], {
-    DATABASE_URL: databaseUrl,
-  });
+  return start(
+    PEER_PYTHON,
+    [
+      '-m',
+      'uvicorn',
+      'app:app',
+      '--app-dir',
+      'bench/peer',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--loop',
+      'uvloop',
+      '--http',
+      'httptools',
+      '--no-access-log',
+      '--log-level',
+      'warning',
+    ],
+    {
+      DATABASE_URL: databaseUrl,
+    },
+  );
 }
 
 // What migrations of this tree changed, undone, by migration: a compared older tree's migrator must not
@@ -280,7 +306,11 @@ async function copyForCompare(engine: string, url: string, compareDir: string): 
   };
   if (engine === 'sqlite') {
     const copy = url.replace(/\.db$/, '-before.db');
-    execFileSync(process.execPath, ['-e', `const D=require('better-sqlite3');const d=new D(process.argv[1]);d.pragma('wal_checkpoint(TRUNCATE)');d.close();`, url], { cwd: root });
+    execFileSync(
+      process.execPath,
+      ['-e', `const D=require('better-sqlite3');const d=new D(process.argv[1]);d.pragma('wal_checkpoint(TRUNCATE)');d.close();`, url],
+      { cwd: root },
+    );
     copyFileSync(url, copy);
     const db = new SqliteDatabase(copy);
     const applied = new Set((db.prepare('select name from kysely_migration').all() as { name: string }[]).map((r) => r.name));
@@ -343,18 +373,39 @@ async function benchEngine(engine: string) {
   const basePort = 18_481;
   const headers = { 'x-api-key': seed.key as string, 'content-type': 'application/json' };
   const coldPort = 18_482;
-  const api = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(apiPort), LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }) });
+  const api = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], {
+    DATABASE_URL: databaseUrl,
+    PORT: String(apiPort),
+    LOG_LEVEL: 'warn',
+    DB_POOL_SIZE: '10',
+    ...internalEnv({ rateLimits: false }),
+  });
   await waitFor(`http://127.0.0.1:${apiPort}/readyz`);
   // The same server with the read cache off, started after the first has migrated: what a read costs
   // when it has to go to the database (a steady stream of writes leaves the cache nothing to answer).
-  const cold = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { DATABASE_URL: databaseUrl, PORT: String(coldPort), LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false, readCache: false }) });
+  const cold = start(process.execPath, ['bin/lanebridge-compiled', 'serve'], {
+    DATABASE_URL: databaseUrl,
+    PORT: String(coldPort),
+    LOG_LEVEL: 'warn',
+    DB_POOL_SIZE: '10',
+    ...internalEnv({ rateLimits: false, readCache: false }),
+  });
   await waitFor(`http://127.0.0.1:${coldPort}/readyz`);
   const serverEnv = { LOG_LEVEL: 'warn', DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }) };
   const beforeApiPort = 18_483;
   const beforeColdPort = 18_484;
-  const beforeApi = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeApiPort) }, compareDir) : null;
+  const beforeApi = beforeUrl
+    ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeApiPort) }, compareDir)
+    : null;
   if (beforeApi) await waitFor(`http://127.0.0.1:${beforeApiPort}/readyz`);
-  const beforeCold = beforeUrl ? start(process.execPath, ['bin/lanebridge-compiled', 'serve'], { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeColdPort), ...internalEnv({ rateLimits: false, readCache: false }) }, compareDir) : null;
+  const beforeCold = beforeUrl
+    ? start(
+        process.execPath,
+        ['bin/lanebridge-compiled', 'serve'],
+        { ...serverEnv, DATABASE_URL: beforeUrl, PORT: String(beforeColdPort), ...internalEnv({ rateLimits: false, readCache: false }) },
+        compareDir,
+      )
+    : null;
   if (beforeCold) await waitFor(`http://127.0.0.1:${beforeColdPort}/readyz`);
   const historyRefs: string[] = seed.sampleHistoryLoads;
   const openRefs: string[] = seed.sampleOpenLoads;
@@ -370,16 +421,30 @@ async function benchEngine(engine: string) {
   // PostgreSQL only: the one-lookup ceiling and the FastAPI + asyncpg peer, on the same database.
   const ceilingPort = 18_485;
   const peerPort = 18_486;
-  const ceiling = engine === 'postgres' ? start(process.execPath, ['--import', 'tsx', 'bench/pg-ceiling-server.ts'], { PORT: String(ceilingPort), DATABASE_URL: databaseUrl, ORG_ID: seed.orgId }) : null;
+  const ceiling =
+    engine === 'postgres'
+      ? start(process.execPath, ['--import', 'tsx', 'bench/pg-ceiling-server.ts'], { PORT: String(ceilingPort), DATABASE_URL: databaseUrl, ORG_ID: seed.orgId })
+      : null;
   if (ceiling) await waitFor(`http://127.0.0.1:${ceilingPort}/healthz`);
   const peer = engine === 'postgres' && peerAvailable() ? startPeer(peerPort, databaseUrl) : null;
   if (peer) {
     await waitFor(`http://127.0.0.1:${peerPort}/healthz`, 60_000);
     // The peer must answer the same load: same reference, same stops and rates.
     const [ours, theirs] = await Promise.all(
-      [apiPort, peerPort].map(async (port) => (await (await fetch(`http://127.0.0.1:${port}/v2/tms-api/loads/${seed.sampleHistoryLoads[0]}`, { headers: { 'x-api-key': seed.key } })).json()) as { external_reference_id: string; stops: unknown[]; financial_rates: unknown[] }),
+      [apiPort, peerPort].map(
+        async (port) =>
+          (await (await fetch(`http://127.0.0.1:${port}/v2/tms-api/loads/${seed.sampleHistoryLoads[0]}`, { headers: { 'x-api-key': seed.key } })).json()) as {
+            external_reference_id: string;
+            stops: unknown[];
+            financial_rates: unknown[];
+          },
+      ),
     );
-    if (theirs!.external_reference_id !== ours!.external_reference_id || theirs!.stops.length !== ours!.stops.length || theirs!.financial_rates.length !== ours!.financial_rates.length) {
+    if (
+      theirs!.external_reference_id !== ours!.external_reference_id ||
+      theirs!.stops.length !== ours!.stops.length ||
+      theirs!.financial_rates.length !== ours!.financial_rates.length
+    ) {
       throw new Error(`the peer answers a different load: ${JSON.stringify(theirs).slice(0, 300)}`);
     }
   }
@@ -394,14 +459,31 @@ async function benchEngine(engine: string) {
   const nextHistory = cycle(historyRefs);
   const nextOpen = cycle(openRefs);
   const stopsFor = (i: number) => [
-    { stop_type: 'Pickup', location_external_reference_id: `LOC-${String((i % 4999) + 1).padStart(5, '0')}`, early_arrival: '2026-12-01T08:00:00Z', late_arrival: '2026-12-01T10:00:00Z' },
-    { stop_type: 'Delivery', location_external_reference_id: `LOC-${String(((i * 7) % 4999) + 1).padStart(5, '0')}`, early_arrival: '2026-12-02T08:00:00Z', late_arrival: '2026-12-02T12:00:00Z' },
+    {
+      stop_type: 'Pickup',
+      location_external_reference_id: `LOC-${String((i % 4999) + 1).padStart(5, '0')}`,
+      early_arrival: '2026-12-01T08:00:00Z',
+      late_arrival: '2026-12-01T10:00:00Z',
+    },
+    {
+      stop_type: 'Delivery',
+      location_external_reference_id: `LOC-${String(((i * 7) % 4999) + 1).padStart(5, '0')}`,
+      early_arrival: '2026-12-02T08:00:00Z',
+      late_arrival: '2026-12-02T12:00:00Z',
+    },
   ];
   const upsertBody = JSON.stringify({
     items: Array.from({ length: 100 }, (_, i) => ({
       operation: 'upsert',
       external_reference_id: `BENCH-UPSERT-${i}`,
-      load: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-00001', status: 'ACTIVE', stops: stopsFor(i), financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i }] },
+      load: {
+        equipment_type: 'DRY_VAN',
+        transport_mode: 'FTL',
+        customer_external_reference_id: 'CUST-00001',
+        status: 'ACTIVE',
+        stops: stopsFor(i),
+        financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i }],
+      },
     })),
   });
   // Every request changes every load (a delivery window and the customer rate alternate), so each
@@ -415,7 +497,14 @@ async function benchEngine(engine: string) {
         return {
           operation: 'upsert',
           external_reference_id: `BENCH-CHANGE-${i}`,
-          load: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-00001', status: 'ACTIVE', stops, financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i + k }] },
+          load: {
+            equipment_type: 'DRY_VAN',
+            transport_mode: 'FTL',
+            customer_external_reference_id: 'CUST-00001',
+            status: 'ACTIVE',
+            stops,
+            financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2000 + i + k }],
+          },
         };
       }),
     }),
@@ -446,7 +535,10 @@ async function benchEngine(engine: string) {
           .catch(() => void failures++),
       );
     };
-    const singles = setInterval(() => send(`/v2/tms-api/loads/${nextOpenForWrite()}`, 'PUT', JSON.stringify({ assigned_dispatcher: `mixed-${runTag}-${++mixedCounter}` }), single), 100);
+    const singles = setInterval(
+      () => send(`/v2/tms-api/loads/${nextOpenForWrite()}`, 'PUT', JSON.stringify({ assigned_dispatcher: `mixed-${runTag}-${++mixedCounter}` }), single),
+      100,
+    );
     const batches = setInterval(() => send('/v2/tms-api/batch/loads', 'POST', changingBodies[changeRound++ % 2]!, batch), 1000);
     return {
       async stop() {
@@ -475,7 +567,16 @@ async function benchEngine(engine: string) {
 
   const scenarios: Scenario[] = [
     { name: 'baseline (bare Fastify, same body size)', target: 'baseline', connections: 10, requests: [{ method: 'GET', path: '/baseline' }] },
-    ...(ceiling ? [{ name: 'PostgreSQL ceiling (bare Fastify + pg, one point lookup)', target: 'pg-ceiling', connections: 10, requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/loads/${nextHistory()}` }) }] } as Scenario] : []),
+    ...(ceiling
+      ? [
+          {
+            name: 'PostgreSQL ceiling (bare Fastify + pg, one point lookup)',
+            target: 'pg-ceiling',
+            connections: 10,
+            requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/loads/${nextHistory()}` }) }],
+          } as Scenario,
+        ]
+      : []),
     ...(peer ? [getLoad('peer: FastAPI + asyncpg, get load by id', 'peer', 10, nextHistory)] : []),
     getLoad('get load by id', 'api', 10, nextHistory),
     { ...getLoad('mixed: get load by id while writing', 'api', 10, nextHistory), writer: mixedWriter },
@@ -505,14 +606,25 @@ async function benchEngine(engine: string) {
       name: 'batch/loads 100 upserts, each load changed',
       target: 'api',
       connections: 1,
-      requests: [{ method: 'POST', path: '/v2/tms-api/batch/loads', setupRequest: (r: autocannon.Request) => ({ ...r, body: changingBodies[changeRound++ % 2] }) }],
+      requests: [
+        { method: 'POST', path: '/v2/tms-api/batch/loads', setupRequest: (r: autocannon.Request) => ({ ...r, body: changingBodies[changeRound++ % 2] }) },
+      ],
     },
     {
       // One field of an open load changes per request: a single write's whole path (and its event).
       name: 'single load update (PUT, one field changed), one at a time',
       target: 'api',
       connections: 1,
-      requests: [{ method: 'PUT', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${nextOpenForSingle()}`, body: JSON.stringify({ assigned_dispatcher: `single-${runTag}-${++singleCounter}` }) }) }],
+      requests: [
+        {
+          method: 'PUT',
+          setupRequest: (r: autocannon.Request) => ({
+            ...r,
+            path: `/v2/tms-api/loads/${nextOpenForSingle()}`,
+            body: JSON.stringify({ assigned_dispatcher: `single-${runTag}-${++singleCounter}` }),
+          }),
+        },
+      ],
     },
     {
       name: 'batch/locations 100 new ZIP locations',
@@ -528,7 +640,10 @@ async function benchEngine(engine: string) {
               items: Array.from({ length: 100 }, () => {
                 const z = zips[locationCounter % zips.length]!;
                 locationCounter++;
-                return { operation: 'create', location: { external_reference_id: `BENCH-${runTag}-${locationCounter}`, name: 'Bench DC', postal_code: z.zip, state: z.state } };
+                return {
+                  operation: 'create',
+                  location: { external_reference_id: `BENCH-${runTag}-${locationCounter}`, name: 'Bench DC', postal_code: z.zip, state: z.state },
+                };
               }),
             }),
           }),
@@ -561,17 +676,25 @@ async function benchEngine(engine: string) {
       target: 'api',
       connections: 10,
       thisTreeOnly: true,
-      requests: [{ method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/events?after=${(feedCounter++ * 97) % 1900}&limit=100` }) }],
+      requests: [
+        { method: 'GET', setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/events?after=${(feedCounter++ * 97) % 1900}&limit=100` }) },
+      ],
     },
   ]
     .filter((s) => !args.only || s.name.includes(args.only) || s.target === 'baseline' || s.target === 'pg-ceiling')
     // With --compare, each scenario runs against the compared tree right after this tree's.
-    .flatMap((s) => (compareDir && !s.thisTreeOnly && (s.target === 'api' || s.target === 'cold') ? [s, { ...s, name: `before: ${s.name}`, target: `before-${s.target}` }] : [s])) as Scenario[];
+    .flatMap((s) =>
+      compareDir && !s.thisTreeOnly && (s.target === 'api' || s.target === 'cold')
+        ? [s, { ...s, name: `before: ${s.name}`, target: `before-${s.target}` }]
+        : [s],
+    ) as Scenario[];
   for (const s of scenarios) for (const r of s.requests) r.headers = headers;
 
   const results: Result[] = [];
-  const urlOf = (s: Scenario) => `http://127.0.0.1:${{ api: apiPort, cold: coldPort, baseline: basePort, 'before-api': beforeApiPort, 'before-cold': beforeColdPort, 'pg-ceiling': ceilingPort, peer: peerPort }[s.target]}`;
-  const pidOf = (s: Scenario) => serverPid({ api, cold, baseline: base, 'before-api': beforeApi!, 'before-cold': beforeCold!, 'pg-ceiling': ceiling!, peer: peer! }[s.target]);
+  const urlOf = (s: Scenario) =>
+    `http://127.0.0.1:${{ api: apiPort, cold: coldPort, baseline: basePort, 'before-api': beforeApiPort, 'before-cold': beforeColdPort, 'pg-ceiling': ceilingPort, peer: peerPort }[s.target]}`;
+  const pidOf = (s: Scenario) =>
+    serverPid({ api, cold, baseline: base, 'before-api': beforeApi!, 'before-cold': beforeCold!, 'pg-ceiling': ceiling!, peer: peer! }[s.target]);
   for (const s of scenarios) await drive(urlOf(s), s, WARMUP, pidOf(s));
   for (let round = 1; round <= ROUNDS; round++) {
     // A long-running Node process serves a fixed body more slowly as it ages (seen here: 39k req/s in the
@@ -585,7 +708,9 @@ async function benchEngine(engine: string) {
     for (const s of scenarios) {
       const r = await drive(urlOf(s), s, DURATION, pidOf(s));
       results.push({ scenario: s.name, round, ...r });
-      log(`${engine} round ${round} ${s.name}: ${r.requests_per_sec} req/s p50 ${r.p50_ms} p95 ${r.p95_ms} p99 ${r.p99_ms} errors ${r.errors} non2xx ${r.non_2xx} rss ${r.max_rss_mb} MB`);
+      log(
+        `${engine} round ${round} ${s.name}: ${r.requests_per_sec} req/s p50 ${r.p50_ms} p95 ${r.p95_ms} p99 ${r.p99_ms} errors ${r.errors} non2xx ${r.non_2xx} rss ${r.max_rss_mb} MB`,
+      );
     }
   }
   await stop(api);
@@ -630,10 +755,22 @@ async function benchEngine(engine: string) {
   const rss = Math.max(...ours.map((s) => s.max_rss_mb));
   const mixed = get('mixed: get load by id while writing');
   type Target = readonly [string, boolean, string];
-  const atMost = (name: string, scenario: string, limit: number, of: (n: string) => number = p95): Target => [`${name} ≤ ${limit} ms`, of(scenario) <= limit, `${of(scenario)} ms`];
-  const ratio = (name: string, a: number, b: number, least: number): Target => [`${name} ≥ ${least}×`, b > 0 && a / b >= least, b > 0 ? `${(a / b).toFixed(2)}× (${a} vs ${b} req/s)` : 'not measured'];
+  const atMost = (name: string, scenario: string, limit: number, of: (n: string) => number = p95): Target => [
+    `${name} ≤ ${limit} ms`,
+    of(scenario) <= limit,
+    `${of(scenario)} ms`,
+  ];
+  const ratio = (name: string, a: number, b: number, least: number): Target => [
+    `${name} ≥ ${least}×`,
+    b > 0 && a / b >= least,
+    b > 0 ? `${(a / b).toFixed(2)}× (${a} vs ${b} req/s)` : 'not measured',
+  ];
   const common: Target[] = [
-    [`mixed: batch writes all answered ok`, (mixed?.writes?.failures ?? 1) === 0, `${mixed?.writes?.singles ?? 0} single updates, ${mixed?.writes?.batches ?? 0} batches, ${mixed?.writes?.failures ?? '?'} failed`],
+    [
+      `mixed: batch writes all answered ok`,
+      (mixed?.writes?.failures ?? 1) === 0,
+      `${mixed?.writes?.singles ?? 0} single updates, ${mixed?.writes?.batches ?? 0} batches, ${mixed?.writes?.failures ?? '?'} failed`,
+    ],
     ['server RSS ≤ 300 MB throughout', rss <= 300, `${rss} MB`],
   ];
   // Issue 14's targets on PostgreSQL; the earlier targets on SQLite (which must not get slower).
@@ -656,7 +793,11 @@ async function benchEngine(engine: string) {
         ]
       : [
           [`get load by id ≥ 40% of baseline throughput`, rps('get load by id') / baseline >= 0.4, `${((rps('get load by id') / baseline) * 100).toFixed(1)}%`],
-          [`read cache off: get load by id ≥ 40% of baseline throughput`, rps('read cache off: get load') / baseline >= 0.4, `${((rps('read cache off: get load') / baseline) * 100).toFixed(1)}%`],
+          [
+            `read cache off: get load by id ≥ 40% of baseline throughput`,
+            rps('read cache off: get load') / baseline >= 0.4,
+            `${((rps('read cache off: get load') / baseline) * 100).toFixed(1)}%`,
+          ],
           atMost('list page 1 p95', 'list loads (status, sort) page 1', 30),
           atMost('list page 50 p95', 'list loads (status, sort) page 50', 60),
           atMost('read cache off: list page 1 p95', 'read cache off: list page 1', 30),
@@ -669,7 +810,16 @@ async function benchEngine(engine: string) {
           atMost('one at a time: open load with recommendations p95', 'one at a time: open load', 25),
           ...common,
         ];
-  return { engine, databaseUrl: engine === 'sqlite' ? databaseUrl : databaseUrl.replace(/\/\/[^@]*@/, '//'), loads: LOADS, db_size_mb: dbSize, summary, rounds: results, targets, baseline };
+  return {
+    engine,
+    databaseUrl: engine === 'sqlite' ? databaseUrl : databaseUrl.replace(/\/\/[^@]*@/, '//'),
+    loads: LOADS,
+    db_size_mb: dbSize,
+    summary,
+    rounds: results,
+    targets,
+    baseline,
+  };
 }
 
 async function main() {
@@ -680,21 +830,32 @@ async function main() {
   const runs = [];
   for (const engine of engines) runs.push(await benchEngine(engine));
   for (const run of runs) {
-    process.stdout.write(`\n${run.engine}: ${run.loads.toLocaleString('en-US')} loads, database ${run.db_size_mb} MB, ${DURATION} s × ${ROUNDS} round(s), medians\n`);
+    process.stdout.write(
+      `\n${run.engine}: ${run.loads.toLocaleString('en-US')} loads, database ${run.db_size_mb} MB, ${DURATION} s × ${ROUNDS} round(s), medians\n`,
+    );
     process.stdout.write(`| scenario | req/s | vs baseline | p50 ms | p95 ms | p99 ms | errors | max RSS MB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
     for (const s of run.summary) {
-      process.stdout.write(`| ${s.scenario} | ${s.requests_per_sec} | ${((s.requests_per_sec / run.baseline) * 100).toFixed(1)}% | ${s.p50_ms} | ${s.p95_ms} | ${s.p99_ms} | ${s.errors} | ${s.max_rss_mb} |\n`);
+      process.stdout.write(
+        `| ${s.scenario} | ${s.requests_per_sec} | ${((s.requests_per_sec / run.baseline) * 100).toFixed(1)}% | ${s.p50_ms} | ${s.p95_ms} | ${s.p99_ms} | ${s.errors} | ${s.max_rss_mb} |\n`,
+      );
     }
     for (const s of run.summary) {
       const w = (s as { writes?: Result['writes'] }).writes;
-      if (w) process.stdout.write(`\n${s.scenario}: reads ${s.requests_per_sec}/s, read p95 ${s.p95_ms} ms; single updates p50 ${w.single_p50_ms} / p95 ${w.single_p95_ms} ms (${w.singles}); batches of 100 p50 ${w.batch_p50_ms} / p95 ${w.batch_p95_ms} ms (${w.batches}); failed writes ${w.failures}\n`);
+      if (w)
+        process.stdout.write(
+          `\n${s.scenario}: reads ${s.requests_per_sec}/s, read p95 ${s.p95_ms} ms; single updates p50 ${w.single_p50_ms} / p95 ${w.single_p95_ms} ms (${w.singles}); batches of 100 p50 ${w.batch_p50_ms} / p95 ${w.batch_p95_ms} ms (${w.batches}); failed writes ${w.failures}\n`,
+        );
     }
     const befores = run.summary.filter((s) => s.scenario.startsWith('before: '));
     if (befores.length > 0) {
-      process.stdout.write(`\nbefore/after (${args.compare}), medians: after ÷ before\n| scenario | req/s after | before | ratio | p50 ms after | before | p95 ms after | before |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+      process.stdout.write(
+        `\nbefore/after (${args.compare}), medians: after ÷ before\n| scenario | req/s after | before | ratio | p50 ms after | before | p95 ms after | before |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`,
+      );
       for (const b of befores) {
         const a = run.summary.find((s) => s.scenario === b.scenario.slice('before: '.length))!;
-        process.stdout.write(`| ${a.scenario} | ${a.requests_per_sec} | ${b.requests_per_sec} | ${(a.requests_per_sec / b.requests_per_sec).toFixed(2)} | ${a.p50_ms} | ${b.p50_ms} | ${a.p95_ms} | ${b.p95_ms} |\n`);
+        process.stdout.write(
+          `| ${a.scenario} | ${a.requests_per_sec} | ${b.requests_per_sec} | ${(a.requests_per_sec / b.requests_per_sec).toFixed(2)} | ${a.p50_ms} | ${b.p50_ms} | ${a.p95_ms} | ${b.p95_ms} |\n`,
+        );
       }
     }
     process.stdout.write('\n| target | met | measured |\n|---|---|---|\n');

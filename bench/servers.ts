@@ -94,7 +94,16 @@ export function getLoadBench(seed: { key: string; sampleHistoryLoads: string[] }
           url: `http://127.0.0.1:${port}`,
           connections: 10,
           duration: seconds,
-          requests: [{ method: 'GET', headers: { 'x-api-key': seed.key }, setupRequest: (r: autocannon.Request) => ({ ...r, path: `/v2/tms-api/loads/${seed.sampleHistoryLoads[next++ % seed.sampleHistoryLoads.length]}` }) }],
+          requests: [
+            {
+              method: 'GET',
+              headers: { 'x-api-key': seed.key },
+              setupRequest: (r: autocannon.Request) => ({
+                ...r,
+                path: `/v2/tms-api/loads/${seed.sampleHistoryLoads[next++ % seed.sampleHistoryLoads.length]}`,
+              }),
+            },
+          ],
         },
         (err, r) => (err ? reject(err) : resolve(r)),
       ),

@@ -35,8 +35,22 @@ const MAX_REQUESTS = Math.ceil(DURATION_S * RATE * 1.05);
 const WINDOW_MS = 10_000;
 
 const ZIPS: [string, string][] = [
-  ['75201', 'TX'], ['77002', 'TX'], ['60601', 'IL'], ['30303', 'GA'], ['90012', 'CA'], ['80202', 'CO'], ['98101', 'WA'], ['10001', 'NY'],
-  ['33101', 'FL'], ['85003', 'AZ'], ['37203', 'TN'], ['64105', 'MO'], ['55401', 'MN'], ['19103', 'PA'], ['28202', 'NC'], ['46204', 'IN'],
+  ['75201', 'TX'],
+  ['77002', 'TX'],
+  ['60601', 'IL'],
+  ['30303', 'GA'],
+  ['90012', 'CA'],
+  ['80202', 'CO'],
+  ['98101', 'WA'],
+  ['10001', 'NY'],
+  ['33101', 'FL'],
+  ['85003', 'AZ'],
+  ['37203', 'TN'],
+  ['64105', 'MO'],
+  ['55401', 'MN'],
+  ['19103', 'PA'],
+  ['28202', 'NC'],
+  ['46204', 'IN'],
 ];
 
 function rssOf(pid: number): number {
@@ -73,7 +87,10 @@ const loadBody = (ref: string, i: number, extra: Record<string, unknown> = {}) =
       { stop_type: 'Pickup', location_external_reference_id: `LOC-${a[0]}`, early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },
       { stop_type: 'Delivery', location_external_reference_id: `LOC-${b[0]}`, early_arrival: '2026-03-03T08:00:00Z', late_arrival: '2026-03-03T12:00:00Z' },
     ],
-    financial_rates: [{ rate_entity: 'CARRIER', amount: 1000 + i }, { rate_entity: 'CUSTOMER', amount: 1300 + i }],
+    financial_rates: [
+      { rate_entity: 'CARRIER', amount: 1000 + i },
+      { rate_entity: 'CUSTOMER', amount: 1300 + i },
+    ],
     ...extra,
   };
 };
@@ -90,7 +107,13 @@ async function main() {
   await store.migrate();
   const accounts = accountsService(store);
   const org = await accounts.createOrganization(`Soak ${new Date().toISOString()}`);
-  const { key } = await accounts.createKey(org.id, { name: 'soak', externalSystem: 'bench', scopes: [...SCOPES], perMinute: 1_000_000_000, perDay: 2_000_000_000 });
+  const { key } = await accounts.createKey(org.id, {
+    name: 'soak',
+    externalSystem: 'bench',
+    scopes: [...SCOPES],
+    perMinute: 1_000_000_000,
+    perDay: 2_000_000_000,
+  });
   await store.close();
 
   const port = await freePort();
@@ -111,7 +134,10 @@ async function main() {
   });
   try {
     for (let i = 0; i < 300; i++) {
-      const ok = await request(port, 'GET', '/readyz', key).then((r) => r.status === 200, () => false);
+      const ok = await request(port, 'GET', '/readyz', key).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -120,30 +146,82 @@ async function main() {
       const r = await request(port, 'POST', path, key, { items });
       if (r.status !== 200 || JSON.parse(r.text).error_count > 0) throw new Error(`seed ${path}: ${r.status} ${r.text.slice(0, 300)}`);
     };
-    await seed('/v2/tms-api/batch/customers', Array.from({ length: 20 }, (_, i) => ({ operation: 'upsert', external_reference_id: `C-${i}`, customer: { name: `Customer ${i}` } })));
-    await seed('/v2/tms-api/batch/carriers', Array.from({ length: 20 }, (_, i) => ({ operation: 'upsert', external_reference_id: `K-${i}`, carrier: { name: `Carrier ${i}`, dot_number: `DOT${i}` } })));
-    await seed('/v2/tms-api/batch/locations', ZIPS.map(([zip, state]) => ({ operation: 'upsert', external_reference_id: `LOC-${zip}`, location: { name: `DC ${zip}`, postal_code: zip, state } })));
+    await seed(
+      '/v2/tms-api/batch/customers',
+      Array.from({ length: 20 }, (_, i) => ({ operation: 'upsert', external_reference_id: `C-${i}`, customer: { name: `Customer ${i}` } })),
+    );
+    await seed(
+      '/v2/tms-api/batch/carriers',
+      Array.from({ length: 20 }, (_, i) => ({
+        operation: 'upsert',
+        external_reference_id: `K-${i}`,
+        carrier: { name: `Carrier ${i}`, dot_number: `DOT${i}` },
+      })),
+    );
+    await seed(
+      '/v2/tms-api/batch/locations',
+      ZIPS.map(([zip, state]) => ({ operation: 'upsert', external_reference_id: `LOC-${zip}`, location: { name: `DC ${zip}`, postal_code: zip, state } })),
+    );
     for (let b = 0; b < 4; b++) {
-      await seed('/v2/tms-api/batch/loads', Array.from({ length: 100 }, (_, j) => ({ operation: 'upsert', load: loadBody(`SEED-${b * 100 + j}`, b * 100 + j) })));
+      await seed(
+        '/v2/tms-api/batch/loads',
+        Array.from({ length: 100 }, (_, j) => ({ operation: 'upsert', load: loadBody(`SEED-${b * 100 + j}`, b * 100 + j) })),
+      );
     }
 
     // The mix: 70% reads, 30% writes.
     let n = 0;
     const ops: { weight: number; name: string; run: () => Promise<{ status: number; text: string }> }[] = [
       { weight: 25, name: 'get load', run: () => request(port, 'GET', `/v2/tms-api/loads/SEED-${n % 400}`, key) },
-      { weight: 15, name: 'list loads', run: () => request(port, 'GET', `/v2/tms-api/loads?status=DELIVERED,ACTIVE&sort=-created_at&page=${1 + (n % 5)}&page_size=50`, key) },
+      {
+        weight: 15,
+        name: 'list loads',
+        run: () => request(port, 'GET', `/v2/tms-api/loads?status=DELIVERED,ACTIVE&sort=-created_at&page=${1 + (n % 5)}&page_size=50`, key),
+      },
       { weight: 10, name: 'recommendations', run: () => request(port, 'GET', `/v2/tms-api/loads/SEED-${(n % 100) * 4}/carrier-recommendations`, key) },
       { weight: 10, name: 'get customer', run: () => request(port, 'GET', `/v2/tms-api/customers/C-${n % 20}`, key) },
       { weight: 10, name: 'list locations', run: () => request(port, 'GET', '/v2/tms-api/locations?state=TX&page_size=20', key) },
       { weight: 10, name: 'create load', run: () => request(port, 'POST', '/v2/tms-api/loads', key, loadBody(`SOAK-${process.pid}-${n}`, n)) },
-      { weight: 8, name: 'update load', run: () => request(port, 'PUT', `/v2/tms-api/loads/SEED-${n % 400}`, key, { status: n % 2 ? 'DELIVERED' : 'ACTIVE', description: `tick ${n}` }) },
-      { weight: 6, name: 'upsert customer', run: () => request(port, 'POST', '/v2/tms-api/batch/customers', key, { items: Array.from({ length: 10 }, (_, i) => ({ operation: 'upsert', external_reference_id: `SC-${(n + i) % 500}`, customer: { name: `Soak ${n}` } })) }) },
-      { weight: 6, name: 'market rate', run: () => request(port, 'POST', '/v2/tms-api/market-rates', key, { origin: { location_external_reference_id: 'LOC-75201' }, destination: { location_external_reference_id: 'LOC-77002' }, equipment_type: 'DRY_VAN', rate_per_mile: 2 + (n % 10) / 10 }) },
+      {
+        weight: 8,
+        name: 'update load',
+        run: () => request(port, 'PUT', `/v2/tms-api/loads/SEED-${n % 400}`, key, { status: n % 2 ? 'DELIVERED' : 'ACTIVE', description: `tick ${n}` }),
+      },
+      {
+        weight: 6,
+        name: 'upsert customer',
+        run: () =>
+          request(port, 'POST', '/v2/tms-api/batch/customers', key, {
+            items: Array.from({ length: 10 }, (_, i) => ({
+              operation: 'upsert',
+              external_reference_id: `SC-${(n + i) % 500}`,
+              customer: { name: `Soak ${n}` },
+            })),
+          }),
+      },
+      {
+        weight: 6,
+        name: 'market rate',
+        run: () =>
+          request(port, 'POST', '/v2/tms-api/market-rates', key, {
+            origin: { location_external_reference_id: 'LOC-75201' },
+            destination: { location_external_reference_id: 'LOC-77002' },
+            equipment_type: 'DRY_VAN',
+            rate_per_mile: 2 + (n % 10) / 10,
+          }),
+      },
     ];
     const wheel = ops.flatMap((o) => Array.from({ length: o.weight }, () => o));
 
     // Server CPU and the machine's load per window tell a slow server from a starved one (shared machine).
-    interface Window { start: number; latencies: number[]; errors: number; rss: number[]; cpuAtStart: number; load: number[] }
+    interface Window {
+      start: number;
+      latencies: number[];
+      errors: number;
+      rss: number[];
+      cpuAtStart: number;
+      load: number[];
+    }
     const windows: Window[] = [];
     const errorsByKind: Record<string, number> = {};
     const byOp: Record<string, number[]> = {};
@@ -234,9 +312,17 @@ async function main() {
       errors: rows.reduce((s, r) => s + r.errors, 0),
       errorsByKind,
       achievedRate: Math.round(rows.reduce((s, r) => s + r.requests, 0) / DURATION_S),
-      p99AfterWarmup: { min: Math.min(...p99s), median: percentile([...p99s].sort((a, b) => a - b), 50), max: Math.max(...p99s) },
+      p99AfterWarmup: {
+        min: Math.min(...p99s),
+        median: percentile(
+          [...p99s].sort((a, b) => a - b),
+          50,
+        ),
+        max: Math.max(...p99s),
+      },
       rssMB: { atWarmupEnd: rssAfterWarmup[0] ?? null, atEnd: rssAfterWarmup[rssAfterWarmup.length - 1] ?? null, max: Math.max(...rssAfterWarmup) },
-      rssGrowthAfterWarmupPct: rssAfterWarmup.length >= 2 ? Math.round(((rssAfterWarmup[rssAfterWarmup.length - 1]! - rssAfterWarmup[0]!) / rssAfterWarmup[0]!) * 1000) / 10 : null,
+      rssGrowthAfterWarmupPct:
+        rssAfterWarmup.length >= 2 ? Math.round(((rssAfterWarmup[rssAfterWarmup.length - 1]! - rssAfterWarmup[0]!) / rssAfterWarmup[0]!) * 1000) / 10 : null,
       // Per operation, from when it was sent (not when it was due): where the time goes.
       byOperation: Object.fromEntries(
         Object.entries(byOp).map(([name, xs]) => {

@@ -75,7 +75,12 @@ const [a, b]: [Variant, Variant] = args.control
     : [{ label: 'tracing on', dir: root, env: { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl } }, off];
 
 const serve = (v: Variant, port: number): ChildProcess =>
-  startServer(v.dir, join(v.dir, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }), ...v.env }, hasTaskset);
+  startServer(
+    v.dir,
+    join(v.dir, 'bin/lanebridge'),
+    { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false }), ...v.env },
+    hasTaskset,
+  );
 
 const getLoads = getLoadBench(seed);
 const stop = stopServer;

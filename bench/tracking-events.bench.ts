@@ -106,7 +106,13 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
   const targets = await targetsOf(engine, url, seed.orgId);
   log(`${targets.length} loads on their way with a last stop not yet reported`);
   // BENCH_SERVER_NODE_ARGS: node options for the server (`--cpu-prof --cpu-prof-dir=…`, a preloaded statement timer).
-  const child = startServer(root, join(root, serverBin), { DATABASE_URL: url, PORT: String(PORT), ...internalEnv({ rateLimits: false }) }, pinned, process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []);
+  const child = startServer(
+    root,
+    join(root, serverBin),
+    { DATABASE_URL: url, PORT: String(PORT), ...internalEnv({ rateLimits: false }) },
+    pinned,
+    process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+  );
   const rows: Row[] = [];
   try {
     await waitFor(`http://127.0.0.1:${PORT}/readyz`);
@@ -146,10 +152,20 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
       });
       const cpu = cpuMs(child.pid!) - cpuBefore;
       const answered = latencies.length;
-      if (res.non2xx > 0 || res.errors > 0 || res.timeouts > 0) throw new Error(`${name}: ${res.non2xx} non-2xx answers, ${res.errors} errors, ${res.timeouts} timeouts`);
+      if (res.non2xx > 0 || res.errors > 0 || res.timeouts > 0)
+        throw new Error(`${name}: ${res.non2xx} non-2xx answers, ${res.errors} errors, ${res.timeouts} timeouts`);
       latencies.sort((a, b) => a - b);
       const at = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! * 10) / 10;
-      const row = { engine, scenario: name, requests: answered, rps: answered / DURATION, p50: at(50), p95: at(95), p99: at(99), cpuUs: (cpu * 1000) / Math.max(1, answered) };
+      const row = {
+        engine,
+        scenario: name,
+        requests: answered,
+        rps: answered / DURATION,
+        p50: at(50),
+        p95: at(95),
+        p99: at(99),
+        cpuUs: (cpu * 1000) / Math.max(1, answered),
+      };
       log(`${engine} ${name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} / p95 ${row.p95} / p99 ${row.p99} ms, ${row.cpuUs.toFixed(0)} µs CPU a request`);
       rows.push(row);
     };
@@ -171,7 +187,9 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
     await scenario('replayed event_id, 10 connections', 10, replay);
     // What one new event did: the stop has its actual, the load its events.
     const last = sent[sent.length - 1]!;
-    const load = (await (await fetch(`http://127.0.0.1:${PORT}/v2/tms-api/loads/${encodeURIComponent(last.ref)}`, { headers: { 'x-api-key': seed.key } })).json()) as { stops: { stop_number: number; actual_arrival: string | null }[] };
+    const load = (await (
+      await fetch(`http://127.0.0.1:${PORT}/v2/tms-api/loads/${encodeURIComponent(last.ref)}`, { headers: { 'x-api-key': seed.key } })
+    ).json()) as { stops: { stop_number: number; actual_arrival: string | null }[] };
     const stop = load.stops.find((s) => s.stop_number === (JSON.parse(last.body) as { stop_number: number }).stop_number);
     if (stop?.actual_arrival !== '2026-11-20T14:05:00.000Z') throw new Error(`${last.ref}: the event's stop shows ${JSON.stringify(stop)}`);
   } finally {
@@ -183,6 +201,9 @@ async function measure(engine: 'sqlite' | 'postgres', url: string): Promise<Row[
 const rows = await onScratchDatabases(args.db!, 'tracking', (engine, url) => measure(engine, url));
 process.stdout.write(
   `\n| engine | scenario | requests | req/s | p50 / p95 / p99 ms | server CPU µs a request |\n|---|---|---:|---:|---:|---:|\n${rows
-    .map((r) => `| ${r.engine} | ${r.scenario} | ${r.requests.toLocaleString('en-US')} | ${r.rps.toFixed(0)} | ${r.p50} / ${r.p95} / ${r.p99} | ${r.cpuUs.toFixed(0)} |`)
+    .map(
+      (r) =>
+        `| ${r.engine} | ${r.scenario} | ${r.requests.toLocaleString('en-US')} | ${r.rps.toFixed(0)} | ${r.p50} / ${r.p95} / ${r.p99} | ${r.cpuUs.toFixed(0)} |`,
+    )
     .join('\n')}\n`,
 );

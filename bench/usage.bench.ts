@@ -19,7 +19,15 @@ import { parseArgs } from 'node:util';
 import { getLoadBench, internalEnv, median, pinLoadGenerator, startServer, stopServer, waitFor } from './servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { values: args } = parseArgs({ options: { seed: { type: 'string' }, rounds: { type: 'string', default: '10' }, duration: { type: 'string', default: '8' }, warmup: { type: 'string', default: '4' }, control: { type: 'boolean', default: false } } });
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: 'string' },
+    rounds: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '4' },
+    control: { type: 'boolean', default: false },
+  },
+});
 if (!args.seed) throw new Error('--seed bench/results/seed-<engine>-<loads>.json is required');
 const seed = JSON.parse(readFileSync(args.seed, 'utf8')) as { databaseUrl: string; key: string; sampleHistoryLoads: string[] };
 const ROUNDS = Number(args.rounds);
@@ -29,7 +37,12 @@ const WARMUP = Number(args.warmup);
 const hasTaskset = pinLoadGenerator();
 
 const serve = (port: number, usage: 'on' | 'off'): ChildProcess =>
-  startServer(root, join(root, 'bin/lanebridge'), { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false, usageRecording: usage === 'on' }) }, hasTaskset);
+  startServer(
+    root,
+    join(root, 'bin/lanebridge'),
+    { DATABASE_URL: seed.databaseUrl, PORT: String(port), DB_POOL_SIZE: '10', ...internalEnv({ rateLimits: false, usageRecording: usage === 'on' }) },
+    hasTaskset,
+  );
 
 const getLoads = async (port: number, seconds: number) => ({ rps: await getLoadRps(port, seconds) });
 const getLoadRps = getLoadBench(seed);

@@ -85,7 +85,15 @@ async function startReceiver(): Promise<Receiver> {
 async function startServer(databaseUrl: string): Promise<{ port: number; proc: ChildProcess }> {
   const port = await freePort();
   const proc = spawn(BIN, ['serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...internalEnv({ rateLimits: false }), WEBHOOK_ALLOW_INSECURE: 'on' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...internalEnv({ rateLimits: false }),
+      WEBHOOK_ALLOW_INSECURE: 'on',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   for (let i = 0; i < 300; i++) {
@@ -127,7 +135,13 @@ async function run(engine: 'sqlite' | 'postgres') {
   await store.migrate();
   const accounts = accountsService(store);
   const org = await accounts.createOrganization('Webhook bench');
-  const { key } = await accounts.createKey(org.id, { name: 'bench', externalSystem: 'bench', scopes: [...SCOPES], perMinute: 1_000_000_000, perDay: 2_000_000_000 });
+  const { key } = await accounts.createKey(org.id, {
+    name: 'bench',
+    externalSystem: 'bench',
+    scopes: [...SCOPES],
+    perMinute: 1_000_000_000,
+    perDay: 2_000_000_000,
+  });
   await store.close();
 
   const rx = await startReceiver();
@@ -177,7 +191,10 @@ async function run(engine: 'sqlite' | 'postgres') {
     const put = await request(server.port, 'PUT', `/v2/tms-api/webhook-endpoints/${endpointId}`, key, { event_types: ['market_rate.created'] });
     if (put.status !== 200) throw new Error(put.text);
     for (let b = 0; b < BACKLOG / 100; b++) {
-      const items = Array.from({ length: 100 }, (_, i) => ({ operation: 'create', customer: { external_reference_id: `BL-${b}-${i}`, name: `Backlog ${b}-${i}` } }));
+      const items = Array.from({ length: 100 }, (_, i) => ({
+        operation: 'create',
+        customer: { external_reference_id: `BL-${b}-${i}`, name: `Backlog ${b}-${i}` },
+      }));
       const r = await request(server.port, 'POST', '/v2/tms-api/batch/customers', key, { items });
       if (r.status !== 200) throw new Error(r.text);
     }
@@ -206,8 +223,10 @@ const results = [];
 for (const engine of engines) {
   const r = await run(engine);
   results.push(r);
-  process.stderr.write(`${engine}: end to end at ${r.e2e.achieved_rate} writes/s: p50 ${r.e2e.p50_ms} ms, p95 ${r.e2e.p95_ms} ms, p99 ${r.e2e.p99_ms} ms, max ${r.e2e.max_ms} ms ` +
-    `(${r.e2e.delivered}/${r.e2e.writes} delivered, ${r.e2e.before_response} before the response); throughput ${r.throughput.per_second} deliveries/s (${r.throughput.delivered} in ${r.throughput.seconds} s)\n`);
+  process.stderr.write(
+    `${engine}: end to end at ${r.e2e.achieved_rate} writes/s: p50 ${r.e2e.p50_ms} ms, p95 ${r.e2e.p95_ms} ms, p99 ${r.e2e.p99_ms} ms, max ${r.e2e.max_ms} ms ` +
+      `(${r.e2e.delivered}/${r.e2e.writes} delivered, ${r.e2e.before_response} before the response); throughput ${r.throughput.per_second} deliveries/s (${r.throughput.delivered} in ${r.throughput.seconds} s)\n`,
+  );
 }
 process.stdout.write(`${JSON.stringify({ node: process.version, results }, null, 2)}\n`);
 agent.destroy();

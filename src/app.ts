@@ -118,7 +118,11 @@ export interface Lanebridge {
   dashboardWriteRoutes: DashboardWriteRoute[];
   metrics: Metrics;
   rateLimiter: RateLimiter;
-  services: { accounts: AccountsService; customers: CustomersService; carriers: CarriersService; locations: LocationsService;
+  services: {
+    accounts: AccountsService;
+    customers: CustomersService;
+    carriers: CarriersService;
+    locations: LocationsService;
     loads: LoadsService;
     marketRates: MarketRatesService;
   };
@@ -150,10 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const clock = deps.clock ?? systemClock;
   const requestSpans = deps.tracing ? requestTracing((req) => req.principal?.orgId ?? req.dashboardSession?.orgId) : null;
   const app = Fastify({
-    logger:
-      deps.logger === false
-        ? false
-        : loggerOptions(config.logLevel, typeof deps.logger === 'object' ? deps.logger : {}),
+    logger: deps.logger === false ? false : loggerOptions(config.logLevel, typeof deps.logger === 'object' ? deps.logger : {}),
     genReqId: newRequestId,
     // With tracing on, each request's log lines carry its trace id beside its request id.
     ...(requestSpans ? { childLoggerFactory: requestSpans.childLoggerFactory } : {}),
@@ -209,7 +210,11 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   };
   const pipeline = writePipeline({ store, afterCommit, counters: { [LOAD_STATUS_COUNTER]: writeStatusCounts }, outbox: events.outbox });
   // An open load's lane rows are kept in memory while what they depend on is unchanged (READ_CACHE=off: read every time).
-  const lanes = lanesService(clock, { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes }, { keepLaneRows: config.readCache, laneRowsCounters: metrics.cacheCounters('lane') });
+  const lanes = lanesService(
+    clock,
+    { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes },
+    { keepLaneRows: config.readCache, laneRowsCounters: metrics.cacheCounters('lane') },
+  );
   // The requests in flight: the recommendations follow-up gives way to them between its steps.
   const requests = foreground();
   app.addHook('onRequest', (req, reply, done) => {
@@ -225,7 +230,14 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     if (scope && scope !== 'write:imports' && req.method !== 'GET' && req.method !== 'HEAD') requests.wrote();
     done();
   });
-  followUp = recommendationsFeed({ pipeline, lanes, radiusMiles: config.laneRadiusMiles, gapMs: config.recommendationsFollowUpGapMs, log: app.log, foreground: requests });
+  followUp = recommendationsFeed({
+    pipeline,
+    lanes,
+    radiusMiles: config.laneRadiusMiles,
+    gapMs: config.recommendationsFollowUpGapMs,
+    log: app.log,
+    foreground: requests,
+  });
   /** The record services over a write pipeline (the API's; an import's quiet one). */
   const recordServices = (p: WritePipeline) => ({
     customers: customersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),
@@ -281,7 +293,36 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   // (docs/api.md, "Safe retries: `Idempotency-Key`"): after the key check and the rate limit. A claim's
   // lease outlasts the longest request (a load batch's deadline) by a minute.
   installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [PaginationSchema, BatchResultSchema, Customer, CustomerPage, Contact, Address, Carrier, CarrierPage, Location, LocationPage, Stop, FinancialRate, TeamMember, Evidence, CarrierRecommendation, Load, LoadPage, LoadRecommendations, TrackingEventAnswer, LanePoint, MarketRate, MarketRatePage, FeedEvent, EventPage, ...WEBHOOK_SCHEMAS, ...IMPORT_SCHEMAS, AuditEntry, AuditEntryPage]);
+  await installOpenApi(app, [
+    PaginationSchema,
+    BatchResultSchema,
+    Customer,
+    CustomerPage,
+    Contact,
+    Address,
+    Carrier,
+    CarrierPage,
+    Location,
+    LocationPage,
+    Stop,
+    FinancialRate,
+    TeamMember,
+    Evidence,
+    CarrierRecommendation,
+    Load,
+    LoadPage,
+    LoadRecommendations,
+    TrackingEventAnswer,
+    LanePoint,
+    MarketRate,
+    MarketRatePage,
+    FeedEvent,
+    EventPage,
+    ...WEBHOOK_SCHEMAS,
+    ...IMPORT_SCHEMAS,
+    AuditEntry,
+    AuditEntryPage,
+  ]);
 
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
@@ -312,7 +353,12 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   const audit = auditService(store.db);
   auditRoutes(app, audit);
   // Retention runs by itself, in small transactions, off the request path.
-  const retention = eventRetention({ events, db: store.db, log: app.log, sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep() });
+  const retention = eventRetention({
+    events,
+    db: store.db,
+    log: app.log,
+    sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep(),
+  });
   app.addHook('onClose', async () => {
     retention.stop();
     await followUp!.idle();
@@ -322,7 +368,15 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   await app.register(
     dashboardPlugin({
       writeRoutes: dashboardWriteRoutes,
-      services: { ...services, insights, lanes, usage, audit, events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q), retentionDays: config.eventRetentionDays }, imports: imports.service },
+      services: {
+        ...services,
+        insights,
+        lanes,
+        usage,
+        audit,
+        events: { recent: (orgId, q) => events.newestFirst(pipeline.reader, orgId, q), retentionDays: config.eventRetentionDays },
+        imports: imports.service,
+      },
       webhooks: webhooks.service,
       store,
       clock,
@@ -346,5 +400,19 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
   if (deps.recommendationFollowUp !== 'manual') usage.start();
   if (config.importWorker && (deps.importRunner ?? webhookDelivery) === 'background') imports.runner.start();
-  return { app, routeTable, dashboardWriteRoutes, metrics, rateLimiter, services, analytics, pipeline, events, recommendations: followUp, webhooks, imports, usage };
+  return {
+    app,
+    routeTable,
+    dashboardWriteRoutes,
+    metrics,
+    rateLimiter,
+    services,
+    analytics,
+    pipeline,
+    events,
+    recommendations: followUp,
+    webhooks,
+    imports,
+    usage,
+  };
 }

@@ -56,7 +56,10 @@ export const SETTINGS = {
   workerPort: env('WORKER_PORT', Type.Integer({ default: 8081, minimum: 0, maximum: 65535 })),
   logLevel: env(
     'LOG_LEVEL',
-    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info' },
+    ),
     (v): string => v,
   ),
   dbPoolSize: env('DB_POOL_SIZE', Type.Integer({ default: 10, minimum: 1, maximum: 200 })),
@@ -164,8 +167,8 @@ export const REMOVED_SETTINGS: Readonly<Record<string, string>> = {
   REFUSED_BODY_DRAIN_BYTES: 'refused bodies are read up to 64 MiB',
   REFUSED_BODY_DRAIN_SECONDS: 'refused bodies are read for up to 10 s',
   DISTANCE_CIRCUITY: 'estimated distances use the usual truck circuity, 1.2',
-  LANE_RADIUS_MILES: 'a lane is the API\'s 100 miles (widen=true still widens it per request)',
-  LOAD_BATCH_DEADLINE_MS: 'batches stop starting items at 55 s so they answer within the API\'s 60 s',
+  LANE_RADIUS_MILES: "a lane is the API's 100 miles (widen=true still widens it per request)",
+  LOAD_BATCH_DEADLINE_MS: "batches stop starting items at 55 s so they answer within the API's 60 s",
   RECOMMENDATIONS_FOLLOW_UP_GAP_MS: 'follow-up runs are at least 250 ms apart',
   RATE_LIMITS: 'per-key limits are always counted (give keys higher --per-minute/--per-day where a gateway limits in front)',
   RATE_LIMIT_KEY_PREFIX: 'deployments sharing one Redis use a database number each in REDIS_URL',
@@ -226,7 +229,10 @@ export function parseTrustProxy(raw: string): TrustProxy {
     if (hops > 100) throw new ConfigError('Invalid environment: TRUST_PROXY: a hop count must be at most 100');
     return hops === 0 ? false : hops;
   }
-  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = text
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   const bad = entries.find((e) => !isProxyEntry(e));
   if (bad !== undefined || entries.length === 0) {
     throw new ConfigError(
@@ -245,11 +251,13 @@ function internalOverrides(raw: string | undefined): Record<string, unknown> {
   } catch {
     throw new ConfigError('Invalid environment: LANEBRIDGE_INTERNAL: not JSON');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError('Invalid environment: LANEBRIDGE_INTERNAL: not a JSON object');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError('Invalid environment: LANEBRIDGE_INTERNAL: not a JSON object');
   for (const [field, value] of Object.entries(parsed)) {
     const s = (SETTINGS as Record<string, Setting>)[field];
     if (s === undefined || s.env !== undefined) throw new ConfigError(`Invalid environment: LANEBRIDGE_INTERNAL: ${field} is not an internal field`);
-    if (!Value.Check(s.schema, value)) throw new ConfigError(`Invalid environment: LANEBRIDGE_INTERNAL: ${field}: ${[...Value.Errors(s.schema, value)][0]?.message ?? 'invalid'}`);
+    if (!Value.Check(s.schema, value))
+      throw new ConfigError(`Invalid environment: LANEBRIDGE_INTERNAL: ${field}: ${[...Value.Errors(s.schema, value)][0]?.message ?? 'invalid'}`);
   }
   return parsed as Record<string, unknown>;
 }

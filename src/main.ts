@@ -42,7 +42,10 @@ sign-in) have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters; --pas
 
 /** A command used wrongly (exit 2): its message, then the usage of that command (`usage: false`: a refusal that usage would not help with). */
 class UsageError extends Error {
-  constructor(message: string, readonly opts: { usage?: boolean } = {}) {
+  constructor(
+    message: string,
+    readonly opts: { usage?: boolean } = {},
+  ) {
     super(message);
   }
 }
@@ -162,7 +165,9 @@ async function serve(config: Config) {
   } catch (err) {
     await app.close().catch(() => undefined);
     await store.close().catch(() => undefined);
-    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`);
+    throw new ConfigError(
+      `cannot listen on ${config.host}:${config.port} (${(err as Error).message}): set PORT to a free port, or HOST to an address of this machine`,
+    );
   }
   app.log.info({ address, database: store.dialect }, 'Lanebridge listening');
   // A fresh server's first-run page asks for this code
@@ -171,7 +176,9 @@ async function serve(config: Config) {
   const setupCode = await accountsService(store).setupCode();
   if (setupCode !== null) {
     app.log.info({ setup_code: setupCode }, 'First run: open the dashboard and enter this setup code (bin/lanebridge setup-code prints it again)');
-    process.stderr.write(`\nLanebridge first run: open http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}/ and enter the setup code ${setupCode}\n(bin/lanebridge setup-code prints it again)\n\n`);
+    process.stderr.write(
+      `\nLanebridge first run: open http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}/ and enter the setup code ${setupCode}\n(bin/lanebridge setup-code prints it again)\n\n`,
+    );
   }
   if (config.webhookAllowInsecure) app.log.warn(INSECURE_WEBHOOKS_WARNING);
   for (const line of removedSettingsSet()) app.log.warn(line);
@@ -216,7 +223,9 @@ async function worker(config: Config) {
     address = await probes.listen({ port: config.workerPort, host: config.host });
   } catch (err) {
     await store.close();
-    throw new ConfigError(`cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`);
+    throw new ConfigError(
+      `cannot listen on ${config.host}:${config.workerPort} for /healthz, /readyz and /metrics (${(err as Error).message}): set WORKER_PORT to a free port (0: any)`,
+    );
   }
   loop.start();
   // Delivering from here on: said at once, before the import runner's app (and its geocoder) is built.
@@ -226,7 +235,9 @@ async function worker(config: Config) {
   // Imports run here too: the app's write path without its HTTP server (its runner claims imports).
   // Built after the start line and after the signal handlers, so a stop while it builds is still clean.
   const building = config.importWorker
-    ? import('./app.js').then(({ buildApp }) => buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' }))
+    ? import('./app.js').then(({ buildApp }) =>
+        buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, warmGeocoder: true, importRunner: 'background' }),
+      )
     : Promise.resolve(null);
   let closing = false;
   const shutdown = async (signal: string, code = 0) => {
@@ -316,7 +327,10 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'setup-code': {
         const code = await accounts.setupCode();
-        if (code === null) throw new UsageError('this Lanebridge already has an organization: the first-run page is closed, and no setup code is needed (sign in instead)', { usage: false });
+        if (code === null)
+          throw new UsageError('this Lanebridge already has an organization: the first-run page is closed, and no setup code is needed (sign in instead)', {
+            usage: false,
+          });
         process.stderr.write(`lanebridge: open the dashboard and enter this setup code on its first-run page\n`);
         print({ setup_code: code });
         return 0;
@@ -377,7 +391,8 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'key rotate': {
         const grace = values['grace-hours'];
-        if (grace !== undefined && (!/^\d{1,4}$/.test(grace) || Number(grace) > MAX_GRACE_HOURS)) throw new UsageError(`--grace-hours must be a whole number from 0 to ${MAX_GRACE_HOURS}`);
+        if (grace !== undefined && (!/^\d{1,4}$/.test(grace) || Number(grace) > MAX_GRACE_HOURS))
+          throw new UsageError(`--grace-hours must be a whole number from 0 to ${MAX_GRACE_HOURS}`);
         print(await accounts.rotateKey(required(values, 'org'), required(values, 'id'), { graceHours: grace === undefined ? 0 : Number(grace) }));
         return 0;
       }

@@ -15,7 +15,10 @@ afterAll(async () => t.close());
 const RULE = `Use at least ${MIN_PASSWORD_LENGTH} characters: the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`;
 
 async function refusal(work: Promise<unknown>) {
-  const err = await work.then(() => null, (e: unknown) => e);
+  const err = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ValidationError);
   return (err as ValidationError).issues;
 }
@@ -32,7 +35,9 @@ describe('the password rule', () => {
     const a = await newTenant(t);
     const { accounts } = t.services;
     const email = `pw-${a.orgId}@example.test`;
-    expect(await refusal(accounts.createUser(a.orgId, { email, name: 'Short', password: 'short' }))).toEqual([{ type: 'value_error', loc: ['password'], msg: RULE }]);
+    expect(await refusal(accounts.createUser(a.orgId, { email, name: 'Short', password: 'short' }))).toEqual([
+      { type: 'value_error', loc: ['password'], msg: RULE },
+    ]);
     expect((await accounts.listUsers(a.orgId)).map((u) => u.email)).not.toContain(email);
     await accounts.createUser(a.orgId, { email, name: 'No Password' });
     expect(await refusal(accounts.setPassword(email, 'x'.repeat(MAX_PASSWORD_LENGTH + 1)))).toEqual([{ type: 'value_error', loc: ['password'], msg: RULE }]);

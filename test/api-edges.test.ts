@@ -40,13 +40,21 @@ describe('GET and PUT take the service id, as DELETE does', () => {
     const a = await newTenant(t);
     await seedFreight(a);
     const load = json(await a.post('/v2/tms-api/loads', dallasToHouston('L-ID')));
-    for (const [collection, ref] of [['customers', 'CUST-1'], ['carriers', 'CAR-1'], ['locations', 'DAL'], ['loads', 'L-ID']] as const) {
+    for (const [collection, ref] of [
+      ['customers', 'CUST-1'],
+      ['carriers', 'CAR-1'],
+      ['locations', 'DAL'],
+      ['loads', 'L-ID'],
+    ] as const) {
       const byRef = json(await a.get(`/v2/tms-api/${collection}/${ref}`));
       const byId = await a.get(`/v2/tms-api/${collection}/${byRef.id}`);
       expect(byId.statusCode, `${collection} ${byId.body}`).toBe(200);
       expect(json(byId)).toEqual(byRef);
     }
-    const put = await a.put(`/v2/tms-api/customers/${json(await a.get('/v2/tms-api/customers/CUST-1')).id}`, { name: 'Acme Renamed', external_reference_id: 'CUST-1' });
+    const put = await a.put(`/v2/tms-api/customers/${json(await a.get('/v2/tms-api/customers/CUST-1')).id}`, {
+      name: 'Acme Renamed',
+      external_reference_id: 'CUST-1',
+    });
     expect(put.statusCode, put.body).toBe(200);
     expect(json(put)).toMatchObject({ external_reference_id: 'CUST-1', name: 'Acme Renamed' });
     const putLoad = await a.put(`/v2/tms-api/loads/${load.id}`, { description: 'by id' });

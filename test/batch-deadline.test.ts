@@ -28,7 +28,14 @@ function customers(orgId: string, behaviour: { slow?: Set<string>; slowMs?: numb
     if (behaviour.slow?.has(ref)) await sleep(behaviour.slowMs ?? 0);
     await tx
       .insertInto('customers')
-      .values({ id: `cust_${ref}_${Math.random().toString(36).slice(2, 8)}`, org_id: orgId, external_reference_id: ref, name: ref, created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' } as never)
+      .values({
+        id: `cust_${ref}_${Math.random().toString(36).slice(2, 8)}`,
+        org_id: orgId,
+        external_reference_id: ref,
+        name: ref,
+        created_at: '2026-01-01T00:00:00.000Z',
+        updated_at: '2026-01-01T00:00:00.000Z',
+      } as never)
       .execute();
     if (behaviour.bad?.has(ref)) throw new Error(`item ${ref} fails after writing`);
     return { id: ref };
@@ -50,7 +57,9 @@ function customers(orgId: string, behaviour: { slow?: Set<string>; slowMs?: numb
 
 const items = (refs: string[]) => refs.map((ref) => ({ operation: 'create' as const, customer: { external_reference_id: ref } }));
 const stored = async (orgId: string) =>
-  (await t.store.db.selectFrom('customers').select('external_reference_id').where('org_id', '=', orgId).orderBy('external_reference_id').execute()).map((r) => r.external_reference_id);
+  (await t.store.db.selectFrom('customers').select('external_reference_id').where('org_id', '=', orgId).orderBy('external_reference_id').execute()).map(
+    (r) => r.external_reference_id,
+  );
 
 describe('D6a: one deadline per batch request', () => {
   it('an item made slow past the deadline: the items after it fail 503, the ones before it (and it) stand', async () => {
@@ -60,7 +69,13 @@ describe('D6a: one deadline per batch request', () => {
     const began = Date.now();
     const result = await run(a.orgId, items(['C0', 'C1', 'C2', 'C3', 'C4']), { deadlineMs: 1500, startedAt: began });
     const elapsed = Date.now() - began;
-    expect(result.results.map((r) => (r.success ? 'ok' : r.error))).toEqual(['ok', 'ok', 'ok', { status: 503, detail: OUT_OF_TIME }, { status: 503, detail: OUT_OF_TIME }]);
+    expect(result.results.map((r) => (r.success ? 'ok' : r.error))).toEqual([
+      'ok',
+      'ok',
+      'ok',
+      { status: 503, detail: OUT_OF_TIME },
+      { status: 503, detail: OUT_OF_TIME },
+    ]);
     expect(result).toMatchObject({ success_count: 3, error_count: 2 });
     expect(await stored(a.orgId)).toEqual(['C0', 'C1', 'C2']);
     // The slow item, and nothing after it: the request ends by deadline + that item (D6's 60 s bound).
@@ -107,28 +122,31 @@ describe('D6a: one deadline per batch request', () => {
     expect(await stored(a.orgId)).toEqual(['B1']);
   });
 
-  it.runIf(isPostgres())('PostgreSQL: a batch waiting on its organization\'s batch lock stops waiting at the deadline (503 for every item, nothing written)', async () => {
-    const a = await newTenant(t);
-    const holder = new pg.Client({ connectionString: inject('databaseUrl')! });
-    await holder.connect();
-    try {
-      // Another batch of the organization holds the lock (src/lib/db/locks.ts: class 7215, the organization's hash).
-      await holder.query('begin');
-      await holder.query('select pg_advisory_xact_lock(7215, hashtext($1))', [a.orgId]);
-      const { run } = customers(a.orgId, {});
-      const began = Date.now();
-      const result = await run(a.orgId, items(['W0', 'W1']), { deadlineMs: 400, startedAt: began });
-      const elapsed = Date.now() - began;
-      expect(result.results.map((r) => r.error)).toEqual([
-        { status: 503, detail: OUT_OF_TIME },
-        { status: 503, detail: OUT_OF_TIME },
-      ]);
-      expect(elapsed).toBeGreaterThanOrEqual(350);
-      expect(elapsed).toBeLessThan(2000);
-    } finally {
-      await holder.query('rollback');
-      await holder.end();
-    }
-    expect(await stored(a.orgId)).toEqual([]);
-  });
+  it.runIf(isPostgres())(
+    "PostgreSQL: a batch waiting on its organization's batch lock stops waiting at the deadline (503 for every item, nothing written)",
+    async () => {
+      const a = await newTenant(t);
+      const holder = new pg.Client({ connectionString: inject('databaseUrl')! });
+      await holder.connect();
+      try {
+        // Another batch of the organization holds the lock (src/lib/db/locks.ts: class 7215, the organization's hash).
+        await holder.query('begin');
+        await holder.query('select pg_advisory_xact_lock(7215, hashtext($1))', [a.orgId]);
+        const { run } = customers(a.orgId, {});
+        const began = Date.now();
+        const result = await run(a.orgId, items(['W0', 'W1']), { deadlineMs: 400, startedAt: began });
+        const elapsed = Date.now() - began;
+        expect(result.results.map((r) => r.error)).toEqual([
+          { status: 503, detail: OUT_OF_TIME },
+          { status: 503, detail: OUT_OF_TIME },
+        ]);
+        expect(elapsed).toBeGreaterThanOrEqual(350);
+        expect(elapsed).toBeLessThan(2000);
+      } finally {
+        await holder.query('rollback');
+        await holder.end();
+      }
+      expect(await stored(a.orgId)).toEqual([]);
+    },
+  );
 });

@@ -27,8 +27,20 @@ interface Kind {
 }
 
 const KINDS: Kind[] = [
-  { collection: 'customers', dataKey: 'customer', full: { name: 'Acme Foods', phone: '+1 214 555 0100' }, partial: { name: 'Acme Foods West' }, ops: ['create', 'update', 'upsert'] },
-  { collection: 'carriers', dataKey: 'carrier', full: { name: 'Swift Lines', dot_number: '1234567' }, partial: { name: 'Swift Lines Inc' }, ops: ['create', 'update', 'upsert'] },
+  {
+    collection: 'customers',
+    dataKey: 'customer',
+    full: { name: 'Acme Foods', phone: '+1 214 555 0100' },
+    partial: { name: 'Acme Foods West' },
+    ops: ['create', 'update', 'upsert'],
+  },
+  {
+    collection: 'carriers',
+    dataKey: 'carrier',
+    full: { name: 'Swift Lines', dot_number: '1234567' },
+    partial: { name: 'Swift Lines Inc' },
+    ops: ['create', 'update', 'upsert'],
+  },
   {
     collection: 'locations',
     dataKey: 'location',
@@ -39,7 +51,13 @@ const KINDS: Kind[] = [
   {
     collection: 'loads',
     dataKey: 'load',
-    full: { equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', stops, financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2100 }] },
+    full: {
+      equipment_type: 'DRY_VAN',
+      transport_mode: 'FTL',
+      customer_external_reference_id: 'CUST-1',
+      stops,
+      financial_rates: [{ rate_entity: 'CUSTOMER', amount: 2100 }],
+    },
     partial: { status: 'COVERED', carrier_external_reference_id: 'CAR-1' },
     ops: ['create', 'update', 'upsert', 'delete'],
   },
@@ -91,7 +109,11 @@ const outcome = (r: { success: boolean; error?: unknown; operation: string; inde
 const comparable = (record: Record<string, unknown> | null) => {
   if (record === null) return null;
   const drop = new Set(['id', 'created_at', 'updated_at', 'status_updated_at', 'delivered_at']);
-  return JSON.parse(JSON.stringify(record, (k, v) => (drop.has(k) || (k === 'id' && typeof v === 'string') || k === 'location_id' || k === 'customer_id' || k === 'carrier_id' ? undefined : v))) as unknown;
+  return JSON.parse(
+    JSON.stringify(record, (k, v) =>
+      drop.has(k) || (k === 'id' && typeof v === 'string') || k === 'location_id' || k === 'customer_id' || k === 'carrier_id' ? undefined : v,
+    ),
+  ) as unknown;
 };
 
 async function stateOf(a: Tenant, kind: Kind, ref: string) {

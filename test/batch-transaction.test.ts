@@ -26,7 +26,12 @@ const customer = (orgId: string, ref: string) => ({
 describe('batch items as units of work of the write pipeline', () => {
   it('a failing item rolls back its own writes only, after earlier and before later items', async () => {
     const a = await newTenant(t);
-    const insert = (ref: string) => (tx: Executor) => tx.insertInto('customers').values(customer(a.orgId, ref) as never).execute().then(() => ({ id: ref }));
+    const insert = (ref: string) => (tx: Executor) =>
+      tx
+        .insertInto('customers')
+        .values(customer(a.orgId, ref) as never)
+        .execute()
+        .then(() => ({ id: ref }));
     await t.pipeline.batch(a.orgId, async (item) => {
       await item(insert('KEPT-1'));
       await expect(
@@ -37,7 +42,12 @@ describe('batch items as units of work of the write pipeline', () => {
       ).rejects.toThrow('the item fails after writing');
       await item(insert('KEPT-2'));
     });
-    const refs = await t.store.db.selectFrom('customers').select('external_reference_id').where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
+    const refs = await t.store.db
+      .selectFrom('customers')
+      .select('external_reference_id')
+      .where('org_id', '=', a.orgId)
+      .orderBy('external_reference_id')
+      .execute();
     expect(refs.map((r) => r.external_reference_id)).toEqual(['KEPT-1', 'KEPT-2']);
   });
 
@@ -46,7 +56,8 @@ describe('batch items as units of work of the write pipeline', () => {
     const failingCommit = {
       ...t.pipeline,
       batch: async <R>(_orgId: string, body: (item: ItemRunner) => Promise<R>) => {
-        await body(((work: (tx: Executor, changes: ChangeSet, ws: Workspace) => Promise<unknown>) => work(t.store.db, new ChangeSet(), IMMEDIATE)) as ItemRunner);
+        await body(((work: (tx: Executor, changes: ChangeSet, ws: Workspace) => Promise<unknown>) =>
+          work(t.store.db, new ChangeSet(), IMMEDIATE)) as ItemRunner);
         throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
       },
     } as WritePipeline;
@@ -73,7 +84,14 @@ describe('batch items as units of work of the write pipeline', () => {
     );
     expect(result.success_count).toBe(0);
     expect(result.error_count).toBe(2);
-    expect(result.results[0]).toEqual({ index: 0, external_reference_id: 'A', operation: 'create', success: false, id: null, error: { status: 503, detail: 'Service temporarily unavailable' } });
+    expect(result.results[0]).toEqual({
+      index: 0,
+      external_reference_id: 'A',
+      operation: 'create',
+      success: false,
+      id: null,
+      error: { status: 503, detail: 'Service temporarily unavailable' },
+    });
     // An item that had failed on its own keeps its own error.
     expect(result.results[1]).toMatchObject({ index: 1, success: false, error: { status: 422 } });
     expect(errors).toEqual([]);
@@ -92,7 +110,12 @@ describe('batch items as units of work of the write pipeline', () => {
     expect(res.statusCode).toBe(200);
     const body = JSON.parse(res.body);
     expect(body.results.map((r: { success: boolean; error?: { status: number } }) => (r.success ? 'ok' : r.error!.status))).toEqual(['ok', 409, 404, 'ok']);
-    const rows = await t.store.db.selectFrom('customers').select(['external_reference_id', 'name']).where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
+    const rows = await t.store.db
+      .selectFrom('customers')
+      .select(['external_reference_id', 'name'])
+      .where('org_id', '=', a.orgId)
+      .orderBy('external_reference_id')
+      .execute();
     expect(rows).toEqual([
       { external_reference_id: 'C-1', name: 'One' },
       { external_reference_id: 'C-2', name: 'Two' },

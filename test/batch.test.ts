@@ -22,7 +22,13 @@ describe('batch customers', () => {
     expect(body.error_count).toBe(0);
     expect(body.results).toHaveLength(100);
     body.results.forEach((r: any, i: number) => {
-      expect(r).toEqual({ index: i, external_reference_id: `B-${String(i).padStart(3, '0')}`, operation: 'create', success: true, id: expect.stringMatching(/^cust_/) });
+      expect(r).toEqual({
+        index: i,
+        external_reference_id: `B-${String(i).padStart(3, '0')}`,
+        operation: 'create',
+        success: true,
+        id: expect.stringMatching(/^cust_/),
+      });
     });
     const list = json(await a.get('/v2/tms-api/customers?page_size=100'));
     expect(list.pagination.total).toBe(100);
@@ -34,9 +40,7 @@ describe('batch customers', () => {
     const items = Array.from({ length: 101 }, (_, i) => ({ operation: 'create', customer: { external_reference_id: `X${i}`, name: 'n' } }));
     const res = await a.post('/v2/tms-api/batch/customers', { items });
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail).toEqual([
-      { type: 'too_long', loc: ['body', 'items'], msg: 'List should have at most 100 items after validation, not 101' },
-    ]);
+    expect(json(res).detail).toEqual([{ type: 'too_long', loc: ['body', 'items'], msg: 'List should have at most 100 items after validation, not 101' }]);
     expect(json(await a.get('/v2/tms-api/customers')).pagination.total).toBe(0);
   });
 
@@ -64,7 +68,11 @@ describe('batch customers', () => {
     const r = body.results;
     expect(r[0]).toMatchObject({ index: 0, operation: 'create', success: true, external_reference_id: 'NEW-1' });
     expect(r[1]).toEqual({
-      index: 1, external_reference_id: 'EXISTS', operation: 'create', success: false, id: null,
+      index: 1,
+      external_reference_id: 'EXISTS',
+      operation: 'create',
+      success: false,
+      id: null,
       error: { status: 409, detail: "Customer with external_reference_id 'EXISTS' already exists" },
     });
     expect(r[2]).toMatchObject({ success: false, id: null, error: { status: 404, detail: "Customer with external_reference_id 'GHOST' not found" } });
@@ -76,7 +84,10 @@ describe('batch customers', () => {
     expect(r[5].error).toEqual({ status: 422, detail: [{ type: 'missing', loc: ['body', 'items', 5, 'customer', 'name'], msg: 'Field required' }] });
     expect(r[6].error.status).toBe(422);
     expect(r[6].error.detail[0].loc).toEqual(['body', 'items', 6, 'customer', 'external_reference_id']);
-    expect(r[7].error).toEqual({ status: 422, detail: [{ type: 'missing', loc: ['body', 'items', 7, 'customer', 'external_reference_id'], msg: 'Field required' }] });
+    expect(r[7].error).toEqual({
+      status: 422,
+      detail: [{ type: 'missing', loc: ['body', 'items', 7, 'customer', 'external_reference_id'], msg: 'Field required' }],
+    });
     expect(r[8].error).toEqual({ status: 422, detail: [{ type: 'missing', loc: ['body', 'items', 8, 'customer'], msg: 'Field required' }] });
     expect(r[9]).toMatchObject({ success: true, external_reference_id: 'NEW-4' });
 
@@ -96,9 +107,7 @@ describe('batch customers', () => {
     expect(json(notList).detail).toEqual([{ type: 'list_type', loc: ['body', 'items'], msg: 'Input should be a valid list' }]);
     const badOp = await a.post('/v2/tms-api/batch/customers', { items: [{ operation: 'delete', external_reference_id: 'X' }] });
     expect(badOp.statusCode).toBe(422);
-    expect(json(badOp).detail).toEqual([
-      { type: 'enum', loc: ['body', 'items', 0, 'operation'], msg: "Input should be 'create', 'update' or 'upsert'" },
-    ]);
+    expect(json(badOp).detail).toEqual([{ type: 'enum', loc: ['body', 'items', 0, 'operation'], msg: "Input should be 'create', 'update' or 'upsert'" }]);
   });
 });
 

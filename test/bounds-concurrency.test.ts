@@ -30,10 +30,23 @@ function variant(v: number) {
     early_arrival: at(2 + i, v),
     late_arrival: at(2 + i, v + 2),
   }));
-  return { description: `variant ${v}`, stops, financial_rates: [{ rate_entity: 'CARRIER', amount: 1000 + v }, { rate_entity: 'CUSTOMER', amount: 2000 + v }] };
+  return {
+    description: `variant ${v}`,
+    stops,
+    financial_rates: [
+      { rate_entity: 'CARRIER', amount: 1000 + v },
+      { rate_entity: 'CUSTOMER', amount: 2000 + v },
+    ],
+  };
 }
 
-const newLoad = (ref: string, v: number) => ({ external_reference_id: ref, equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', ...variant(v) });
+const newLoad = (ref: string, v: number) => ({
+  external_reference_id: ref,
+  equipment_type: 'DRY_VAN',
+  transport_mode: 'FTL',
+  customer_external_reference_id: 'CUST-1',
+  ...variant(v),
+});
 
 /** The stored load's parts are exactly one variant's, as a whole. */
 async function expectOneVariant(ref: string, allowed: readonly number[]): Promise<void> {
@@ -63,7 +76,10 @@ describe('writes of one load are serialized', () => {
       const answers = await Promise.all(Array.from({ length: PARALLEL }, (_, v) => a.put(`/v2/tms-api/loads/${ref}`, variant(v))));
       expectNo5xx(answers);
       expect(answers.map((r) => r.statusCode)).toEqual(Array(PARALLEL).fill(200));
-      await expectOneVariant(ref, Array.from({ length: PARALLEL }, (_, v) => v));
+      await expectOneVariant(
+        ref,
+        Array.from({ length: PARALLEL }, (_, v) => v),
+      );
     }
   });
 
@@ -78,14 +94,18 @@ describe('writes of one load are serialized', () => {
       const ref = uid('TRK');
       expect((await a.post('/v2/tms-api/loads', { ...newLoad(ref, 0), stops })).statusCode).toBe(201);
       const answers = await Promise.all(
-        stops.map((_, i) => a.post(`/v2/tms-api/loads/${ref}/tracking-events`, { event_id: `${ref}-${i}`, type: 'ARRIVED', stop_number: i + 1, occurred_at: at(2, i) })),
+        stops.map((_, i) =>
+          a.post(`/v2/tms-api/loads/${ref}/tracking-events`, { event_id: `${ref}-${i}`, type: 'ARRIVED', stop_number: i + 1, occurred_at: at(2, i) }),
+        ),
       );
       expectNo5xx(answers);
       expect(answers.map((r) => r.statusCode)).toEqual(Array(PARALLEL).fill(201));
       // Each event changed its own stop: applied one after another, none is lost.
       const load = json(await a.get(`/v2/tms-api/loads/${ref}`));
       expect(load.stops.map((s: any) => s.actual_arrival)).toEqual(stops.map((_, i) => at(2, i)));
-      expect(load.stops.map((s: any) => [s.location_external_reference_id, s.early_arrival])).toEqual(stops.map((s) => [s.location_external_reference_id, s.early_arrival]));
+      expect(load.stops.map((s: any) => [s.location_external_reference_id, s.early_arrival])).toEqual(
+        stops.map((s) => [s.location_external_reference_id, s.early_arrival]),
+      );
     }
   });
 
@@ -136,10 +156,15 @@ describe('writes of one load are serialized', () => {
       const pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(outside)).rows[0]!.pid;
       put = a.put(`/v2/tms-api/loads/${ref}`, variant(1));
       // The PUT holds its load and waits for this transaction (at its seal, for the counters row).
-      await vi.waitFor(async () => {
-        const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where ${pid} = any(pg_blocking_pids(pid))`.execute(t.store.db);
-        expect(waiting.rows[0]!.n).toBeGreaterThan(0);
-      }, { timeout: 10_000, interval: 10 });
+      await vi.waitFor(
+        async () => {
+          const waiting = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where ${pid} = any(pg_blocking_pids(pid))`.execute(
+            t.store.db,
+          );
+          expect(waiting.rows[0]!.n).toBeGreaterThan(0);
+        },
+        { timeout: 10_000, interval: 10 },
+      );
       await sql`select 1 from loads where id = ${loadId} for update`.execute(outside);
     });
     const res = await put!;

@@ -125,7 +125,11 @@ describe('bounds of one request (D21)', () => {
     const res = await besideAGet('POST', '/v2/tms-api/customers', `{"external_reference_id":"CUST-WIDE","name":"x",${fields}}`);
     expect(res.status).toBe(422);
     expect(res.json.detail).toEqual([
-      { type: 'value_error', loc: ['body'], msg: 'Value error, this object has more than 1,000 fields; no object of this API has as many (docs/api.md, Bounds of a request)' },
+      {
+        type: 'value_error',
+        loc: ['body'],
+        msg: 'Value error, this object has more than 1,000 fields; no object of this API has as many (docs/api.md, Bounds of a request)',
+      },
     ]);
     expect(res.ms).toBeLessThan(1000);
     const columns = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`col${i}`, 'name']));
@@ -141,11 +145,16 @@ describe('bounds of one request (D21)', () => {
     text[at] = 0xa9;
     const res = await send(bystander, 'POST', '/v2/tms-api/customers', text);
     expect(res.status).toBe(400);
-    expect(res.json).toEqual({ detail: `Malformed JSON body: the body is not valid UTF-8 at byte offset ${at} (counted from 0); send the JSON text encoded as UTF-8` });
+    expect(res.json).toEqual({
+      detail: `Malformed JSON body: the body is not valid UTF-8 at byte offset ${at} (counted from 0); send the JSON text encoded as UTF-8`,
+    });
     expect((await send(bystander, 'GET', '/v2/tms-api/customers/CUST-UTF')).status).toBe(404);
 
     // An overlong encoding of "/" (C0 AF) and a lone surrogate encoded as UTF-8 (ED A0 80) are not UTF-8 either.
-    for (const bad of [[0xc0, 0xaf], [0xed, 0xa0, 0x80]]) {
+    for (const bad of [
+      [0xc0, 0xaf],
+      [0xed, 0xa0, 0x80],
+    ]) {
       const body = Buffer.concat([Buffer.from('{"name":"'), Buffer.from(bad), Buffer.from('"}')]);
       const refused = await send(bystander, 'POST', '/v2/tms-api/customers', body);
       expect(refused.json.detail).toContain('not valid UTF-8 at byte offset 9 ');
@@ -160,7 +169,11 @@ describe('bounds of one request (D21)', () => {
   it('a compressed body is refused 415 before it is read; a byte order mark is ignored; an empty body where a route takes none is accepted', async () => {
     const { gzipSync } = await import('node:zlib');
     const headers = { 'x-api-key': hostile.key, 'content-type': 'application/json' };
-    const gz = await fetch(`${base}/v2/tms-api/customers`, { method: 'POST', headers: { ...headers, 'content-encoding': 'gzip' }, body: gzipSync('{"external_reference_id":"GZ","name":"g"}') });
+    const gz = await fetch(`${base}/v2/tms-api/customers`, {
+      method: 'POST',
+      headers: { ...headers, 'content-encoding': 'gzip' },
+      body: gzipSync('{"external_reference_id":"GZ","name":"g"}'),
+    });
     expect(gz.status).toBe(415);
     expect(await gz.json()).toEqual({ detail: "Unsupported Content-Encoding 'gzip': send the body uncompressed (no Content-Encoding, or 'identity')" });
     expect((await send(hostile, 'GET', '/v2/tms-api/customers/GZ')).status).toBe(404);

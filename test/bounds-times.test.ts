@@ -23,8 +23,8 @@ const track = (a: Tenant, body: Record<string, unknown>) => a.post('/v2/tms-api/
 const firstStop = async (a: Tenant) => json(await a.get('/v2/tms-api/loads/L-1')).stops[0];
 const stopEvents = async (a: Tenant) => json(await a.get('/v2/tms-api/events?types=load.stop_arrived,load.stop_departed')).items;
 
-describe('tracking event times: occurred_at is UTC, occurred_at_local the stop\'s clock', () => {
-  it('occurred_at without an offset is UTC (not the stop\'s local time); the answer adds the stop\'s wall time and zone', async () => {
+describe("tracking event times: occurred_at is UTC, occurred_at_local the stop's clock", () => {
+  it("occurred_at without an offset is UTC (not the stop's local time); the answer adds the stop's wall time and zone", async () => {
     const a = await tenantWithLoad();
     // A newcomer's 09:00 arrival: 09:00 UTC, which is 03:00 in Dallas (CST, −6), not 15:00 UTC.
     const res = await track(a, { event_id: 'utc-1', occurred_at: '2026-03-02T09:00:00' });
@@ -45,15 +45,33 @@ describe('tracking event times: occurred_at is UTC, occurred_at_local the stop\'
     expect(json(departed)).toMatchObject({ occurred_at: '2026-07-02T10:30:00.000Z', occurred_at_local: '2026-07-02T05:30:00', time_zone: 'America/Chicago' });
   });
 
-  it('occurred_at_local is read in the stop location\'s time zone, and answered as sent', async () => {
+  it("occurred_at_local is read in the stop location's time zone, and answered as sent", async () => {
     const a = await tenantWithLoad();
     const res = await track(a, { event_id: 'local-1', occurred_at_local: '2026-03-02T09:00', source: 'app' });
     expect(res.statusCode, res.body).toBe(201);
-    expect(json(res)).toMatchObject({ occurred_at: '2026-03-02T15:00:00.000Z', occurred_at_local: '2026-03-02T09:00:00', time_zone: 'America/Chicago', source: 'APP' });
+    expect(json(res)).toMatchObject({
+      occurred_at: '2026-03-02T15:00:00.000Z',
+      occurred_at_local: '2026-03-02T09:00:00',
+      time_zone: 'America/Chicago',
+      source: 'APP',
+    });
     // Houston, stop 2, in summer time.
-    const delivered = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'local-2', edi_status_code: 'X1', stop_number: 2, occurred_at_local: '2026-07-03T14:05:30' });
-    expect(json(delivered)).toMatchObject({ type: 'ARRIVED', occurred_at: '2026-07-03T19:05:30.000Z', occurred_at_local: '2026-07-03T14:05:30', time_zone: 'America/Chicago' });
-    expect(json(await a.get('/v2/tms-api/loads/L-1')).stops.map((s: any) => s.actual_arrival)).toEqual(['2026-03-02T15:00:00.000Z', '2026-07-03T19:05:30.000Z']);
+    const delivered = await a.post('/v2/tms-api/loads/L-1/tracking-events', {
+      event_id: 'local-2',
+      edi_status_code: 'X1',
+      stop_number: 2,
+      occurred_at_local: '2026-07-03T14:05:30',
+    });
+    expect(json(delivered)).toMatchObject({
+      type: 'ARRIVED',
+      occurred_at: '2026-07-03T19:05:30.000Z',
+      occurred_at_local: '2026-07-03T14:05:30',
+      time_zone: 'America/Chicago',
+    });
+    expect(json(await a.get('/v2/tms-api/loads/L-1')).stops.map((s: any) => s.actual_arrival)).toEqual([
+      '2026-03-02T15:00:00.000Z',
+      '2026-07-03T19:05:30.000Z',
+    ]);
   });
 
   it('both or neither: 422 saying what to send (with any other problem of the body), nothing written', async () => {
@@ -84,11 +102,19 @@ describe('tracking event times: occurred_at is UTC, occurred_at_local the stop\'
     // A local time with an offset is not a local time; a date the calendar does not have is refused.
     const withOffset = await track(a, { event_id: 'b-3', occurred_at_local: '2026-03-02T03:00:00-06:00' });
     expect(json(withOffset).detail).toEqual([
-      { type: 'string_pattern_mismatch', loc: ['body', 'occurred_at_local'], msg: "String should match pattern '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$'" },
+      {
+        type: 'string_pattern_mismatch',
+        loc: ['body', 'occurred_at_local'],
+        msg: "String should match pattern '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2})?$'",
+      },
     ]);
     const noDay = await track(a, { event_id: 'b-4', occurred_at_local: '2026-02-30T03:00' });
     expect(json(noDay).detail).toEqual([
-      { type: 'datetime_parsing', loc: ['body', 'occurred_at_local'], msg: 'Input should be a valid local date and time, YYYY-MM-DDTHH:MM[:SS] without an offset (got 2026-02-30T03:00)' },
+      {
+        type: 'datetime_parsing',
+        loc: ['body', 'occurred_at_local'],
+        msg: 'Input should be a valid local date and time, YYYY-MM-DDTHH:MM[:SS] without an offset (got 2026-02-30T03:00)',
+      },
     ]);
     expect((await firstStop(a)).actual_arrival).toBeNull();
     expect(await stopEvents(a)).toEqual([]);
@@ -119,16 +145,31 @@ describe('tracking event times: occurred_at is UTC, occurred_at_local the stop\'
   it('an event kept before answers carried the wall time is answered again with it', async () => {
     const a = await tenantWithLoad();
     const loadId = json(await a.get('/v2/tms-api/loads/L-1')).id as string;
-    const kept = { event_id: 'old-1', load_external_reference_id: 'L-1', stop_number: 2, type: 'ARRIVED', occurred_at: '2026-03-03T10:00:00.000Z', source: 'ELD' };
-    await t.store.db.insertInto('tracking_events').values({ org_id: a.orgId, event_id: 'old-1', load_id: loadId, answer: JSON.stringify(kept), created_at: '2026-03-03T10:00:01.000Z' }).execute();
-    const again = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'old-1', type: 'ARRIVED', stop_number: 2, occurred_at: '2026-03-03T11:00:00Z' });
+    const kept = {
+      event_id: 'old-1',
+      load_external_reference_id: 'L-1',
+      stop_number: 2,
+      type: 'ARRIVED',
+      occurred_at: '2026-03-03T10:00:00.000Z',
+      source: 'ELD',
+    };
+    await t.store.db
+      .insertInto('tracking_events')
+      .values({ org_id: a.orgId, event_id: 'old-1', load_id: loadId, answer: JSON.stringify(kept), created_at: '2026-03-03T10:00:01.000Z' })
+      .execute();
+    const again = await a.post('/v2/tms-api/loads/L-1/tracking-events', {
+      event_id: 'old-1',
+      type: 'ARRIVED',
+      stop_number: 2,
+      occurred_at: '2026-03-03T11:00:00Z',
+    });
     expect(again.statusCode, again.body).toBe(201);
     expect(json(again)).toEqual({ ...kept, occurred_at_local: '2026-03-03T04:00:00', time_zone: 'America/Chicago' });
   });
 });
 
 describe('years 0000–0099 are real years', () => {
-  it('round-trip through a load\'s stops and the pickup date filters', async () => {
+  it("round-trip through a load's stops and the pickup date filters", async () => {
     const a = await tenantWithLoad();
     const body = dallasToHouston('L-OLD') as any;
     body.stops[0] = { ...body.stops[0], early_arrival: '0001-01-01T00:00:00Z', late_arrival: '0099-12-31T23:59:59Z' };
@@ -151,14 +192,25 @@ describe('years 0000–0099 are real years', () => {
     expect(await refs('pickup_date_from=0100-01-01')).toEqual(['L-1']);
   });
 
-  it('a tracking event\'s local time in year 0050 is year 50 (local mean time in Dallas); outside 0000–9999 UTC: 422', async () => {
+  it("a tracking event's local time in year 0050 is year 50 (local mean time in Dallas); outside 0000–9999 UTC: 422", async () => {
     const a = await tenantWithLoad();
     const res = await track(a, { event_id: 'y-1', occurred_at_local: '0050-06-01T10:00:00' });
     expect(res.statusCode, res.body).toBe(201);
     expect(json(res)).toMatchObject({ occurred_at: '0050-06-01T15:50:36.000Z', occurred_at_local: '0050-06-01T10:00:00', time_zone: 'America/Chicago' });
-    const utc = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'y-2', type: 'ARRIVED', stop_number: 2, occurred_at: '0099-12-31T23:59:59Z' });
+    const utc = await a.post('/v2/tms-api/loads/L-1/tracking-events', {
+      event_id: 'y-2',
+      type: 'ARRIVED',
+      stop_number: 2,
+      occurred_at: '0099-12-31T23:59:59Z',
+    });
     expect(json(utc)).toMatchObject({ occurred_at: '0099-12-31T23:59:59.000Z', occurred_at_local: '0099-12-31T18:09:23' });
-    const late = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'y-3', type: 'DEPARTED', stop_number: 2, occurred_at_local: '9999-12-31T23:00', correction: true });
+    const late = await a.post('/v2/tms-api/loads/L-1/tracking-events', {
+      event_id: 'y-3',
+      type: 'DEPARTED',
+      stop_number: 2,
+      occurred_at_local: '9999-12-31T23:00',
+      correction: true,
+    });
     expect(late.statusCode).toBe(422);
     expect(json(late).detail).toEqual([
       {
@@ -167,9 +219,21 @@ describe('years 0000–0099 are real years', () => {
         msg: 'Input should be a local time whose instant lies between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (9999-12-31T23:00 in America/Chicago is outside)',
       },
     ]);
-    const early = await a.post('/v2/tms-api/loads/L-1/tracking-events', { event_id: 'y-4', type: 'DEPARTED', stop_number: 2, occurred_at: '0000-01-01T00:30:00+01:00', correction: true });
+    const early = await a.post('/v2/tms-api/loads/L-1/tracking-events', {
+      event_id: 'y-4',
+      type: 'DEPARTED',
+      stop_number: 2,
+      occurred_at: '0000-01-01T00:30:00+01:00',
+      correction: true,
+    });
     expect(early.statusCode).toBe(422);
-    expect(json(early).detail).toEqual([{ type: 'datetime_parsing', loc: ['body', 'occurred_at'], msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' }]);
+    expect(json(early).detail).toEqual([
+      {
+        type: 'datetime_parsing',
+        loc: ['body', 'occurred_at'],
+        msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)',
+      },
+    ]);
     expect(json(await a.get('/v2/tms-api/loads/L-1')).stops.map((s: any) => [s.actual_arrival, s.actual_departure])).toEqual([
       ['0050-06-01T15:50:36.000Z', null],
       ['0099-12-31T23:59:59.000Z', null],

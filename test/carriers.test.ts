@@ -99,9 +99,7 @@ describe('carriers', () => {
     const mine = json(await a.post(base, sampleCarrier));
     const res = await a.put(`${base}/CARRIER-001`, { name: 'Renamed', contacts: [{ id: other.contacts[0].id, first_name: 'Stolen' }] });
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail).toEqual([
-      expect.objectContaining({ type: 'value_error', loc: ['body', 'contacts', 0, 'id'] }),
-    ]);
+    expect(json(res).detail).toEqual([expect.objectContaining({ type: 'value_error', loc: ['body', 'contacts', 0, 'id'] })]);
     expect(json(await a.get(`${base}/CARRIER-001`))).toEqual(mine);
     expect(json(await a.get(`${base}/OTHER`))).toEqual(other);
   });

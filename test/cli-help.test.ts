@@ -78,14 +78,20 @@ describe('key create --strict', () => {
     const lenient = JSON.parse((await cli(['key', 'create', '--org', org.id, '--name', 'lenient', '--system', 'TMS', '--scopes', 'all'])).stdout);
     expect(Object.keys(lenient).sort()).toEqual(['id', 'key', 'per_day', 'per_minute', 'scopes']);
     const list = JSON.parse((await cli(['key', 'list', '--org', org.id])).stdout);
-    expect(list.items.map((k: { name: string; strict: boolean }) => [k.name, k.strict])).toEqual([['strict', true], ['lenient', false]]);
+    expect(list.items.map((k: { name: string; strict: boolean }) => [k.name, k.strict])).toEqual([
+      ['strict', true],
+      ['lenient', false],
+    ]);
   }, 120_000);
 });
 
 /** Starts `serve` or `worker` and resolves with its output once `line` appears (then stops it). */
 function outputUntil(args: string[], env: Record<string, string>, line: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', PORT: '0', WORKER_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(BIN, args, {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', PORT: '0', WORKER_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -106,11 +112,23 @@ function outputUntil(args: string[], env: Record<string, string>, line: RegExp):
 
 describe('WEBHOOK_ALLOW_INSECURE', () => {
   it('serve and worker warn at start, in the same log format', async () => {
-    for (const [args, started] of [[['serve'], 'Lanebridge listening'], [['worker'], 'Lanebridge webhook worker started']] as const) {
+    for (const [args, started] of [
+      [['serve'], 'Lanebridge listening'],
+      [['worker'], 'Lanebridge webhook worker started'],
+    ] as const) {
       const out = await outputUntil([...args], { WEBHOOK_ALLOW_INSECURE: 'on' }, /WEBHOOK_ALLOW_INSECURE is on/);
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
-      expect(lines.find((l) => l.msg === started), out).toMatchObject({ level: 30, time: expect.any(Number), pid: expect.any(Number), hostname: expect.any(String) });
-      expect(lines.find((l) => String(l.msg).startsWith('WEBHOOK_ALLOW_INSECURE')), out).toMatchObject({
+      const lines = out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(
+        lines.find((l) => l.msg === started),
+        out,
+      ).toMatchObject({ level: 30, time: expect.any(Number), pid: expect.any(Number), hostname: expect.any(String) });
+      expect(
+        lines.find((l) => String(l.msg).startsWith('WEBHOOK_ALLOW_INSECURE')),
+        out,
+      ).toMatchObject({
         level: 40,
         msg: 'WEBHOOK_ALLOW_INSECURE is on: webhook URLs may use plain http and loopback or private addresses. For development only; unset it in production',
       });

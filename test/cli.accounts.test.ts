@@ -86,6 +86,6 @@ describe('bin/lanebridge user: sessions and removal', () => {
   it('documents the commands in help', async () => {
     const help = await cli('help', 'user');
     expect(help.stdout).toContain('user sessions-end --email EMAIL                 sign the user out of the dashboard everywhere');
-    expect(help.stdout).toContain('user remove --email EMAIL                       remove the user (not an organization\'s last admin);');
+    expect(help.stdout).toContain("user remove --email EMAIL                       remove the user (not an organization's last admin);");
   }, 60_000);
 });

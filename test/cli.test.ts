@@ -63,17 +63,61 @@ describe('bin/lanebridge', () => {
     expect(member.out).toMatchObject({ email: 'mo@acme.test', role: 'member' });
 
     const all = await cli('key', 'create', '--org', org.out.id, '--name', 'McLeod prod', '--system', 'McLeod', '--scopes', 'all');
-    expect(all.out).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/), scopes: [...SCOPES], per_minute: 100, per_day: 10000 });
-    const expiring = await cli('key', 'create', '--org', org.out.id, '--name', 'temp', '--system', 'BI', '--scopes', 'read:audit', '--expires-at', '2099-01-31');
+    expect(all.out).toEqual({
+      id: expect.stringMatching(/^key_/),
+      key: expect.stringMatching(/^lbk_[0-9a-f]{64}$/),
+      scopes: [...SCOPES],
+      per_minute: 100,
+      per_day: 10000,
+    });
+    const expiring = await cli(
+      'key',
+      'create',
+      '--org',
+      org.out.id,
+      '--name',
+      'temp',
+      '--system',
+      'BI',
+      '--scopes',
+      'read:audit',
+      '--expires-at',
+      '2099-01-31',
+    );
     expect(expiring.out).toMatchObject({ scopes: ['read:audit'], expires_at: '2099-01-31T00:00:00.000Z' });
 
-    const narrow = await cli('key', 'create', '--org', org.out.id, '--name', 'reader', '--system', 'BI', '--scopes', 'read:customers,read:carriers', '--per-minute', '20', '--per-day', '500');
+    const narrow = await cli(
+      'key',
+      'create',
+      '--org',
+      org.out.id,
+      '--name',
+      'reader',
+      '--system',
+      'BI',
+      '--scopes',
+      'read:customers,read:carriers',
+      '--per-minute',
+      '20',
+      '--per-day',
+      '500',
+    );
     expect(narrow.out).toMatchObject({ scopes: ['read:customers', 'read:carriers'], per_minute: 20, per_day: 500 });
 
     await withApp(async (app) => {
-      const created = await app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': all.out.key }, payload: { external_reference_id: 'C1', name: 'Acme' } });
+      const created = await app.inject({
+        method: 'POST',
+        url: '/v2/tms-api/customers',
+        headers: { 'x-api-key': all.out.key },
+        payload: { external_reference_id: 'C1', name: 'Acme' },
+      });
       expect(created.statusCode).toBe(201);
-      const denied = await app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': narrow.out.key }, payload: { external_reference_id: 'C2', name: 'x' } });
+      const denied = await app.inject({
+        method: 'POST',
+        url: '/v2/tms-api/customers',
+        headers: { 'x-api-key': narrow.out.key },
+        payload: { external_reference_id: 'C2', name: 'x' },
+      });
       expect(json(denied).error.message).toBe('API key does not have the required scope: write:customers');
     });
 
@@ -169,10 +213,15 @@ describe('bin/lanebridge', () => {
       );
     try {
       const serve = await start('serve', { PORT: String(port) });
-      expect(serve).toEqual({ code: 1, stderr: `lanebridge: cannot listen on 127.0.0.1:${port} (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set PORT to a free port, or HOST to an address of this machine\n` });
+      expect(serve).toEqual({
+        code: 1,
+        stderr: `lanebridge: cannot listen on 127.0.0.1:${port} (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set PORT to a free port, or HOST to an address of this machine\n`,
+      });
       const worker = await start('worker', { WORKER_PORT: String(port) });
       expect(worker.code).toBe(1);
-      expect(worker.stderr).toBe(`lanebridge: cannot listen on 127.0.0.1:${port} for /healthz, /readyz and /metrics (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set WORKER_PORT to a free port (0: any)\n`);
+      expect(worker.stderr).toBe(
+        `lanebridge: cannot listen on 127.0.0.1:${port} for /healthz, /readyz and /metrics (listen EADDRINUSE: address already in use 127.0.0.1:${port}): set WORKER_PORT to a free port (0: any)\n`,
+      );
     } finally {
       await new Promise((r) => taken.close(r));
     }

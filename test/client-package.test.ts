@@ -61,7 +61,13 @@ console.log(JSON.stringify({ names: customers.map((c) => c.name), status: respon
   }, 120_000);
 
   it('a TypeScript consumer gets the types from the package: a wrong path, field or enumeration value does not compile', async () => {
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ['*.ts'] }));
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        include: ['*.ts'],
+      }),
+    );
     const good = `import { createLanebridgeClient, readFeed, type Schemas } from '@lanebridge/client';
 const client = createLanebridgeClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'k' });
 export async function f(): Promise<string | undefined> {
@@ -109,7 +115,10 @@ export function seen(l: Schemas['Load'], r: Schemas['LoadRecommendations'], d: S
     rmSync(join(project, 'bad.ts'));
     const refused = new Set([...failed.matchAll(/^bad\.ts\((\d+),/gm)].map((m) => Number(m[1])));
     const expected = bad.map((line, n) => (line.startsWith('export const') ? n + 1 : 0)).filter((n) => n > 0);
-    expect([...refused].sort((x, y) => x - y), failed).toEqual(expected);
+    expect(
+      [...refused].sort((x, y) => x - y),
+      failed,
+    ).toEqual(expected);
     expect(failed).toContain('no-such-path');
     expect(failed).toContain('nmae');
     for (const value of ['SHIPPED', 'BOXCAR', 'load.shipped', 'PICKUP', 'key.stolen', 'printer', 'paused']) expect(failed).toContain(`"${value}"`);

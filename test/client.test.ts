@@ -26,13 +26,34 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-type SchemaNode = { type?: unknown; enum?: unknown; anyOf?: SchemaNode[]; oneOf?: SchemaNode[]; allOf?: SchemaNode[]; const?: unknown; properties?: Record<string, SchemaNode>; items?: SchemaNode };
-type Operation = { parameters?: { name?: string; in?: string; schema?: SchemaNode }[]; requestBody?: { content?: Record<string, { schema?: SchemaNode }> }; responses?: Record<string, { content?: Record<string, { schema?: SchemaNode }> }> };
+type SchemaNode = {
+  type?: unknown;
+  enum?: unknown;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  allOf?: SchemaNode[];
+  const?: unknown;
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+};
+type Operation = {
+  parameters?: { name?: string; in?: string; schema?: SchemaNode }[];
+  requestBody?: { content?: Record<string, { schema?: SchemaNode }> };
+  responses?: Record<string, { content?: Record<string, { schema?: SchemaNode }> }>;
+};
 
 /** Fields and parameters named like an enumeration (status, *_type, mode, source, action, …) that the document declares as plain strings. */
-function plainStringsNamedLikeEnumerations(doc: { components: { schemas: Record<string, SchemaNode> }; paths: Record<string, Record<string, Operation>> }): string[] {
+function plainStringsNamedLikeEnumerations(doc: {
+  components: { schemas: Record<string, SchemaNode> };
+  paths: Record<string, Record<string, Operation>>;
+}): string[] {
   const named = /(^|_)(status|type|mode|kind|source|action|role|scope|operation|format|resource|ranking|uom|entity)$/;
-  const plain = (s: SchemaNode | undefined) => !!s && (s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'))) && s.enum === undefined && s.anyOf === undefined && s.const === undefined;
+  const plain = (s: SchemaNode | undefined) =>
+    !!s &&
+    (s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'))) &&
+    s.enum === undefined &&
+    s.anyOf === undefined &&
+    s.const === undefined;
   const found: string[] = [];
   const fields = (s: SchemaNode | undefined, where: string): void => {
     if (!s) return;
@@ -64,18 +85,20 @@ describe('the generated TypeScript client', () => {
   it('types every field named like an enumeration as one, except the free-text fields listed here', async () => {
     // A field declared as a plain string comes out as `string` in the client, whatever values it takes.
     const doc = json(await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' }));
-    expect(new Set(plainStringsNamedLikeEnumerations(doc))).toEqual(new Set([
-      'ValidationIssue.type', // the kind of problem: an open list (missing, enum, value_error, …)
-      'Customer.customer_type', // a free category
-      'MarketRate.source', // free text: where the rate was observed
-      'CustomerCreate.customer_type',
-      'CustomerUpdate.customer_type',
-      'GET /v2/tms-api/customers query.customer_type',
-      'GET /v2/tms-api/loads query.status', // a comma-separated list of statuses
-      'POST /v2/tms-api/market-rates body.source',
-      'GET /v2/tms-api/audit-log query.action', // one action, or every action with a prefix (`key.`)
-      'GET /v2/tms-api/audit-log query.target_type', // matched as sent: an unknown type finds nothing
-    ]));
+    expect(new Set(plainStringsNamedLikeEnumerations(doc))).toEqual(
+      new Set([
+        'ValidationIssue.type', // the kind of problem: an open list (missing, enum, value_error, …)
+        'Customer.customer_type', // a free category
+        'MarketRate.source', // free text: where the rate was observed
+        'CustomerCreate.customer_type',
+        'CustomerUpdate.customer_type',
+        'GET /v2/tms-api/customers query.customer_type',
+        'GET /v2/tms-api/loads query.status', // a comma-separated list of statuses
+        'POST /v2/tms-api/market-rates body.source',
+        'GET /v2/tms-api/audit-log query.action', // one action, or every action with a prefix (`key.`)
+        'GET /v2/tms-api/audit-log query.target_type', // matched as sent: an unknown type finds nothing
+      ]),
+    );
   });
 
   it('runs the example sync against a live server: pushes, pages and follows the feed', async () => {
@@ -87,8 +110,22 @@ describe('the generated TypeScript client', () => {
     expect(first.failed).toEqual([]);
     expect(first.pushed).toEqual({ customers: 2, carriers: 1, locations: 3, loads: 2 });
     expect(first.loads).toEqual([
-      { external_reference_id: 'LOAD-1001', status: 'ACTIVE', customer: 'Acme Foods', carrier: null, stops: ['Pickup LOC-DAL', 'Delivery LOC-HOU'], total_distance: expect.any(Number) },
-      { external_reference_id: 'LOAD-1002', status: 'ACTIVE', customer: 'Ölwerk Müller GmbH', carrier: 'Blue Line Trucking', stops: ['Pickup LOC-CHI', 'Delivery LOC-DAL'], total_distance: expect.any(Number) },
+      {
+        external_reference_id: 'LOAD-1001',
+        status: 'ACTIVE',
+        customer: 'Acme Foods',
+        carrier: null,
+        stops: ['Pickup LOC-DAL', 'Delivery LOC-HOU'],
+        total_distance: expect.any(Number),
+      },
+      {
+        external_reference_id: 'LOAD-1002',
+        status: 'ACTIVE',
+        customer: 'Ölwerk Müller GmbH',
+        carrier: 'Blue Line Trucking',
+        stops: ['Pickup LOC-CHI', 'Delivery LOC-DAL'],
+        total_distance: expect.any(Number),
+      },
     ]);
     // Every record it pushed is in the feed, once.
     expect(first.events.after).toBe(0);
@@ -96,7 +133,14 @@ describe('the generated TypeScript client', () => {
     expect(JSON.parse(readFileSync(cursorFile, 'utf8'))).toEqual({ after: first.events.next_after });
     // What the service holds, read without the client.
     const load = json(await a.get('/v2/tms-api/loads/LOAD-1001'));
-    expect(load).toMatchObject({ equipment_type: 'DRY_VAN', customer_external_reference_id: 'CUST-ACME', stops: [{ stop_type: 'Pickup', early_arrival: '2026-12-01T08:00:00.000Z' }, { stop_type: 'Delivery', early_arrival: '2026-12-02T08:00:00.000Z' }] });
+    expect(load).toMatchObject({
+      equipment_type: 'DRY_VAN',
+      customer_external_reference_id: 'CUST-ACME',
+      stops: [
+        { stop_type: 'Pickup', early_arrival: '2026-12-01T08:00:00.000Z' },
+        { stop_type: 'Delivery', early_arrival: '2026-12-02T08:00:00.000Z' },
+      ],
+    });
     expect(json(await a.get('/v2/tms-api/locations/LOC-CHI'))).toMatchObject({ state: 'US-IL', geocode_source: 'coordinates' });
 
     // A second run: the feed continues from the cursor, and shows only what changed. Unchanged upserts
@@ -113,7 +157,8 @@ describe('the generated TypeScript client', () => {
     expect(json(await a.post('/v2/tms-api/batch/customers', { items })).success_count).toBe(7);
     const client = createLanebridgeClient({ baseUrl, apiKey: a.key });
     const seen: string[] = [];
-    for await (const customer of walkPages(client, '/v2/tms-api/customers', { query: { page_size: 3, sort: 'name' } })) seen.push(customer.external_reference_id);
+    for await (const customer of walkPages(client, '/v2/tms-api/customers', { query: { page_size: 3, sort: 'name' } }))
+      seen.push(customer.external_reference_id);
     expect(seen).toEqual(['W-0', 'W-1', 'W-2', 'W-3', 'W-4', 'W-5', 'W-6']);
   });
 
@@ -126,7 +171,10 @@ describe('the generated TypeScript client', () => {
     // The same request with the same key is answered from the service's store: nothing is written twice.
     const key = sent[0]!.headers.get('idempotency-key')!;
     expect(key).toMatch(/^[0-9a-f-]{36}$/);
-    const again = await client.POST('/v2/tms-api/customers', { body: { external_reference_id: 'IK-1', name: 'Keyed' }, params: { header: { 'Idempotency-Key': key } } });
+    const again = await client.POST('/v2/tms-api/customers', {
+      body: { external_reference_id: 'IK-1', name: 'Keyed' },
+      params: { header: { 'Idempotency-Key': key } },
+    });
     expect(again.response.status).toBe(201);
     expect(again.response.headers.get('idempotent-replayed')).toBe('true');
     expect(again.data?.id).toBe(created.data?.id);
@@ -138,7 +186,8 @@ describe('the generated TypeScript client', () => {
 });
 
 describe('retries', () => {
-  const answer = (status: number, headers: Record<string, string> = {}) => new Response(status === 204 ? null : '{}', { status, headers: { 'content-type': 'application/json', ...headers } });
+  const answer = (status: number, headers: Record<string, string> = {}) =>
+    new Response(status === 204 ? null : '{}', { status, headers: { 'content-type': 'application/json', ...headers } });
 
   it('waits what Retry-After says on 429 and 503, and backs off when it says nothing', async () => {
     const waits: number[] = [];

@@ -13,7 +13,12 @@ const rows = (text: string) =>
   text
     .split('\n')
     .filter((l) => l.startsWith('| `'))
-    .map((l) => l.slice(1, -1).split(' | ').map((c) => c.trim()));
+    .map((l) =>
+      l
+        .slice(1, -1)
+        .split(' | ')
+        .map((c) => c.trim()),
+    );
 
 const table = rows(section('## Configuration', '### Settings removed in this version'));
 const removedTable = rows(section('### Settings removed in this version', '## Running on PostgreSQL'));

@@ -15,7 +15,13 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-const headers = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'req-1', 'x-ratelimit-limit': 100, 'x-ratelimit-remaining': 99, 'x-ratelimit-reset': 1764000000 };
+const headers = {
+  'content-type': 'application/json; charset=utf-8',
+  'x-request-id': 'req-1',
+  'x-ratelimit-limit': 100,
+  'x-ratelimit-remaining': 99,
+  'x-ratelimit-reset': 1764000000,
+};
 const customer = {
   id: 'cust_01',
   external_reference_id: 'C-1',

@@ -38,7 +38,7 @@ describe('customers: create and get', () => {
     const res = await a.post(base, { external_reference_id: 'CUST-ACME-001', name: 'Other' });
     expect(res.statusCode).toBe(409);
     expect(json(res)).toEqual({ detail: "Customer with external_reference_id 'CUST-ACME-001' already exists" });
-    const list = json((await a.get(base)));
+    const list = json(await a.get(base));
     expect(list.items).toHaveLength(1);
     expect(list.items[0].name).toBe('Acme');
   });
@@ -79,9 +79,7 @@ describe('customers: create and get', () => {
     expect(json(ok)[field]).toHaveLength(limit);
     const res = await a.post(base, { external_reference_id: uid(), name: 'n', [field]: 'x'.repeat(limit + 1) });
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail).toEqual([
-      { type: 'string_too_long', loc: ['body', field], msg: `String should have at most ${limit} characters` },
-    ]);
+    expect(json(res).detail).toEqual([{ type: 'string_too_long', loc: ['body', field], msg: `String should have at most ${limit} characters` }]);
   });
 
   it('refuses wrong types with pydantic-style entries', async () => {
@@ -111,9 +109,7 @@ describe('customers: create and get', () => {
 
   it('keeps one record and answers 409 to the rest when the same id is created concurrently', async () => {
     const a = await newTenant(t);
-    const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => a.post(base, { external_reference_id: 'RACE-1', name: `racer ${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => a.post(base, { external_reference_id: 'RACE-1', name: `racer ${i}` })));
     const codes = results.map((r) => r.statusCode).sort();
     expect(codes).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
     expect(json(await a.get(base)).pagination.total).toBe(1);
@@ -208,7 +204,14 @@ describe('customers: list', () => {
     const body = json(await a.get(base));
     expect(body.items.map((c: any) => c.external_reference_id)).toEqual(['C0', 'C1', 'C2', 'C3', 'C4']);
     expect(body.pagination).toEqual({
-      page: 1, page_size: 50, total: 5, total_items: 5, total_pages: 1, has_more: false, has_next: false, has_previous: false,
+      page: 1,
+      page_size: 50,
+      total: 5,
+      total_items: 5,
+      total_pages: 1,
+      has_more: false,
+      has_next: false,
+      has_previous: false,
     });
   });
 
@@ -217,7 +220,14 @@ describe('customers: list', () => {
     const p2 = json(await a.get(`${base}?page=2&page_size=2`));
     expect(p2.items.map((c: any) => c.external_reference_id)).toEqual(['C2', 'C3']);
     expect(p2.pagination).toEqual({
-      page: 2, page_size: 2, total: 5, total_items: 5, total_pages: 3, has_more: true, has_next: true, has_previous: true,
+      page: 2,
+      page_size: 2,
+      total: 5,
+      total_items: 5,
+      total_pages: 3,
+      has_more: true,
+      has_next: true,
+      has_previous: true,
     });
     const p3 = json(await a.get(`${base}?page=3&page_size=2`));
     expect(p3.pagination).toMatchObject({ has_next: false, has_more: false, has_previous: true });

@@ -15,7 +15,11 @@ const loads = '/v2/tms-api/loads';
 const locs = (body: { detail: { loc: unknown[] }[] }) => body.detail.map((d) => d.loc.join('.')).sort();
 
 async function countOf(a: Tenant, table: 'loads' | 'customers' | 'locations' | 'carriers') {
-  const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', a.orgId).executeTakeFirst();
+  const r = await t.store.db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', a.orgId)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -32,7 +36,12 @@ function troubled(ref: string, extra: Record<string, unknown> = {}) {
   });
 }
 
-const DB_PROBLEMS = ['body.carrier_external_reference_id', 'body.customer_external_reference_id', 'body.stops.0.location_external_reference_id', 'body.stops.1.late_arrival'];
+const DB_PROBLEMS = [
+  'body.carrier_external_reference_id',
+  'body.customer_external_reference_id',
+  'body.stops.0.location_external_reference_id',
+  'body.stops.1.late_arrival',
+];
 
 describe('D1a: one 422 lists every problem', () => {
   it('create: unknown customer, carrier and location and a reversed window, one entry each, nothing written', async () => {
@@ -59,7 +68,12 @@ describe('D1a: one 422 lists every problem', () => {
     expect(detail.find((d) => d.loc[1] === 'equipment_type')!.type).toBe('missing');
     expect(detail.find((d) => d.loc[1] === 'weight')!.type).toBe('float_parsing');
     // Schema problems come first.
-    expect(detail.slice(0, 2).map((d) => d.loc[1]).sort()).toEqual(['equipment_type', 'weight']);
+    expect(
+      detail
+        .slice(0, 2)
+        .map((d) => d.loc[1])
+        .sort(),
+    ).toEqual(['equipment_type', 'weight']);
     expect(await countOf(a, 'loads')).toBe(0);
   });
 
@@ -159,10 +173,16 @@ describe('D1a: external_reference_id of only white space is 422', () => {
     ] as const) {
       const res = await a.post(url, body);
       expect(res.statusCode, url).toBe(422);
-      expect(json(res).detail).toEqual([{ type: 'value_error', loc: ['body', 'external_reference_id'], msg: 'Value error, external_reference_id must not be only white space' }]);
+      expect(json(res).detail).toEqual([
+        { type: 'value_error', loc: ['body', 'external_reference_id'], msg: 'Value error, external_reference_id must not be only white space' },
+      ]);
     }
     const batch = await a.post('/v2/tms-api/batch/customers', { items: [{ operation: 'upsert', external_reference_id: '  ', customer: { name: 'Blank' } }] });
-    expect(json(batch).results[0]).toMatchObject({ success: false, external_reference_id: '  ', error: { status: 422, detail: [{ type: 'value_error', loc: ['body', 'items', 0, 'customer', 'external_reference_id'] }] } });
+    expect(json(batch).results[0]).toMatchObject({
+      success: false,
+      external_reference_id: '  ',
+      error: { status: 422, detail: [{ type: 'value_error', loc: ['body', 'items', 0, 'customer', 'external_reference_id'] }] },
+    });
     expect(await countOf(a, 'customers')).toBe(0);
     expect(await countOf(a, 'carriers')).toBe(0);
     expect(await countOf(a, 'locations')).toBe(0);
@@ -204,12 +224,17 @@ describe('D1a: a state that contradicts the coordinates', () => {
     const line = await ok({ external_reference_id: 'KC-LINE', name: 'State Line', latitude: 39.0, longitude: -94.622, state: 'MO' });
     expect(line.state).toBe('US-MO');
     // Farther into Kansas (Olathe, ~25 km from Missouri) the same state is a contradiction.
-    expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'OLATHE', name: 'Olathe', latitude: 38.8814, longitude: -94.8191, state: 'MO' })).statusCode).toBe(422);
+    expect(
+      (await a.post('/v2/tms-api/locations', { external_reference_id: 'OLATHE', name: 'Olathe', latitude: 38.8814, longitude: -94.8191, state: 'MO' }))
+        .statusCode,
+    ).toBe(422);
   });
 
   it('an update moving the coordinates away from the stored state is refused too', async () => {
     const a = await newTenant(t);
-    expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'P', name: 'Dallas', latitude: 32.7767, longitude: -96.797, state: 'TX' })).statusCode).toBe(201);
+    expect(
+      (await a.post('/v2/tms-api/locations', { external_reference_id: 'P', name: 'Dallas', latitude: 32.7767, longitude: -96.797, state: 'TX' })).statusCode,
+    ).toBe(201);
     const res = await a.put('/v2/tms-api/locations/P', { latitude: 34.05, longitude: -118.25, state: 'TX' });
     expect(res.statusCode).toBe(422);
     expect(json(res).detail[0]).toMatchObject({ loc: ['body', 'state'], type: 'value_error' });
@@ -235,7 +260,10 @@ describe('D1a: average_carrier_rate in one currency', () => {
     const a = await newTenant(t);
     await seedFreight(a);
     await deliveredWithRates(a, 'H-1', [{ amount: 1000, currency: 'CAD' }]);
-    await deliveredWithRates(a, 'H-2', [{ amount: 1200, currency: 'cad' }, { amount: 100, currency: 'CAD' }]);
+    await deliveredWithRates(a, 'H-2', [
+      { amount: 1200, currency: 'cad' },
+      { amount: 100, currency: 'CAD' },
+    ]);
     await deliveredWithRates(a, 'H-3', [{ amount: 900 }]);
     expect((await a.post(loads, dallasToHouston('OPEN-1'))).statusCode).toBe(201);
     const [rec] = json(await a.get(`${loads}/OPEN-1/carrier-recommendations`)).carrier_recommendations;

@@ -27,10 +27,21 @@ const stop = (n: number, type: string, loc: string, day: number, lateHour: numbe
   late_arrival: `2026-03-0${day}T${String(lateHour).padStart(2, '0')}:00:00.000Z`,
 });
 
-const load = (ref: string, stops: unknown[]) => ({ external_reference_id: ref, equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', stops });
+const load = (ref: string, stops: unknown[]) => ({
+  external_reference_id: ref,
+  equipment_type: 'DRY_VAN',
+  transport_mode: 'FTL',
+  customer_external_reference_id: 'CUST-1',
+  stops,
+});
 
 const deadlines = async () => {
-  const rows = await t.store.db.selectFrom('loads').select(['external_reference_id', 'delivery_deadline']).where('org_id', '=', a.orgId).orderBy('external_reference_id').execute();
+  const rows = await t.store.db
+    .selectFrom('loads')
+    .select(['external_reference_id', 'delivery_deadline'])
+    .where('org_id', '=', a.orgId)
+    .orderBy('external_reference_id')
+    .execute();
   return Object.fromEntries(rows.map((r) => [r.external_reference_id, r.delivery_deadline]));
 };
 
@@ -47,7 +58,9 @@ describe('loads.delivery_deadline', () => {
       const res = await a.post('/v2/tms-api/loads', body);
       expect(res.statusCode, res.body).toBe(201);
     }
-    const upsert = await a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'upsert', load: load('DD-UPSERT', [stop(1, 'Pickup', 'DAL', 2, 10), stop(2, 'Delivery', 'HOU', 6, 18)]) }] });
+    const upsert = await a.post('/v2/tms-api/batch/loads', {
+      items: [{ operation: 'upsert', load: load('DD-UPSERT', [stop(1, 'Pickup', 'DAL', 2, 10), stop(2, 'Delivery', 'HOU', 6, 18)]) }],
+    });
     expect(JSON.parse(upsert.body), upsert.body).toMatchObject({ success_count: 1, error_count: 0 });
     expect(await deadlines()).toEqual({
       'DD-BOTH': '2026-03-05T15:00:00.000Z',

@@ -55,7 +55,11 @@ describe('the error table', () => {
     expect(rendered).toEqual({
       malformed_json: { status: 400, headers: {}, body: { detail: 'Malformed JSON body: Unexpected end of JSON input' } },
       bad_request: { status: 400, headers: {}, body: { detail: 'Malformed URL: the path is not valid percent-encoding' } },
-      unauthorized: { status: 401, headers: {}, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } } },
+      unauthorized: {
+        status: 401,
+        headers: {},
+        body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } },
+      },
       forbidden: { status: 403, headers: {}, body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:loads' } } },
       not_found: { status: 404, headers: {}, body: { detail: "Load with external_reference_id 'LOAD-001' not found" } },
       route_not_found: { status: 404, headers: {}, body: { detail: 'Not Found' } },
@@ -63,10 +67,16 @@ describe('the error table', () => {
       request_timeout: {
         status: 408,
         headers: {},
-        body: { detail: "Request timed out: the body did not arrive within 60 seconds of the request's headers: send it faster, or split it into smaller requests" },
+        body: {
+          detail: "Request timed out: the body did not arrive within 60 seconds of the request's headers: send it faster, or split it into smaller requests",
+        },
       },
       conflict: { status: 409, headers: {}, body: { detail: "Customer with external_reference_id 'CUST-ACME-001' already exists" } },
-      idempotency_in_progress: { status: 409, headers: { 'Retry-After': '1' }, body: { detail: 'A request with this Idempotency-Key is still being processed' } },
+      idempotency_in_progress: {
+        status: 409,
+        headers: { 'Retry-After': '1' },
+        body: { detail: 'A request with this Idempotency-Key is still being processed' },
+      },
       idempotency_key_reused: {
         status: 422,
         headers: {},
@@ -88,7 +98,10 @@ describe('the error table', () => {
       payload_too_large: {
         status: 413,
         headers: {},
-        body: { detail: 'Request body is larger than the limit of 1048576 bytes (1 MiB) for this endpoint: send a smaller body, or have the operator raise the server setting BODY_LIMIT_BYTES' },
+        body: {
+          detail:
+            'Request body is larger than the limit of 1048576 bytes (1 MiB) for this endpoint: send a smaller body, or have the operator raise the server setting BODY_LIMIT_BYTES',
+        },
       },
       unsupported_media_type: {
         status: 415,

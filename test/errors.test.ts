@@ -57,16 +57,23 @@ describe('transport errors', () => {
     const big = await a.post('/v2/tms-api/customers', { external_reference_id: 'C1', name: 'n', padding: 'x'.repeat(1_100_000) });
     expect(big.statusCode).toBe(413);
     expect(json(big)).toEqual({
-      detail: 'Request body is larger than the limit of 1048576 bytes (1 MiB) for this endpoint: send a smaller body, or have the operator raise the server setting BODY_LIMIT_BYTES',
+      detail:
+        'Request body is larger than the limit of 1048576 bytes (1 MiB) for this endpoint: send a smaller body, or have the operator raise the server setting BODY_LIMIT_BYTES',
     });
-    const items = Array.from({ length: 50 }, (_, i) => ({ operation: 'create', customer: { external_reference_id: `B${i}`, name: 'n', notes: 'y'.repeat(40_000) } }));
+    const items = Array.from({ length: 50 }, (_, i) => ({
+      operation: 'create',
+      customer: { external_reference_id: `B${i}`, name: 'n', notes: 'y'.repeat(40_000) },
+    }));
     const batch = await a.post('/v2/tms-api/batch/customers', { items });
     expect(batch.statusCode).toBe(200);
     expect(json(batch).success_count).toBe(50);
-    const tooBig = await a.post('/v2/tms-api/batch/customers', { items: [{ operation: 'create', customer: { external_reference_id: 'Z', name: 'n', notes: 'z'.repeat(10_600_000) } }] });
+    const tooBig = await a.post('/v2/tms-api/batch/customers', {
+      items: [{ operation: 'create', customer: { external_reference_id: 'Z', name: 'n', notes: 'z'.repeat(10_600_000) } }],
+    });
     expect(tooBig.statusCode).toBe(413);
     expect(json(tooBig)).toEqual({
-      detail: 'Request body is larger than the limit of 10485760 bytes (10 MiB) for batch endpoints: send fewer items per batch, or have the operator raise the server setting BATCH_BODY_LIMIT_BYTES',
+      detail:
+        'Request body is larger than the limit of 10485760 bytes (10 MiB) for batch endpoints: send fewer items per batch, or have the operator raise the server setting BATCH_BODY_LIMIT_BYTES',
     });
   });
 

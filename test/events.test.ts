@@ -57,15 +57,19 @@ describe('events of every type carry the record as GET returns it', () => {
     const a = await newTenant(t);
     for (const [path, body, change] of [
       ['customers', { external_reference_id: 'C-1', name: 'Acme Foods' }, { name: 'Acme Foods Inc' }],
-      ['carriers', { external_reference_id: 'K-1', name: 'Swift', contacts: [{ first_name: 'Dana', primary_email: 'dana@swift.example', is_primary_contact: true }] }, { name: 'Swift Transport' }],
+      [
+        'carriers',
+        { external_reference_id: 'K-1', name: 'Swift', contacts: [{ first_name: 'Dana', primary_email: 'dana@swift.example', is_primary_contact: true }] },
+        { name: 'Swift Transport' },
+      ],
       ['locations', { external_reference_id: 'L-1', name: 'Dallas DC', postal_code: '75201', state: 'TX' }, { name: 'Dallas Main DC' }],
     ] as const) {
       const singular = path.slice(0, -1);
       const before = (await allEvents(a)).length;
       expect((await a.post(`/v2/tms-api/${path}`, body)).statusCode).toBe(201);
-      const created = json((await a.get(`/v2/tms-api/${path}/${body.external_reference_id}`)));
+      const created = json(await a.get(`/v2/tms-api/${path}/${body.external_reference_id}`));
       expect((await a.put(`/v2/tms-api/${path}/${body.external_reference_id}`, change)).statusCode).toBe(200);
-      const updated = json((await a.get(`/v2/tms-api/${path}/${body.external_reference_id}`)));
+      const updated = json(await a.get(`/v2/tms-api/${path}/${body.external_reference_id}`));
       expect((await a.del(`/v2/tms-api/${path}/${body.external_reference_id}`)).statusCode).toBe(204);
       const events = (await allEvents(a)).slice(before);
       expect(events.map((e) => e.type)).toEqual([`${singular}.created`, `${singular}.updated`, `${singular}.deleted`]);
@@ -87,7 +91,12 @@ describe('events of every type carry the record as GET returns it', () => {
     const created = json(await a.get('/v2/tms-api/loads/LD-1'));
     expect((await a.put('/v2/tms-api/loads/LD-1', { status: 'COVERED', carrier_external_reference_id: 'CAR-1' })).statusCode).toBe(200);
     const updated = json(await a.get('/v2/tms-api/loads/LD-1'));
-    const rate = await a.post('/v2/tms-api/market-rates', { origin: { postal_code: '75201', state: 'TX' }, destination: { postal_code: '77002', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.1 });
+    const rate = await a.post('/v2/tms-api/market-rates', {
+      origin: { postal_code: '75201', state: 'TX' },
+      destination: { postal_code: '77002', state: 'TX' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.1,
+    });
     expect(rate.statusCode, rate.body).toBe(201);
     expect((await a.del('/v2/tms-api/loads/LD-1')).statusCode).toBe(204);
     const events = await allEvents(a, start);
@@ -112,36 +121,81 @@ describe('events of every type carry the record as GET returns it', () => {
       expect((await a.post(url, body)).statusCode).toBe(201);
     }
     // D8: loads without the caller's max_buy_rate are priced from this snapshot (the lane from the stops' places).
-    const snapshot = await a.post('/v2/tms-api/market-rates', { origin: { postal_code: '75201', state: 'TX' }, destination: { postal_code: '77002', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.4 });
+    const snapshot = await a.post('/v2/tms-api/market-rates', {
+      origin: { postal_code: '75201', state: 'TX' },
+      destination: { postal_code: '77002', state: 'TX' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.4,
+    });
     expect(snapshot.statusCode, snapshot.body).toBe(201);
     const rep = { name: 'Dana Rep', email: 'dana@example.com' };
     for (const ref of ['E-1', 'E-2', 'E-3', 'E-4']) {
-      expect((await a.post('/v2/tms-api/loads', dallasToHouston(ref, { carrier_external_reference_id: 'CAR-1', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }] }))).statusCode).toBe(201);
+      expect(
+        (
+          await a.post(
+            '/v2/tms-api/loads',
+            dallasToHouston(ref, { carrier_external_reference_id: 'CAR-1', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }] }),
+          )
+        ).statusCode,
+      ).toBe(201);
     }
     const start = (await feed(a, '?limit=500')).next_after;
     const toAustin = dallasToHouston('x').stops.map((s, i) => (i === 1 ? { ...s, location_external_reference_id: 'AUS' } : s));
     const res = await a.post('/v2/tms-api/batch/loads', {
       items: [
         // New, with reps and a carrier.
-        { operation: 'create', load: dallasToHouston('N-1', { carrier_external_reference_id: 'CAR-2', sales_rep: rep, financial_rates: [{ rate_entity: 'CARRIER', amount: 900, currency: 'CAD' }] }) },
+        {
+          operation: 'create',
+          load: dallasToHouston('N-1', {
+            carrier_external_reference_id: 'CAR-2',
+            sales_rep: rep,
+            financial_rates: [{ rate_entity: 'CARRIER', amount: 900, currency: 'CAD' }],
+          }),
+        },
         // Full upsert: stops, rates, customer and carrier all change.
-        { operation: 'upsert', external_reference_id: 'E-1', load: { ...dallasToHouston('E-1'), stops: toAustin, customer_external_reference_id: 'CUST-2', carrier_external_reference_id: 'CAR-2', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1234.56 }, { rate_entity: 'CARRIER', amount: 1000.1 }] } },
+        {
+          operation: 'upsert',
+          external_reference_id: 'E-1',
+          load: {
+            ...dallasToHouston('E-1'),
+            stops: toAustin,
+            customer_external_reference_id: 'CUST-2',
+            carrier_external_reference_id: 'CAR-2',
+            financial_rates: [
+              { rate_entity: 'CUSTOMER', amount: 1234.56 },
+              { rate_entity: 'CARRIER', amount: 1000.1 },
+            ],
+          },
+        },
         // Full upsert with the same stops and rates (only the status changes): the stored ones stand.
-        { operation: 'upsert', external_reference_id: 'E-2', load: dallasToHouston('E-2', { status: 'COVERED', carrier_external_reference_id: 'CAR-1', financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }] }) },
+        {
+          operation: 'upsert',
+          external_reference_id: 'E-2',
+          load: dallasToHouston('E-2', {
+            status: 'COVERED',
+            carrier_external_reference_id: 'CAR-1',
+            financial_rates: [{ rate_entity: 'CUSTOMER', amount: 1000 }],
+          }),
+        },
         // Partial upsert (no stops, no customer): read back.
         { operation: 'upsert', external_reference_id: 'E-3', load: { description: 'partial' } },
         // Full, then partial, in one batch: the answer is the load as it stands at commit.
         { operation: 'upsert', external_reference_id: 'E-4', load: { ...dallasToHouston('E-4'), stops: toAustin, carrier_external_reference_id: null } },
         { operation: 'upsert', external_reference_id: 'E-4', load: { description: 'then partial', dispatcher_rep: rep } },
         // Fails after its customer and carrier were looked up: leaves nothing behind.
-        { operation: 'upsert', external_reference_id: 'E-1', load: { ...dallasToHouston('E-1'), stops: [{ ...toAustin[0]!, location_external_reference_id: 'NOWHERE' }, toAustin[1]!] } },
+        {
+          operation: 'upsert',
+          external_reference_id: 'E-1',
+          load: { ...dallasToHouston('E-1'), stops: [{ ...toAustin[0]!, location_external_reference_id: 'NOWHERE' }, toAustin[1]!] },
+        },
       ],
     });
     expect(res.statusCode, res.body).toBe(200);
     expect(json(res).results.map((r: { success: boolean }) => r.success)).toEqual([true, true, true, true, true, true, false]);
     const events = (await allEvents(a, start)).filter((e) => e.type === 'load.created' || e.type === 'load.updated');
     expect(events.map((e) => e.data.external_reference_id)).toEqual(['N-1', 'E-1', 'E-2', 'E-3', 'E-4', 'E-4']);
-    for (const e of events) expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
+    for (const e of events)
+      expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
     // The parts did differ from what the loads had (the comparison above is not of unchanged loads).
     const byRef = new Map(events.map((e) => [e.data.external_reference_id, e.data]));
     expect(byRef.get('E-1')!.stops.map((s: any) => s.location_name)).toEqual(['Dallas DC', 'Austin Yard']);
@@ -155,14 +209,25 @@ describe('events of every type carry the record as GET returns it', () => {
     const next = (await feed(a, '?limit=500')).next_after;
     const full = await a.post('/v2/tms-api/batch/loads', {
       items: [
-        { operation: 'upsert', external_reference_id: 'E-2', load: { ...dallasToHouston('E-2'), stops: toAustin, carrier_external_reference_id: 'CAR-2', dispatcher_rep: rep, financial_rates: [{ rate_entity: 'CARRIER', amount: 777 }] } },
+        {
+          operation: 'upsert',
+          external_reference_id: 'E-2',
+          load: {
+            ...dallasToHouston('E-2'),
+            stops: toAustin,
+            carrier_external_reference_id: 'CAR-2',
+            dispatcher_rep: rep,
+            financial_rates: [{ rate_entity: 'CARRIER', amount: 777 }],
+          },
+        },
         { operation: 'create', load: dallasToHouston('N-2', { customer_external_reference_id: 'CUST-2', max_buy_rate: 1500 }) },
       ],
     });
     expect(json(full).success_count, full.body).toBe(2);
     const fullEvents = (await allEvents(a, next)).filter((e) => e.type === 'load.created' || e.type === 'load.updated');
     expect(fullEvents.map((e) => e.data.external_reference_id)).toEqual(['E-2', 'N-2']);
-    for (const e of fullEvents) expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
+    for (const e of fullEvents)
+      expect(e.data, e.data.external_reference_id).toEqual(withoutRecommendations(json(await a.get(`/v2/tms-api/loads/${e.data.external_reference_id}`))));
     expect(fullEvents[0]!.data.stops.map((s: any) => s.location_name)).toEqual(['Dallas DC', 'Austin Yard']);
   });
 
@@ -236,7 +301,9 @@ describe('the feed', () => {
     const a = await newTenant(t);
     const bad = await a.get('/v2/tms-api/events?types=customer.created,load.exploded');
     expect(bad.statusCode).toBe(422);
-    expect(json(bad).detail).toEqual([expect.objectContaining({ type: 'enum', loc: ['query', 'types'], msg: expect.stringContaining("unknown: 'load.exploded'") })]);
+    expect(json(bad).detail).toEqual([
+      expect.objectContaining({ type: 'enum', loc: ['query', 'types'], msg: expect.stringContaining("unknown: 'load.exploded'") }),
+    ]);
     for (const q of ['limit=0', 'limit=501', 'after=-1', 'after=x']) {
       const res = await a.get(`/v2/tms-api/events?${q}`);
       expect(res.statusCode, q).toBe(422);
@@ -248,17 +315,26 @@ describe('the feed', () => {
     const a = await newTenant(t);
     await seedFreight(a);
     await a.post('/v2/tms-api/loads', dallasToHouston('S-1'));
-    await a.post('/v2/tms-api/market-rates', { origin: { postal_code: '75201', state: 'TX' }, destination: { postal_code: '77002', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2 });
+    await a.post('/v2/tms-api/market-rates', {
+      origin: { postal_code: '75201', state: 'TX' },
+      destination: { postal_code: '77002', state: 'TX' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+    });
     const { accounts } = t.services;
     const keyWith = async (scopes: any[]) => {
       const k = await accounts.createKey(a.orgId, { name: uid('k'), externalSystem: 'vitest', scopes });
       return (url: string) => t.app.inject({ method: 'GET', url, headers: { 'x-api-key': k.key } });
     };
     const customersOnly = await keyWith(['read:customers']);
-    const seen = json((await customersOnly('/v2/tms-api/events?limit=500'))).items.map((e: FeedEvent) => e.type);
+    const seen = json(await customersOnly('/v2/tms-api/events?limit=500')).items.map((e: FeedEvent) => e.type);
     expect(seen).toEqual(['customer.created']);
     const rates = await keyWith(['write:rates', 'read:locations']);
-    expect(json(await rates('/v2/tms-api/events')).items.map((e: FeedEvent) => e.type)).toEqual(['location.created', 'location.created', 'market_rate.created']);
+    expect(json(await rates('/v2/tms-api/events')).items.map((e: FeedEvent) => e.type)).toEqual([
+      'location.created',
+      'location.created',
+      'market_rate.created',
+    ]);
     const writer = await keyWith(['write:loads', 'write:customers']);
     const refused = await writer('/v2/tms-api/events');
     expect(refused.statusCode).toBe(403);
@@ -280,7 +356,12 @@ describe('the feed', () => {
     const op = doc.paths['/v2/tms-api/events'].get;
     expect(op.operationId).toBe('listEvents');
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '403', '410', '422']));
-    expect(op.parameters.filter((p: { name?: string }) => p.name).map((p: { name: string }) => p.name).sort()).toEqual(['after', 'limit', 'types']);
+    expect(
+      op.parameters
+        .filter((p: { name?: string }) => p.name)
+        .map((p: { name: string }) => p.name)
+        .sort(),
+    ).toEqual(['after', 'limit', 'types']);
     // D16: every operation takes Prefer (handling=strict), declared once.
     expect(op.parameters).toContainEqual({ $ref: '#/components/parameters/Prefer' });
   });
@@ -344,7 +425,10 @@ describe('concurrent writers', () => {
       // 20 creations at once, then 40 updates of the same loads at once, spread over both instances.
       let results;
       try {
-        results = [...(await Promise.all(Array.from({ length: 20 }, (_, i) => send(i, 'POST')))), ...(await Promise.all(Array.from({ length: 40 }, (_, i) => send(20 + i, 'PUT'))))];
+        results = [
+          ...(await Promise.all(Array.from({ length: 20 }, (_, i) => send(i, 'POST')))),
+          ...(await Promise.all(Array.from({ length: 40 }, (_, i) => send(20 + i, 'PUT')))),
+        ];
       } finally {
         writing = false;
       }
@@ -403,7 +487,13 @@ describe('load.recommendations_changed', () => {
     expect(await changes(a, mark)).toEqual([]);
 
     // Two more deliveries by CAR-2 in one batch: one event for the run, CAR-2 now first.
-    const batch = await a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'create', load: delivered('H-3', 'CAR-2') }, { operation: 'create', load: delivered('H-4', 'CAR-2') }, { operation: 'create', load: delivered('H-5', 'CAR-2') }] });
+    const batch = await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        { operation: 'create', load: delivered('H-3', 'CAR-2') },
+        { operation: 'create', load: delivered('H-4', 'CAR-2') },
+        { operation: 'create', load: delivered('H-5', 'CAR-2') },
+      ],
+    });
     expect(json(batch).success_count).toBe(3);
     await t.recommendations.idle();
     const second = await changes(a, mark);
@@ -431,7 +521,13 @@ describe('load.recommendations_changed', () => {
     await a.put('/v2/tms-api/loads/F-1', { stops: sameEnds });
     await a.put('/v2/tms-api/loads/F-1', { carrier_external_reference_id: 'CAR-1' });
     await t.recommendations.idle();
-    const rows = await t.store.db.selectFrom('events').select(['type', 'lanes']).where('org_id', '=', a.orgId).where('type', 'like', 'load.%').orderBy('sequence').execute();
+    const rows = await t.store.db
+      .selectFrom('events')
+      .select(['type', 'lanes'])
+      .where('org_id', '=', a.orgId)
+      .where('type', 'like', 'load.%')
+      .orderBy('sequence')
+      .execute();
     expect(rows.map((r) => [r.type, r.lanes])).toEqual([
       ['load.created', '[]'],
       ['load.updated', null], // description
@@ -442,25 +538,55 @@ describe('load.recommendations_changed', () => {
   });
 
   it('the migration watches the open loads already stored (not delivered ones), with the lane cells the follow-up computes', async () => {
-    const points = [[32.7767, -96.797], [29.76, -95.37], [49.28, -123.12], [19.43, -99.13], [-33.9, 151.2], [0, 0], [89.99999, 180], [-90, -180], [45.5, -73.56], [21.3, -157.86]];
-    const values = sql.join(points.map(([lat, lon]) => sql`select cast(${lat} as double precision) as latitude, cast(${lon} as double precision) as longitude`), sql` union all `);
+    const points = [
+      [32.7767, -96.797],
+      [29.76, -95.37],
+      [49.28, -123.12],
+      [19.43, -99.13],
+      [-33.9, 151.2],
+      [0, 0],
+      [89.99999, 180],
+      [-90, -180],
+      [45.5, -73.56],
+      [21.3, -157.86],
+    ];
+    const values = sql.join(
+      points.map(([lat, lon]) => sql`select cast(${lat} as double precision) as latitude, cast(${lon} as double precision) as longitude`),
+      sql` union all `,
+    );
     const dialect = isPostgres() ? 'postgres' : 'sqlite';
     const { rows } = await sql<{ cell: number }>`select ${sql.raw(laneCellSql(dialect, 'p'))} as cell from (${values}) as p`.execute(t.store.db);
     expect(rows.map((r) => Number(r.cell))).toEqual(points.map(([lat, lon]) => cellOf(lat!, lon!)));
 
     // Open loads written by a process whose follow-up never ran (as loads stored before the migration).
-    const quiet = await buildApp({ logger: false, clock: testClock(), config: t.config, store: openDataStore(t.config.databaseUrl, { poolSize: 2 }), recommendationFollowUp: 'manual' });
+    const quiet = await buildApp({
+      logger: false,
+      clock: testClock(),
+      config: t.config,
+      store: openDataStore(t.config.databaseUrl, { poolSize: 2 }),
+      recommendationFollowUp: 'manual',
+    });
     const a = await newTenant(t);
     try {
       await seedFreight(a);
-      for (const [ref, extra] of [['W-1', {}], ['W-2', { carrier_external_reference_id: 'CAR-1' }], ['W-3', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }]] as const) {
+      for (const [ref, extra] of [
+        ['W-1', {}],
+        ['W-2', { carrier_external_reference_id: 'CAR-1' }],
+        ['W-3', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }],
+      ] as const) {
         const res = await quiet.app.inject({ method: 'POST', url: '/v2/tms-api/loads', headers: a.headers, payload: dallasToHouston(ref, extra) });
         expect(res.statusCode, res.body).toBe(201);
       }
     } finally {
       await quiet.app.close();
     }
-    const watched = () => t.store.db.selectFrom('recommendation_watch').select(['load_id', 'origin_cell', 'destination_cell', 'carrier_id', 'ranked']).where('org_id', '=', a.orgId).orderBy('load_id').execute();
+    const watched = () =>
+      t.store.db
+        .selectFrom('recommendation_watch')
+        .select(['load_id', 'origin_cell', 'destination_cell', 'carrier_id', 'ranked'])
+        .where('org_id', '=', a.orgId)
+        .orderBy('load_id')
+        .execute();
     expect(await watched()).toEqual([]);
     await sql.raw(watchOpenLoadsSql(dialect)).execute(t.store.db);
     const loads = await Promise.all(['W-1', 'W-2'].map(async (ref) => json(await a.get(`/v2/tms-api/loads/${ref}`))));
@@ -468,7 +594,13 @@ describe('load.recommendations_changed', () => {
     const houston = json(await a.get('/v2/tms-api/locations/HOU'));
     expect((await watched()).map((w) => ({ ...w, origin_cell: Number(w.origin_cell), destination_cell: Number(w.destination_cell) }))).toEqual(
       loads
-        .map((l) => ({ load_id: l.id, origin_cell: dallas, destination_cell: cellOf(houston.latitude, houston.longitude), carrier_id: l.carrier_id, ranked: '[]' }))
+        .map((l) => ({
+          load_id: l.id,
+          origin_cell: dallas,
+          destination_cell: cellOf(houston.latitude, houston.longitude),
+          carrier_id: l.carrier_id,
+          ranked: '[]',
+        }))
         .sort((x, y) => (x.load_id < y.load_id ? -1 : 1)),
     );
   });
@@ -479,7 +611,13 @@ describe('load.recommendations_changed', () => {
     await a.post('/v2/tms-api/loads', dallasToHouston('OPEN-2'));
     await t.recommendations.idle();
     // A process whose follow-up never runs (as if killed right after answering the write).
-    const stalled = await buildApp({ logger: false, clock: testClock(), config: t.config, store: openDataStore(t.config.databaseUrl, { poolSize: 2 }), recommendationFollowUp: 'manual' });
+    const stalled = await buildApp({
+      logger: false,
+      clock: testClock(),
+      config: t.config,
+      store: openDataStore(t.config.databaseUrl, { poolSize: 2 }),
+      recommendationFollowUp: 'manual',
+    });
     try {
       const res = await stalled.app.inject({ method: 'POST', url: '/v2/tms-api/loads', headers: a.headers, payload: delivered('H-9', 'CAR-1') });
       expect(res.statusCode, res.body).toBe(201);
@@ -506,7 +644,13 @@ describe('load.recommendations_changed', () => {
     expect(await changes(a, 0)).toEqual([]);
     // History written by a process whose follow-up never runs; then this process and another pass over
     // it at the same moment (on SQLite the second is this one again: one file, one writer).
-    const other = await buildApp({ logger: false, clock: testClock(), config: t.config, store: openDataStore(t.config.databaseUrl, { poolSize: 2 }), recommendationFollowUp: 'manual' });
+    const other = await buildApp({
+      logger: false,
+      clock: testClock(),
+      config: t.config,
+      store: openDataStore(t.config.databaseUrl, { poolSize: 2 }),
+      recommendationFollowUp: 'manual',
+    });
     try {
       const res = await other.app.inject({ method: 'POST', url: '/v2/tms-api/loads', headers: a.headers, payload: delivered('SL-H', 'CAR-1') });
       expect(res.statusCode, res.body).toBe(201);

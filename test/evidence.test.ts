@@ -116,7 +116,9 @@ describe('stop actuals (D14)', () => {
     expect(kept.stops[0].actual_arrival).toBe(iso(AT(9, 0)));
     const departed = json(await w.a.put('/v2/tms-api/loads/A-1', { stops: [{ ...plain.stops[0], actual_departure: iso(AT(9, 30)) }, plain.stops[1]] }));
     expect(departed.stops[0]).toMatchObject({ actual_arrival: iso(AT(9, 0)), actual_departure: iso(AT(9, 30)) });
-    const cleared = json(await w.a.put('/v2/tms-api/loads/A-1', { stops: [{ ...plain.stops[0], actual_arrival: null, actual_departure: null }, plain.stops[1]] }));
+    const cleared = json(
+      await w.a.put('/v2/tms-api/loads/A-1', { stops: [{ ...plain.stops[0], actual_arrival: null, actual_departure: null }, plain.stops[1]] }),
+    );
     expect(cleared.stops[0]).toMatchObject({ actual_arrival: null, actual_departure: null });
     expect(json(await w.a.get('/v2/tms-api/loads/A-1')).stops[0]).toMatchObject({ actual_arrival: null, actual_departure: null });
   });
@@ -128,7 +130,11 @@ describe('stop actuals (D14)', () => {
     const res = await w.a.post('/v2/tms-api/loads', body);
     expect(res.statusCode).toBe(422);
     expect(json(res).detail).toEqual([
-      { type: 'value_error', loc: ['body', 'stops', 1, 'actual_departure'], msg: `Value error, actual_departure (${iso(AT(9, 0))}) is before actual_arrival (${iso(AT(10, 0))})` },
+      {
+        type: 'value_error',
+        loc: ['body', 'stops', 1, 'actual_departure'],
+        msg: `Value error, actual_departure (${iso(AT(9, 0))}) is before actual_arrival (${iso(AT(10, 0))})`,
+      },
     ]);
     expect((await w.a.get('/v2/tms-api/loads/BAD')).statusCode).toBe(404);
   });
@@ -188,7 +194,13 @@ describe('evidence on every recommendation (D14)', () => {
     const w = await world();
     await w.carrier('CAR');
     const snapshot = async (rate: number, asOf: number) => {
-      const res = await w.a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: w.o }, destination: { location_external_reference_id: w.d }, equipment_type: 'DRY_VAN', rate_per_mile: rate, as_of: iso(asOf) });
+      const res = await w.a.post('/v2/tms-api/market-rates', {
+        origin: { location_external_reference_id: w.o },
+        destination: { location_external_reference_id: w.d },
+        equipment_type: 'DRY_VAN',
+        rate_per_mile: rate,
+        as_of: iso(asOf),
+      });
       expect(res.statusCode, res.body).toBe(201);
     };
     await snapshot(2.0, NOW.getTime() - 60 * DAY);
@@ -237,19 +249,33 @@ describe('evidence on every recommendation (D14)', () => {
 
     // A load on its way whose delivery deadline is not filled yet (written by an older instance during a
     // rolling deploy, or before migration 0021): found by its stops all the same.
-    await t.store.db.updateTable('loads').set({ delivery_deadline: null }).where('org_id', '=', w.a.orgId).where('external_reference_id', '=', 'ON-WAY').execute();
+    await t.store.db
+      .updateTable('loads')
+      .set({ delivery_deadline: null })
+      .where('org_id', '=', w.a.orgId)
+      .where('external_reference_id', '=', 'ON-WAY')
+      .execute();
     const unfilled = (await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH');
     expect(unfilled.evidence.backhaul).toEqual({ load_external_reference_id: 'ON-WAY', miles_to_origin: 20, hours_before_pickup: 10 });
 
     // 60 h before the pickup: outside 0–48 h.
-    await w.a.put('/v2/tms-api/loads/ON-WAY', { stops: w.body('ON-WAY', { from: w.d, to: near, deliveryLate: pickup - 60 * HOUR, pickupEarly: pickup - 4 * DAY }).stops });
+    await w.a.put('/v2/tms-api/loads/ON-WAY', {
+      stops: w.body('ON-WAY', { from: w.d, to: near, deliveryLate: pickup - 60 * HOUR, pickupEarly: pickup - 4 * DAY }).stops,
+    });
     expect((await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH').evidence.backhaul).toBeNull();
 
     // Another organization's load of a carrier with the same reference is never this one's backhaul.
     const other = await world();
     await other.carrier('BH');
     const otherNear = await other.location(north(ORIGIN, 20));
-    await other.load('THEIRS', { carrier: 'BH', status: 'EN_ROUTE', from: other.d, to: otherNear, deliveryLate: pickup - 10 * HOUR, pickupEarly: pickup - 2 * DAY });
+    await other.load('THEIRS', {
+      carrier: 'BH',
+      status: 'EN_ROUTE',
+      from: other.d,
+      to: otherNear,
+      deliveryLate: pickup - 10 * HOUR,
+      pickupEarly: pickup - 2 * DAY,
+    });
     expect((await w.recs('OPEN')).carrier_recommendations.find((r: any) => r.carrier_external_reference_id === 'BH').evidence.backhaul).toBeNull();
   });
 
@@ -264,7 +290,9 @@ describe('evidence on every recommendation (D14)', () => {
     const start = feed.next_after;
     // One batch of history by a carrier new to the lane: one follow-up ranks the three open loads in one pass.
     await w.carrier('NEW');
-    const batch = await w.a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'create', load: w.body('H-NEW', { carrier: 'NEW', deliveryLate: NOW.getTime() - 2 * DAY }) }] });
+    const batch = await w.a.post('/v2/tms-api/batch/loads', {
+      items: [{ operation: 'create', load: w.body('H-NEW', { carrier: 'NEW', deliveryLate: NOW.getTime() - 2 * DAY }) }],
+    });
     expect(json(batch).success_count).toBe(1);
     await t.recommendations.idle();
     const changed = json(await w.a.get(`/v2/tms-api/events?limit=500&after=${start}`)).items.filter((e: any) => e.type === 'load.recommendations_changed');
@@ -285,7 +313,13 @@ describe('evidence on every recommendation (D14)', () => {
     const w = await world();
     await w.carrier('OLD');
     await w.carrier('NEW');
-    const res = await w.a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: w.o }, destination: { location_external_reference_id: w.d }, equipment_type: 'DRY_VAN', rate_per_mile: 2, as_of: iso(NOW.getTime() - 400 * DAY) });
+    const res = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { location_external_reference_id: w.o },
+      destination: { location_external_reference_id: w.d },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+      as_of: iso(NOW.getTime() - 400 * DAY),
+    });
     expect(res.statusCode, res.body).toBe(201);
     const old = NOW.getTime() - 120 * DAY;
     for (const ref of ['O1', 'O2', 'O3']) await w.load(ref, { carrier: 'OLD', deliveryLate: old, deliveryActual: old + HOUR, total: 2400, miles: 1000 });
@@ -312,7 +346,11 @@ describe('evidence on every recommendation (D14)', () => {
     // Three identical priced loads: cv 0, consistency 1; effective loads 3, coverage delivery 1, pickup 0:
     //   round(50 + 50 × (1 − e^−0.75) × 1 × 0.75) = round(50 + 19.79) = 70.
     expect(balanced.carrier_recommendations[1].evidence.confidence).toBe(70);
-    expect(balanced.carrier_recommendations[1].reasons).toEqual(['Ran this lane 3 times, last on ' + iso(old).slice(0, 10), 'On time at 0 of 3 deliveries', '20% over market']);
+    expect(balanced.carrier_recommendations[1].reasons).toEqual([
+      'Ran this lane 3 times, last on ' + iso(old).slice(0, 10),
+      'On time at 0 of 3 deliveries',
+      '20% over market',
+    ]);
     // The GET of the load stays D7.
     expect(json(await w.a.get('/v2/tms-api/loads/OPEN')).carrier_recommendations.map((r: any) => r.carrier_external_reference_id)).toEqual(['OLD', 'NEW']);
     expect((await w.a.get('/v2/tms-api/loads/OPEN/carrier-recommendations?rank_by=best')).statusCode).toBe(422);
@@ -386,12 +424,23 @@ describe('tracking events (D14)', () => {
     const post = (body: Record<string, unknown>) => w.a.post('/v2/tms-api/loads/T-1/tracking-events', body);
     const departed = await post({ event_id: 'edi-1', edi_status_code: 'AF', stop_number: 1, occurred_at: '2026-03-02T16:40:00Z' });
     expect(departed.statusCode, departed.body).toBe(201);
-    expect(json(departed)).toMatchObject({ type: 'DEPARTED', source: 'EDI', occurred_at: '2026-03-02T16:40:00.000Z', occurred_at_local: '2026-03-02T10:40:00', time_zone: 'America/Chicago' });
-    expect(json(await post({ event_id: 'edi-2', edi_status_code: 'x3', stop_number: 1, occurred_at: '2026-03-02T10:05:00-06:00' }))).toMatchObject({ type: 'ARRIVED', occurred_at: '2026-03-02T16:05:00.000Z' });
+    expect(json(departed)).toMatchObject({
+      type: 'DEPARTED',
+      source: 'EDI',
+      occurred_at: '2026-03-02T16:40:00.000Z',
+      occurred_at_local: '2026-03-02T10:40:00',
+      time_zone: 'America/Chicago',
+    });
+    expect(json(await post({ event_id: 'edi-2', edi_status_code: 'x3', stop_number: 1, occurred_at: '2026-03-02T10:05:00-06:00' }))).toMatchObject({
+      type: 'ARRIVED',
+      occurred_at: '2026-03-02T16:05:00.000Z',
+    });
 
     const contradicting = await post({ event_id: 'edi-3', type: 'ARRIVED', edi_status_code: 'D1', stop_number: 2, occurred_at: '2026-03-03T12:00:00' });
     expect(contradicting.statusCode).toBe(422);
-    expect(json(contradicting).detail).toEqual([{ type: 'value_error', loc: ['body', 'edi_status_code'], msg: 'Value error, edi_status_code D1 means DEPARTED, which contradicts type ARRIVED' }]);
+    expect(json(contradicting).detail).toEqual([
+      { type: 'value_error', loc: ['body', 'edi_status_code'], msg: 'Value error, edi_status_code D1 means DEPARTED, which contradicts type ARRIVED' },
+    ]);
     const neither = await post({ event_id: 'edi-4', stop_number: 2, occurred_at: '2026-03-03T12:00:00' });
     expect(neither.statusCode).toBe(422);
     expect(json(neither).detail[0].loc).toEqual(['body', 'type']);
@@ -399,15 +448,23 @@ describe('tracking events (D14)', () => {
     expect(unknownStop.statusCode).toBe(422);
     expect(json(unknownStop).detail[0]).toMatchObject({ loc: ['body', 'stop_number'], msg: "Value error, load 'T-1' has no stop 9 (its stops: 1, 2)" });
     expect((await post({ event_id: 'edi-6', type: 'ARRIVED', stop_number: 1, occurred_at: 'yesterday' })).statusCode).toBe(422);
-    expect((await w.a.post('/v2/tms-api/loads/NOPE/tracking-events', { event_id: 'x', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-03T12:00:00Z' })).statusCode).toBe(404);
+    expect(
+      (await w.a.post('/v2/tms-api/loads/NOPE/tracking-events', { event_id: 'x', type: 'ARRIVED', stop_number: 1, occurred_at: '2026-03-03T12:00:00Z' }))
+        .statusCode,
+    ).toBe(404);
 
     // A different arrival at stop 1 without "correction": 409; with it: replaced.
     const conflict = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at_local: '2026-03-02T10:20:00' });
     expect(conflict.statusCode).toBe(409);
-    expect(json(conflict).detail).toBe('Stop 1 of load \'T-1\' already has actual_arrival 2026-03-02T16:05:00.000Z; send "correction": true to replace it with 2026-03-02T16:20:00.000Z');
+    expect(json(conflict).detail).toBe(
+      'Stop 1 of load \'T-1\' already has actual_arrival 2026-03-02T16:05:00.000Z; send "correction": true to replace it with 2026-03-02T16:20:00.000Z',
+    );
     const fixed = await post({ event_id: 'fix-1', type: 'ARRIVED', stop_number: 1, occurred_at_local: '2026-03-02T10:20:00', correction: true });
     expect(fixed.statusCode, fixed.body).toBe(201);
-    expect(json(await w.a.get('/v2/tms-api/loads/T-1')).stops[0]).toMatchObject({ actual_arrival: '2026-03-02T16:20:00.000Z', actual_departure: '2026-03-02T16:40:00.000Z' });
+    expect(json(await w.a.get('/v2/tms-api/loads/T-1')).stops[0]).toMatchObject({
+      actual_arrival: '2026-03-02T16:20:00.000Z',
+      actual_departure: '2026-03-02T16:40:00.000Z',
+    });
     // A departure before the arrival: 422.
     const early = await post({ event_id: 'bad-dep', type: 'DEPARTED', stop_number: 1, occurred_at: '2026-03-02T16:00:00Z', correction: true });
     expect(early.statusCode).toBe(422);

@@ -23,7 +23,9 @@ afterAll(async () => t.close());
 const refsOf = async (a: Tenant, url: string) => {
   const res = await a.get(url);
   expect(res.statusCode, res.body).toBe(200);
-  return json(res).items.map((i: { external_reference_id: string }) => i.external_reference_id).sort();
+  return json(res)
+    .items.map((i: { external_reference_id: string }) => i.external_reference_id)
+    .sort();
 };
 
 describe('foldCase', () => {
@@ -41,7 +43,11 @@ describe('foldCase', () => {
 describe('name_contains and city fold Unicode case on both engines', () => {
   it('customers: Ölwerk Müller GmbH is found by ölwerk, ÖLWERK and MÜLLER', async () => {
     const a = await newTenant(t);
-    for (const [ref, name] of [['C-1', 'Ölwerk Müller GmbH'], ['C-2', 'Acme Foods'], ['C-3', 'Straße & Söhne']]) {
+    for (const [ref, name] of [
+      ['C-1', 'Ölwerk Müller GmbH'],
+      ['C-2', 'Acme Foods'],
+      ['C-3', 'Straße & Söhne'],
+    ]) {
       expect((await a.post('/v2/tms-api/customers', { external_reference_id: ref, name })).statusCode).toBe(201);
     }
     for (const needle of ['ölwerk', 'ÖLWERK', 'Ölwerk', 'MÜLLER', 'müller gmbh']) {
@@ -92,7 +98,9 @@ describe('name_contains and city fold Unicode case on both engines', () => {
 
 describe('PostgreSQL: an index serves name_contains', () => {
   it.runIf(isPostgres())('the pg_trgm GIN indexes exist and the planner can use them', async () => {
-    const { rows } = await sql<{ indexname: string }>`select indexname from pg_indexes where indexname like '%name_folded_trgm_idx' order by indexname`.execute(t.store.db);
+    const { rows } = await sql<{ indexname: string }>`select indexname from pg_indexes where indexname like '%name_folded_trgm_idx' order by indexname`.execute(
+      t.store.db,
+    );
     expect(rows.map((r) => r.indexname)).toEqual(['carriers_name_folded_trgm_idx', 'customers_name_folded_trgm_idx', 'locations_name_folded_trgm_idx']);
     const plan = await t.store.db.transaction().execute(async (tx) => {
       await sql`set local enable_seqscan = off`.execute(tx);
@@ -131,7 +139,9 @@ describe('migration 0013 backfills the rows that existed before it', () => {
       expect(before.error).toBeUndefined();
       const now = new Date().toISOString();
       await sql`insert into organizations (id, name, created_at) values ('org_old', 'Old', ${now})`.execute(store.db);
-      await sql`insert into customers (id, org_id, external_reference_id, name, is_active, created_at, updated_at) values ('cust_old', 'org_old', 'OLD-1', 'Ölwerk Müller GmbH', 1, ${now}, ${now})`.execute(store.db);
+      await sql`insert into customers (id, org_id, external_reference_id, name, is_active, created_at, updated_at) values ('cust_old', 'org_old', 'OLD-1', 'Ölwerk Müller GmbH', 1, ${now}, ${now})`.execute(
+        store.db,
+      );
       await store.migrate();
       const { rows } = await sql<{ name_folded: string }>`select name_folded from customers where id = 'cust_old'`.execute(store.db);
       expect(rows[0]!.name_folded).toBe('ölwerk müller gmbh');
@@ -172,7 +182,9 @@ describe('PostgreSQL without pg_trgm', () => {
       expect(ext.rows[0]!.n).toBe(0);
       const now = new Date().toISOString();
       await sql`insert into organizations (id, name, created_at) values ('org_n', 'N', ${now})`.execute(store.db);
-      await sql`insert into customers (id, org_id, external_reference_id, name, name_folded, is_active, created_at, updated_at) values ('cust_n', 'org_n', 'N-1', 'Ölwerk', ${foldCase('Ölwerk')}, 1, ${now}, ${now})`.execute(store.db);
+      await sql`insert into customers (id, org_id, external_reference_id, name, name_folded, is_active, created_at, updated_at) values ('cust_n', 'org_n', 'N-1', 'Ölwerk', ${foldCase('Ölwerk')}, 1, ${now}, ${now})`.execute(
+        store.db,
+      );
       const { listCustomers } = await import('../src/modules/customers/customers.repo.js');
       const page = await listCustomers(store.db, 'org_n', { name_contains: 'ÖLWERK' }, { page: 1, page_size: 10, sort: 'created_at' } as never);
       expect(page.rows.map((r) => r.external_reference_id)).toEqual(['N-1']);

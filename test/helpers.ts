@@ -50,7 +50,11 @@ export async function startApp(overrides: Partial<Config> = {}, opts: Partial<Om
  * The app on the database `databaseUrl` (null: a fresh SQLite file): a test whose app works every
  * organization's rows (a background webhook worker) gives it a PostgreSQL database of its own.
  */
-export async function startAppOn(pgUrl: string | null, overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): Promise<TestApp> {
+export async function startAppOn(
+  pgUrl: string | null,
+  overrides: Partial<Config> = {},
+  opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {},
+): Promise<TestApp> {
   let dir: string | null = null;
   let databaseUrl: string;
   if (pgUrl) databaseUrl = pgUrl;
@@ -96,17 +100,12 @@ let tenantCounter = 0;
  * A new organization with a key: tests never share data, so they run in any order on any engine. The
  * key has the product's default rate limits (100 a minute) unless `limits` says otherwise.
  */
-export async function newTenant(
-  t: TestApp,
-  scopes: readonly Scope[] = SCOPES,
-  limits: { perMinute?: number; perDay?: number } = {},
-): Promise<Tenant> {
+export async function newTenant(t: TestApp, scopes: readonly Scope[] = SCOPES, limits: { perMinute?: number; perDay?: number } = {}): Promise<Tenant> {
   const { accounts } = t.services;
   const org = await accounts.createOrganization(`Test Org ${++tenantCounter} ${process.pid}`);
   const created = await accounts.createKey(org.id, { name: 'test', externalSystem: 'vitest', scopes: [...scopes], ...limits });
   const headers = { 'x-api-key': created.key };
-  const request = (opts: InjectOptions) =>
-    t.app.inject({ ...opts, headers: { ...headers, ...(opts.headers as Record<string, string> | undefined) } });
+  const request = (opts: InjectOptions) => t.app.inject({ ...opts, headers: { ...headers, ...(opts.headers as Record<string, string> | undefined) } });
   return {
     orgId: org.id,
     keyId: created.id,

@@ -47,9 +47,21 @@ describe('requests the HTTP parser refuses', () => {
     const port = Number(new URL(await t.app.listen({ port: 0, host: '127.0.0.1' })).port);
     const cases: [string, number, string][] = [
       ['GARBAGE\r\n\r\n', 400, 'Malformed HTTP request: the request line does not start with a known method'],
-      ['GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n', 400, 'Malformed HTTP request: a header name or value contains a character HTTP does not allow'],
-      ['POST /v2/tms-api/customers HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'Malformed HTTP request: the Content-Length header is not a number'],
-      [`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'Request headers are larger than the limit of 16384 bytes: send fewer or shorter headers'],
+      [
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
+        400,
+        'Malformed HTTP request: a header name or value contains a character HTTP does not allow',
+      ],
+      [
+        'POST /v2/tms-api/customers HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+        400,
+        'Malformed HTTP request: the Content-Length header is not a number',
+      ],
+      [
+        `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'Request headers are larger than the limit of 16384 bytes: send fewer or shorter headers',
+      ],
     ];
     for (const [bytes, status, detail] of cases) {
       const res = parseResponse(await rawExchange(port, bytes));

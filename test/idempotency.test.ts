@@ -45,13 +45,21 @@ async function analyticsRuns(app: Pick<TestApp, 'metrics'> = t): Promise<number>
 }
 
 async function rows(table: 'customers' | 'loads' | 'market_rate_snapshots', orgId: string): Promise<number> {
-  const r = await t.store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
+  const r = await t.store.db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
 /** The Idempotency-Keys an organization holds, on `db`. */
 async function idempotencyKeys(db: TestApp['store']['db'], orgId: string): Promise<number> {
-  const r = await db.selectFrom('idempotency_keys').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
+  const r = await db
+    .selectFrom('idempotency_keys')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -154,7 +162,10 @@ describe('Idempotency-Key: replays', () => {
   it('a batch replayed creates nothing twice and runs no analytics', async () => {
     const a = await newTenant(t);
     await seedFreight(a);
-    const items = ['B-1', 'B-2', 'B-3'].map((ref) => ({ operation: 'upsert', load: dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }) }));
+    const items = ['B-1', 'B-2', 'B-3'].map((ref) => ({
+      operation: 'upsert',
+      load: dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }),
+    }));
     const key = newKey();
     const runs = await analyticsRuns();
     const first = await keyed(a, key, 'POST', BATCH_LOADS, { items });
@@ -177,7 +188,12 @@ describe('Idempotency-Key: replays', () => {
   it('a market rate snapshot replayed is not recorded twice', async () => {
     const a = await newTenant(t);
     await seedFreight(a);
-    const body = { origin: { location_external_reference_id: 'DAL' }, destination: { location_external_reference_id: 'HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 };
+    const body = {
+      origin: { location_external_reference_id: 'DAL' },
+      destination: { location_external_reference_id: 'HOU' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.5,
+    };
     const key = newKey();
     const first = await keyed(a, key, 'POST', '/v2/tms-api/market-rates', body);
     expect(first.statusCode).toBe(201);
@@ -196,8 +212,14 @@ describe('Idempotency-Key: replays', () => {
     });
     expect(first.statusCode, first.body).toBe(201);
     // The same body sent as other text: keys in another order, at every level, other spacing.
-    const reordered = '{ "contacts": [ { "primary_email": "ann@example.com", "first_name": "Ann" } ], "address": {"country":"US","state":"US-TX","city":"Dallas"}, "name": "Swift", "external_reference_id": "CAR-1" }';
-    const again = await a.request({ method: 'POST', url: '/v2/tms-api/carriers', headers: { 'idempotency-key': key, 'content-type': 'application/json' }, payload: reordered });
+    const reordered =
+      '{ "contacts": [ { "primary_email": "ann@example.com", "first_name": "Ann" } ], "address": {"country":"US","state":"US-TX","city":"Dallas"}, "name": "Swift", "external_reference_id": "CAR-1" }';
+    const again = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/carriers',
+      headers: { 'idempotency-key': key, 'content-type': 'application/json' },
+      payload: reordered,
+    });
     expectReplay(first, again);
     expect(canonicalJson({ b: [1, { d: 2, c: null }], a: 'x' })).toBe('{"a":"x","b":[1,{"c":null,"d":2}]}');
     expect(requestFingerprint('POST', '/p', { a: 1, b: 2 })).toBe(requestFingerprint('POST', '/p', { b: 2, a: 1 }));
@@ -404,7 +426,13 @@ describe('Idempotency-Key: what is not stored, and requests still running', () =
       const body = { external_reference_id: 'CUST-1', name: 'Acme Foods' };
       // The client gives up after 100 ms, while the create is still running.
       await new Promise<void>((resolve) => {
-        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: CUSTOMERS, headers: { ...a.headers, 'idempotency-key': key, 'content-type': 'application/json' } });
+        const req = httpRequest({
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: CUSTOMERS,
+          headers: { ...a.headers, 'idempotency-key': key, 'content-type': 'application/json' },
+        });
         req.on('error', () => resolve());
         req.end(JSON.stringify(body));
         setTimeout(() => {
@@ -456,7 +484,8 @@ describe('Idempotency-Key: retention', () => {
     try {
       const a = await newTenant(app);
       const key = newKey();
-      const req = (body: unknown) => app.app.inject({ method: 'POST', url: CUSTOMERS, headers: { ...a.headers, 'idempotency-key': key }, payload: body as never });
+      const req = (body: unknown) =>
+        app.app.inject({ method: 'POST', url: CUSTOMERS, headers: { ...a.headers, 'idempotency-key': key }, payload: body as never });
       expect((await req({ external_reference_id: 'CUST-1', name: 'Acme Foods' })).statusCode).toBe(201);
       app.clock.advance(2 * HOUR - 1000);
       expect((await req({ external_reference_id: 'CUST-1', name: 'Acme Foods' })).headers['idempotent-replayed']).toBe('true');
@@ -472,7 +501,9 @@ describe('Idempotency-Key: retention', () => {
       expect((await app.app.inject({ method: 'DELETE', url: `${CUSTOMERS}/NONE`, headers: { ...a.headers, 'idempotency-key': stale } })).statusCode).toBe(404);
       expect(await idempotencyKeys(app.store.db, a.orgId)).toBe(2);
       app.clock.advance(3 * HOUR);
-      expect((await app.app.inject({ method: 'DELETE', url: `${CUSTOMERS}/NONE`, headers: { ...a.headers, 'idempotency-key': newKey() } })).statusCode).toBe(404);
+      expect((await app.app.inject({ method: 'DELETE', url: `${CUSTOMERS}/NONE`, headers: { ...a.headers, 'idempotency-key': newKey() } })).statusCode).toBe(
+        404,
+      );
       await vi.waitFor(async () => expect(await idempotencyKeys(app.store.db, a.orgId)).toBe(1));
       expect(await findIdempotencyKey(app.store.db, a.orgId, stale)).toBeUndefined();
     } finally {
@@ -483,8 +514,18 @@ describe('Idempotency-Key: retention', () => {
   it('pruning deletes a bounded number of expired keys per statement', async () => {
     const a = await newTenant(t);
     const now = t.clock.now();
-    const base = { org_id: a.orgId, fingerprint: 'f', claim: 'c', status: 204, content_type: null, body: '', created_at: now.toISOString(), lease_until: now.toISOString() };
-    for (let i = 0; i < 5; i++) await claimIdempotencyKey(t.store.db, { ...base, key: `old-${i}`, expires_at: new Date(now.getTime() - 1000 - i).toISOString() });
+    const base = {
+      org_id: a.orgId,
+      fingerprint: 'f',
+      claim: 'c',
+      status: 204,
+      content_type: null,
+      body: '',
+      created_at: now.toISOString(),
+      lease_until: now.toISOString(),
+    };
+    for (let i = 0; i < 5; i++)
+      await claimIdempotencyKey(t.store.db, { ...base, key: `old-${i}`, expires_at: new Date(now.getTime() - 1000 - i).toISOString() });
     await claimIdempotencyKey(t.store.db, { ...base, key: 'kept', expires_at: new Date(now.getTime() + HOUR).toISOString() });
     // Other test files may have expired keys of their own on the shared database: count this tenant's.
     let deleted = 0;
@@ -525,7 +566,9 @@ describe.skipIf(!isPostgres())('Idempotency-Key: two instances on one database',
     for (let round = 0; round < 6; round++) {
       const key = newKey();
       const refs = Array.from({ length: 20 }, (_, i) => `R${round}-${i}`);
-      const body = { items: refs.map((ref) => ({ operation: 'create', load: dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }) })) };
+      const body = {
+        items: refs.map((ref) => ({ operation: 'create', load: dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' }) })),
+      };
       const runs = (await analyticsRuns()) + (await analyticsRuns(second));
       const loadsBefore = await rows('loads', a.orgId);
       // Alternate which instance is asked first.

@@ -16,7 +16,11 @@ let own: { url: string; drop(): Promise<void> } | null = null;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-bounds-'));
   if (isPostgres()) own = await freshPgDatabase(pgAdminUrl()!, `imports_bounds_${process.pid}`);
-  t = await startAppOn(own?.url ?? null, { importsDir: dir, importChunkRows: 50, importChunkMs: 0, importMaxUploadBytes: 200_000, importPartTimeoutMs: 400 }, { importRunner: 'manual' });
+  t = await startAppOn(
+    own?.url ?? null,
+    { importsDir: dir, importChunkRows: 50, importChunkMs: 0, importMaxUploadBytes: 200_000, importPartTimeoutMs: 400 },
+    { importRunner: 'manual' },
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -84,7 +88,9 @@ describe('CSV column paths', () => {
   ])('%# a carrier column the record cannot place (a name for a position, a field filled twice) is refused at complete', async (column, says) => {
     const a = await tenant();
     const id = await created(a, { resource: 'carriers', format: 'csv' });
-    expect((await putPart(a, id, 1, `external_reference_id,name,contacts.1.first_name,${column}\nCAR-1,One,Ann,Bob\n`, { 'content-type': 'text/csv' })).statusCode).toBe(200);
+    expect(
+      (await putPart(a, id, 1, `external_reference_id,name,contacts.1.first_name,${column}\nCAR-1,One,Ann,Bob\n`, { 'content-type': 'text/csv' })).statusCode,
+    ).toBe(200);
     const done = await a.post(`${BASE}/${id}/complete`, undefined);
     expect(done.statusCode).toBe(422);
     expect(done.json()).toEqual({ detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the CSV column ${JSON.stringify(column)} ${says}` }] });
@@ -116,7 +122,8 @@ describe('quotas', () => {
     const fourth = await a.post(BASE, { resource: 'customers' });
     expect(fourth.statusCode).toBe(409);
     expect(fourth.json()).toEqual({
-      detail: 'This organization has 3 imports awaiting their upload, the most it may have at once: complete or cancel one (POST /v2/tms-api/imports/{id}/complete or /cancel) first',
+      detail:
+        'This organization has 3 imports awaiting their upload, the most it may have at once: complete or cancel one (POST /v2/tms-api/imports/{id}/complete or /cancel) first',
     });
     expect((await a.get(`${BASE}?status=awaiting_upload`)).json().pagination.total).toBe(3);
     expect((await a.post(`${BASE}/${ids[0]}/cancel`, undefined)).statusCode).toBe(200);
@@ -155,7 +162,11 @@ describe('the errors file', () => {
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed_with_errors', rows_failed: 10_050, rows_processed: 10_050 });
     const errors = await errorLines(a, id);
     expect(errors).toHaveLength(10_000);
-    expect(errors[0]).toEqual({ row: 1, external_reference_id: long.slice(0, 256), detail: [{ type: 'string_too_long', loc: ['body', 'external_reference_id'], msg: 'String should have at most 255 characters' }] });
+    expect(errors[0]).toEqual({
+      row: 1,
+      external_reference_id: long.slice(0, 256),
+      detail: [{ type: 'string_too_long', loc: ['body', 'external_reference_id'], msg: 'String should have at most 255 characters' }],
+    });
     expect(errors[1]).toEqual({ row: 2, external_reference_id: null, detail: expect.stringMatching(/^Malformed JSON body: /) });
     expect(errors[9_999]!.row).toBe(10_000);
   });
@@ -202,7 +213,9 @@ describe('strict imports', () => {
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ strict: true });
     await t.imports.runner.drain();
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed_with_errors', rows_succeeded: 1, rows_failed: 1 });
-    expect(await errorLines(a, id)).toEqual([{ row: 1, external_reference_id: 'C-1', detail: [{ type: 'unknown_field', loc: ['body', 'nmae'], msg: "Unknown field 'nmae'; did you mean 'name'?" }] }]);
+    expect(await errorLines(a, id)).toEqual([
+      { row: 1, external_reference_id: 'C-1', detail: [{ type: 'unknown_field', loc: ['body', 'nmae'], msg: "Unknown field 'nmae'; did you mean 'name'?" }] },
+    ]);
     expect((await a.get('/v2/tms-api/customers/C-1')).statusCode).toBe(404);
   });
 
@@ -212,7 +225,9 @@ describe('strict imports', () => {
     const id = await queued(a, { format: 'csv' }, 'external_reference_id,name,colour\nC-1,One,red\nC-2,Two,\n', 'text/csv');
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ strict: true });
     await t.imports.runner.drain();
-    expect(await errorLines(a, id)).toEqual([{ row: 1, external_reference_id: 'C-1', detail: [{ type: 'unknown_field', loc: ['body', 'colour'], msg: "Unknown field 'colour'" }] }]);
+    expect(await errorLines(a, id)).toEqual([
+      { row: 1, external_reference_id: 'C-1', detail: [{ type: 'unknown_field', loc: ['body', 'colour'], msg: "Unknown field 'colour'" }] },
+    ]);
     expect((await a.get('/v2/tms-api/customers/C-2')).statusCode).toBe(200);
   });
 });
@@ -220,10 +235,19 @@ describe('strict imports', () => {
 describe('invalid UTF-8', () => {
   it('refuses an NDJSON line with its row number and byte offset, never replaced', async () => {
     const a = await tenant();
-    const file = Buffer.concat([Buffer.from('{"external_reference_id":"C-1","name":"One"}\n'), Buffer.from('{"external_reference_id":"C-2","name":"Caf\xe9"}\n', 'latin1')]);
+    const file = Buffer.concat([
+      Buffer.from('{"external_reference_id":"C-1","name":"One"}\n'),
+      Buffer.from('{"external_reference_id":"C-2","name":"Caf\xe9"}\n', 'latin1'),
+    ]);
     const id = await queued(a, {}, file);
     await t.imports.runner.drain();
-    expect(await errorLines(a, id)).toEqual([{ row: 2, external_reference_id: null, detail: 'The line is not UTF-8 at its byte 42 (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)' }]);
+    expect(await errorLines(a, id)).toEqual([
+      {
+        row: 2,
+        external_reference_id: null,
+        detail: 'The line is not UTF-8 at its byte 42 (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)',
+      },
+    ]);
     expect((await a.get('/v2/tms-api/customers/C-2')).statusCode).toBe(404);
   });
 
@@ -232,7 +256,13 @@ describe('invalid UTF-8', () => {
     const file = Buffer.concat([Buffer.from('external_reference_id,name\nC-1,Zoë\n'), Buffer.from('C-2,Ren\xe9e\n', 'latin1')]);
     const id = await queued(a, { format: 'csv' }, file, 'text/csv');
     await t.imports.runner.drain();
-    expect(await errorLines(a, id)).toEqual([{ row: 2, external_reference_id: null, detail: 'The column "name" is not UTF-8 at its byte 3 (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)' }]);
+    expect(await errorLines(a, id)).toEqual([
+      {
+        row: 2,
+        external_reference_id: null,
+        detail: 'The column "name" is not UTF-8 at its byte 3 (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)',
+      },
+    ]);
     expect((await a.get('/v2/tms-api/customers/C-1')).json().name).toBe('Zoë');
   });
 });
@@ -260,11 +290,15 @@ describe('part uploads', () => {
     const id = await created(a, { resource: 'customers' });
     const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${address}${BASE}/${id}/parts/1`, { method: 'PUT', headers: { ...a.headers, 'content-type': 'application/x-ndjson', 'content-length': '1000' } }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = httpRequest(
+        `${address}${BASE}/${id}/parts/1`,
+        { method: 'PUT', headers: { ...a.headers, 'content-type': 'application/x-ndjson', 'content-length': '1000' } },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       // A tenth of the body, then nothing.
       req.write('x'.repeat(100));

@@ -19,7 +19,9 @@ afterAll(() => t.close());
 
 async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(BIN, args, { env: { ...process.env, DATABASE_URL: t.config.databaseUrl, IMPORTS_DIR: join(dir, 'parts'), LOG_LEVEL: 'silent' } });
+    const { stdout, stderr } = await run(BIN, args, {
+      env: { ...process.env, DATABASE_URL: t.config.databaseUrl, IMPORTS_DIR: join(dir, 'parts'), LOG_LEVEL: 'silent' },
+    });
     return { stdout, stderr, code: 0 };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };
@@ -35,10 +37,21 @@ describe('bin/lanebridge import', () => {
     const res = await cli('import', '--org', a.orgId, '--resource', 'customers', '--columns', '{"Ref":"external_reference_id"}', file);
     expect(res.code, res.stderr).toBe(0);
     const out = JSON.parse(res.stdout);
-    expect(out).toMatchObject({ resource: 'customers', format: 'csv', status: 'completed_with_errors', rows_total: 3, rows_succeeded: 2, rows_failed: 1, percent: 100 });
+    expect(out).toMatchObject({
+      resource: 'customers',
+      format: 'csv',
+      status: 'completed_with_errors',
+      rows_total: 3,
+      rows_succeeded: 2,
+      rows_failed: 1,
+      percent: 100,
+    });
     expect(res.stderr).toContain(`import ${out.id} completed_with_errors: 2 written, 1 refused`);
     expect((await a.get('/v2/tms-api/customers/CLI-1')).json().name).toBe('Acme, Inc.');
-    const errors = (await a.get(`/v2/tms-api/imports/${out.id}/errors`)).body.trim().split('\n').map((l) => JSON.parse(l));
+    const errors = (await a.get(`/v2/tms-api/imports/${out.id}/errors`)).body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(errors).toEqual([{ row: 2, external_reference_id: 'CLI-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
   }, 120_000);
 

@@ -98,7 +98,11 @@ describe('a CSV upload with a part gone', () => {
     try {
       await expect(countRows(files.open('imp_csv_gap', 2), 'csv', {})).rejects.toThrow(/ENOENT/);
       const rows = async () => {
-        for await (const _row of uploadRows(files.open('imp_csv_gap', 2), 'csv', { csv: {}, createSchema: Type.Object({ external_reference_id: Type.String(), name: Type.String() }) })) void _row;
+        for await (const _row of uploadRows(files.open('imp_csv_gap', 2), 'csv', {
+          csv: {},
+          createSchema: Type.Object({ external_reference_id: Type.String(), name: Type.String() }),
+        }))
+          void _row;
       };
       await expect(rows()).rejects.toThrow(/ENOENT/);
       // The header is in part 1: read whole, the missing part is never needed.

@@ -18,7 +18,10 @@ let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-live-'));
   // Chunks sized to 5 s (the 100 rows below are one chunk of 128), or to 1 ms while writes arrive.
-  t = await startApp({ importsDir: dir, importChunkRows: 1000, importChunkMs: 5_000, importLiveChunkMs: 1 }, { importRunner: 'manual', webhookDelivery: 'manual' });
+  t = await startApp(
+    { importsDir: dir, importChunkRows: 1000, importChunkMs: 5_000, importLiveChunkMs: 1 },
+    { importRunner: 'manual', webhookDelivery: 'manual' },
+  );
 });
 afterAll(async () => {
   await t.close();
@@ -34,7 +37,9 @@ async function queued(a: Tenant, prefix: string): Promise<string> {
   expect(created.statusCode, created.body).toBe(201);
   const { id } = created.json();
   const file = Array.from({ length: 100 }, (_, i) => JSON.stringify(dallasToHouston(`${prefix}-${i}`))).join('\n') + '\n';
-  expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: file, headers: { 'content-type': 'application/x-ndjson' } })).statusCode).toBe(200);
+  expect(
+    (await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: file, headers: { 'content-type': 'application/x-ndjson' } })).statusCode,
+  ).toBe(200);
   expect((await a.post(`${BASE}/${id}/complete`, undefined)).statusCode).toBe(200);
   return id;
 }
@@ -49,48 +54,53 @@ async function chunksOf(a: Tenant, id: string): Promise<number> {
 }
 
 describe('an import while the API’s writes arrive', () => {
-  it(isPostgres() ? 'keeps its chunks’ size (PostgreSQL)' : 'takes short chunks while authenticated writes arrive; reads and refused requests do not count (SQLite)', async () => {
-    const a = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
-    await seedFreight(a);
+  it(
+    isPostgres()
+      ? 'keeps its chunks’ size (PostgreSQL)'
+      : 'takes short chunks while authenticated writes arrive; reads and refused requests do not count (SQLite)',
+    async () => {
+      const a = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
+      await seedFreight(a);
 
-    // No API write in the last second (the upload's own calls do not count); reads, a request without a
-    // key and an invalid body arrive just before it runs.
-    const quietId = await queued(a, 'QUIET');
-    await sleep(1_100);
-    expect((await a.get('/v2/tms-api/loads?limit=1')).statusCode).toBe(200);
-    expect((await t.app.inject({ method: 'PUT', url: '/v2/tms-api/loads/QUIET-0', payload: { description: 'no key' } })).statusCode).toBe(401);
-    expect((await a.put('/v2/tms-api/loads/QUIET-0', { weight: 'heavy' })).statusCode).toBe(422);
-    expect(await chunksOf(a, quietId)).toBe(1);
+      // No API write in the last second (the upload's own calls do not count); reads, a request without a
+      // key and an invalid body arrive just before it runs.
+      const quietId = await queued(a, 'QUIET');
+      await sleep(1_100);
+      expect((await a.get('/v2/tms-api/loads?limit=1')).statusCode).toBe(200);
+      expect((await t.app.inject({ method: 'PUT', url: '/v2/tms-api/loads/QUIET-0', payload: { description: 'no key' } })).statusCode).toBe(401);
+      expect((await a.put('/v2/tms-api/loads/QUIET-0', { weight: 'heavy' })).statusCode).toBe(422);
+      expect(await chunksOf(a, quietId)).toBe(1);
 
-    // A write every 100 ms while it runs, by another organization (its writes move its own counters,
-    // not those counting this import's chunks; the writes arriving are the process's).
-    const b = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
-    await seedFreight(b);
-    expect((await b.post('/v2/tms-api/loads', dallasToHouston('B-0'))).statusCode).toBe(201);
-    const liveId = await queued(a, 'LIVE');
-    let writing = true;
-    let writes = 0;
-    const writer = (async () => {
-      while (writing) {
-        const put = await b.put('/v2/tms-api/loads/B-0', { description: `changed beside an import ${writes++}` });
-        expect(put.statusCode, put.body).toBe(200);
-        await sleep(100);
+      // A write every 100 ms while it runs, by another organization (its writes move its own counters,
+      // not those counting this import's chunks; the writes arriving are the process's).
+      const b = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
+      await seedFreight(b);
+      expect((await b.post('/v2/tms-api/loads', dallasToHouston('B-0'))).statusCode).toBe(201);
+      const liveId = await queued(a, 'LIVE');
+      let writing = true;
+      let writes = 0;
+      const writer = (async () => {
+        while (writing) {
+          const put = await b.put('/v2/tms-api/loads/B-0', { description: `changed beside an import ${writes++}` });
+          expect(put.statusCode, put.body).toBe(200);
+          await sleep(100);
+        }
+      })();
+      let chunks: number;
+      try {
+        chunks = await chunksOf(a, liveId);
+      } finally {
+        writing = false;
+        await writer;
       }
-    })();
-    let chunks: number;
-    try {
-      chunks = await chunksOf(a, liveId);
-    } finally {
-      writing = false;
-      await writer;
-    }
-    if (isPostgres()) expect(chunks).toBe(1);
-    // 100 rows in chunks of 8 to 16 (those that take IMPORT_LIVE_CHUNK_MS: 8, the least).
-    else expect(chunks).toBeGreaterThanOrEqual(7);
-    expect(writes).toBeGreaterThan(0);
+      if (isPostgres()) expect(chunks).toBe(1);
+      // 100 rows in chunks of 8 to 16 (those that take IMPORT_LIVE_CHUNK_MS: 8, the least).
+      else expect(chunks).toBeGreaterThanOrEqual(7);
+      expect(writes).toBeGreaterThan(0);
 
-    const last = await a.get('/v2/tms-api/loads/LIVE-99');
-    expect(last.statusCode, last.body).toBe(200);
-    expect(last.json().external_reference_id).toBe('LIVE-99');
-  });
+      const last = await a.get('/v2/tms-api/loads/LIVE-99');
+      expect(last.statusCode, last.body).toBe(200);
+      expect(last.json().external_reference_id).toBe('LIVE-99');
+    },
+  );
 });

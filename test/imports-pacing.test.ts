@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeDue, catchUpBetweenChunks, chunkPacer, giveWayMs, LIVE_WINDOW_MS, pauseAfterUnavailable, writesArriving, type PacingTargets } from '../src/modules/imports/imports.pacing.js';
+import {
+  analyzeDue,
+  catchUpBetweenChunks,
+  chunkPacer,
+  giveWayMs,
+  LIVE_WINDOW_MS,
+  pauseAfterUnavailable,
+  writesArriving,
+  type PacingTargets,
+} from '../src/modules/imports/imports.pacing.js';
 
 // The import's pacing (docs/imports.md, "How it runs"): pure rules, given what the runner measured.
 const targets: PacingTargets = { chunkRows: 1000, chunkMs: 50, liveChunkMs: 10 };

@@ -42,9 +42,20 @@ describe('an import whose process is killed half way', () => {
     const a = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
     await seedFreight(a);
     // Every 100th row refused (unknown customer): 30 of 3,000.
-    const lines = Array.from({ length: ROWS }, (_, i) => JSON.stringify(dallasToHouston(`K-${i + 1}`, (i + 1) % 100 === 0 ? { customer_external_reference_id: 'NOBODY' } : {})));
+    const lines = Array.from({ length: ROWS }, (_, i) =>
+      JSON.stringify(dallasToHouston(`K-${i + 1}`, (i + 1) % 100 === 0 ? { customer_external_reference_id: 'NOBODY' } : {})),
+    );
     const { id } = (await a.post('/v2/tms-api/imports', { resource: 'loads' })).json();
-    expect((await a.request({ method: 'PUT', url: `/v2/tms-api/imports/${id}/parts/1`, payload: `${lines.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } })).statusCode).toBe(200);
+    expect(
+      (
+        await a.request({
+          method: 'PUT',
+          url: `/v2/tms-api/imports/${id}/parts/1`,
+          payload: `${lines.join('\n')}\n`,
+          headers: { 'content-type': 'application/x-ndjson' },
+        })
+      ).statusCode,
+    ).toBe(200);
     expect((await a.post(`/v2/tms-api/imports/${id}/complete`, undefined)).json().status).toBe('queued');
 
     const env = { DATABASE_URL: t.config.databaseUrl, IMPORTS_DIR: dir, LANEBRIDGE_INTERNAL: JSON.stringify({ importChunkRows: 100, importLeaseMs: 2000 }) };
@@ -79,16 +90,29 @@ describe('an import whose process is killed half way', () => {
     for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThanOrEqual(seen[i - 1]!);
     expect(done).toMatchObject({ status: 'completed_with_errors', error: null });
     expect(Number(done.attempts)).toBe(2);
-    expect([done.rows_total, done.rows_processed, done.rows_succeeded, done.rows_failed, done.checkpoint_row].map(Number)).toEqual([ROWS, ROWS, ROWS - 30, 30, ROWS]);
+    expect([done.rows_total, done.rows_processed, done.rows_succeeded, done.rows_failed, done.checkpoint_row].map(Number)).toEqual([
+      ROWS,
+      ROWS,
+      ROWS - 30,
+      30,
+      ROWS,
+    ]);
     const counted = await t.store.db
       .selectFrom('loads')
       .select((eb) => [eb.fn.countAll().as('n'), eb.fn.count('external_reference_id').distinct().as('refs')])
       .where('org_id', '=', a.orgId)
       .executeTakeFirstOrThrow();
     expect([Number(counted.n), Number(counted.refs)]).toEqual([ROWS - 30, ROWS - 30]);
-    const stops = await t.store.db.selectFrom('load_stops').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', a.orgId).executeTakeFirstOrThrow();
+    const stops = await t.store.db
+      .selectFrom('load_stops')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('org_id', '=', a.orgId)
+      .executeTakeFirstOrThrow();
     expect(Number(stops.n)).toBe(2 * (ROWS - 30));
-    const errors = (await a.get(`/v2/tms-api/imports/${id}/errors`)).body.split('\n').filter(Boolean).map((l) => JSON.parse(l).row);
+    const errors = (await a.get(`/v2/tms-api/imports/${id}/errors`)).body
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).row);
     expect(errors).toEqual(Array.from({ length: 30 }, (_, i) => (i + 1) * 100));
   }, 300_000);
 });

@@ -29,7 +29,8 @@ const BASE = '/v2/tms-api/imports';
 async function tenant(): Promise<Tenant> {
   const a = await newTenant(t, undefined, { perMinute: 100_000, perDay: 1_000_000 });
   await seedFreight(a);
-  for (const ref of ['CAR-2', 'CAR-3']) expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
+  for (const ref of ['CAR-2', 'CAR-3'])
+    expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
   expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'AUS', name: 'Austin', postal_code: '78701', state: 'TX' })).statusCode).toBe(201);
   return a;
 }
@@ -66,7 +67,10 @@ const errorLines = async (a: Tenant, id: string) => {
   const res = await a.get(`${BASE}/${id}/errors`);
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
-  return res.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { row: number; external_reference_id: string | null; detail: unknown });
+  return res.body
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { row: number; external_reference_id: string | null; detail: unknown });
 };
 
 describe('NDJSON: 10,000 loads with 37 bad rows', () => {
@@ -101,7 +105,21 @@ describe('NDJSON: 10,000 loads with 37 bad rows', () => {
     const res = await a.get(`${BASE}/${id}`);
     expect(res.statusCode).toBe(200);
     const imp = res.json();
-    expect(imp).toMatchObject({ id, resource: 'loads', format: 'ndjson', emit_events: 'summary', status: 'completed_with_errors', parts: 2, rows_total: 10_000, rows_processed: 10_000, rows_succeeded: 9_963, rows_failed: 37, percent: 100, eta_seconds: 0, error: null });
+    expect(imp).toMatchObject({
+      id,
+      resource: 'loads',
+      format: 'ndjson',
+      emit_events: 'summary',
+      status: 'completed_with_errors',
+      parts: 2,
+      rows_total: 10_000,
+      rows_processed: 10_000,
+      rows_succeeded: 9_963,
+      rows_failed: 37,
+      percent: 100,
+      eta_seconds: 0,
+      error: null,
+    });
     expect(imp.bytes_total).toBe(Buffer.byteLength(text));
     expect(imp.started_at).not.toBeNull();
     expect(imp.finished_at).not.toBeNull();
@@ -114,7 +132,11 @@ describe('NDJSON: 10,000 loads with 37 bad rows', () => {
     expect(errors.map((e) => e.row)).toEqual([...bad.keys()]);
     const byRow = new Map(errors.map((e) => [e.row, e]));
     expect(byRow.get(7)).toEqual({ row: 7, external_reference_id: null, detail: expect.stringMatching(/^Malformed JSON body: /) });
-    expect(byRow.get(277)).toEqual({ row: 277, external_reference_id: 'L-277', detail: [{ type: 'missing', loc: ['body', 'transport_mode'], msg: 'Field required' }] });
+    expect(byRow.get(277)).toEqual({
+      row: 277,
+      external_reference_id: 'L-277',
+      detail: [{ type: 'missing', loc: ['body', 'transport_mode'], msg: 'Field required' }],
+    });
     expect(byRow.get(547)).toEqual({
       row: 547,
       external_reference_id: 'L-547',
@@ -141,54 +163,88 @@ describe('NDJSON: 10,000 loads with 37 bad rows', () => {
 describe('PostgreSQL: the statistics of the tables an import grows', () => {
   // Plans made from an empty table's statistics outlived it: a load looked up by reference read all of
   // the organization's loads through (org_id, id), in the import and in every request beside it.
-  it.runIf(isPostgres())('are brought up to date by the import (ANALYZE), so a load is found by its reference index', async () => {
-    // A database of its own: the row estimate is compared with a count of every organization's loads,
-    // which other test files (run at the same time) would move.
-    const own = await freshPgDatabase(pgAdminUrl()!, `imports_stats_${process.pid}`);
-    const ownDir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-stats-'));
-    const app = await startAppOn(own.url, { importsDir: ownDir, importChunkRows: 1000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
-    try {
-      const a = await newTenant(app, undefined, { perMinute: 100_000, perDay: 1_000_000 });
-      await seedFreight(a);
-      for (const ref of ['CAR-2', 'CAR-3']) expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
-      expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'AUS', name: 'Austin', postal_code: '78701', state: 'TX' })).statusCode).toBe(201);
-      const estimate = async () => Number((await sql<{ n: number }>`select reltuples as n from pg_class where oid = 'loads'::regclass`.execute(app.store.db)).rows[0]!.n);
-      // Never analyzed (autovacuum is off on the CI machines; where it is on, it may have been).
-      const before = await estimate();
-      const lines = Array.from({ length: 3_000 }, (_, i) => JSON.stringify(historyLoad(20_000 + i)));
-      const created = await a.post(BASE, { resource: 'loads', format: 'ndjson' });
-      const id = created.json().id as string;
-      expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: `${lines.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } })).statusCode).toBe(200);
-      expect((await a.post(`${BASE}/${id}/complete`, undefined)).statusCode).toBe(200);
-      await app.imports.runner.drain();
-      expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 3_000 });
-      // Under 30,000 rows ANALYZE reads them all: the estimate is the count.
-      expect(before).not.toBe(3_000);
-      expect(await estimate()).toBe(3_000);
-      // The plan every connection keeps for the lookup (generic: made once for any reference).
-      const plan = await app.store.db.connection().execute(async (c) => {
-        await sql`set plan_cache_mode = force_generic_plan`.execute(c);
-        await sql`prepare lookup_by_ref(text, text) as select * from loads where org_id = $1 and external_reference_id = $2`.execute(c);
-        try {
-          return (await sql<{ 'QUERY PLAN': string }>`explain execute lookup_by_ref('org', 'ref')`.execute(c)).rows.map((r) => r['QUERY PLAN']).join('\n');
-        } finally {
-          await sql`deallocate lookup_by_ref`.execute(c);
-          await sql`reset plan_cache_mode`.execute(c);
-        }
-      });
-      expect(plan).toContain('loads_org_ref_uq');
-    } finally {
-      await app.close();
-      await own.drop();
-      rmSync(ownDir, { recursive: true, force: true });
-    }
-  }, 120_000);
+  it.runIf(isPostgres())(
+    'are brought up to date by the import (ANALYZE), so a load is found by its reference index',
+    async () => {
+      // A database of its own: the row estimate is compared with a count of every organization's loads,
+      // which other test files (run at the same time) would move.
+      const own = await freshPgDatabase(pgAdminUrl()!, `imports_stats_${process.pid}`);
+      const ownDir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-stats-'));
+      const app = await startAppOn(own.url, { importsDir: ownDir, importChunkRows: 1000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
+      try {
+        const a = await newTenant(app, undefined, { perMinute: 100_000, perDay: 1_000_000 });
+        await seedFreight(a);
+        for (const ref of ['CAR-2', 'CAR-3'])
+          expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
+        expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'AUS', name: 'Austin', postal_code: '78701', state: 'TX' })).statusCode).toBe(
+          201,
+        );
+        const estimate = async () =>
+          Number((await sql<{ n: number }>`select reltuples as n from pg_class where oid = 'loads'::regclass`.execute(app.store.db)).rows[0]!.n);
+        // Never analyzed (autovacuum is off on the CI machines; where it is on, it may have been).
+        const before = await estimate();
+        const lines = Array.from({ length: 3_000 }, (_, i) => JSON.stringify(historyLoad(20_000 + i)));
+        const created = await a.post(BASE, { resource: 'loads', format: 'ndjson' });
+        const id = created.json().id as string;
+        expect(
+          (
+            await a.request({
+              method: 'PUT',
+              url: `${BASE}/${id}/parts/1`,
+              payload: `${lines.join('\n')}\n`,
+              headers: { 'content-type': 'application/x-ndjson' },
+            })
+          ).statusCode,
+        ).toBe(200);
+        expect((await a.post(`${BASE}/${id}/complete`, undefined)).statusCode).toBe(200);
+        await app.imports.runner.drain();
+        expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_succeeded: 3_000 });
+        // Under 30,000 rows ANALYZE reads them all: the estimate is the count.
+        expect(before).not.toBe(3_000);
+        expect(await estimate()).toBe(3_000);
+        // The plan every connection keeps for the lookup (generic: made once for any reference).
+        const plan = await app.store.db.connection().execute(async (c) => {
+          await sql`set plan_cache_mode = force_generic_plan`.execute(c);
+          await sql`prepare lookup_by_ref(text, text) as select * from loads where org_id = $1 and external_reference_id = $2`.execute(c);
+          try {
+            return (await sql<{ 'QUERY PLAN': string }>`explain execute lookup_by_ref('org', 'ref')`.execute(c)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          } finally {
+            await sql`deallocate lookup_by_ref`.execute(c);
+            await sql`reset plan_cache_mode`.execute(c);
+          }
+        });
+        expect(plan).toContain('loads_org_ref_uq');
+      } finally {
+        await app.close();
+        await own.drop();
+        rmSync(ownDir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });
 
 describe('CSV', () => {
   it('reads quoted commas, embedded newlines, a UTF-8 BOM, CRLF and a column map; bad rows are listed by record number', async () => {
     const a = await tenant();
-    const header = ['Load #', 'Equipment', 'transport_mode', 'Customer', 'description', 'weight', 'stops.1.stop_type', 'stops.1.location_external_reference_id', 'stops.1.early_arrival', 'stops.1.late_arrival', 'stops.2.stop_type', 'stops.2.location_external_reference_id', 'stops.2.early_arrival', 'stops.2.late_arrival', 'status', 'carrier_external_reference_id'];
+    const header = [
+      'Load #',
+      'Equipment',
+      'transport_mode',
+      'Customer',
+      'description',
+      'weight',
+      'stops.1.stop_type',
+      'stops.1.location_external_reference_id',
+      'stops.1.early_arrival',
+      'stops.1.late_arrival',
+      'stops.2.stop_type',
+      'stops.2.location_external_reference_id',
+      'stops.2.early_arrival',
+      'stops.2.late_arrival',
+      'status',
+      'carrier_external_reference_id',
+    ];
     const stops = ['Pickup', 'DAL', '2026-03-02T08:00:00Z', '2026-03-02T10:00:00Z', 'Delivery', 'HOU', '2026-03-03T08:00:00Z', '2026-03-03T12:00:00Z'];
     const rows = [
       ['C-1', 'DRY_VAN', 'FTL', 'CUST-1', '"Pallets, 12 of them"', '1200.5', ...stops, 'DELIVERED', 'CAR-1'],
@@ -198,13 +254,28 @@ describe('CSV', () => {
       ['C-5', 'DRY_VAN', 'FTL', 'CUST-1', 'plain', '7', ...stops, 'active', ''],
     ];
     const csv = `\ufeff${[header.map((h) => (h.includes('#') ? `"${h}"` : h)).join(','), ...rows.map((r) => r.join(','))].join('\r\n')}\r\n`;
-    const id = await runImport(a, { resource: 'loads', format: 'csv', csv: { columns: { 'Load #': 'external_reference_id', Equipment: 'equipment_type', Customer: 'customer_external_reference_id' } } }, [csv], 'text/csv');
+    const id = await runImport(
+      a,
+      {
+        resource: 'loads',
+        format: 'csv',
+        csv: { columns: { 'Load #': 'external_reference_id', Equipment: 'equipment_type', Customer: 'customer_external_reference_id' } },
+      },
+      [csv],
+      'text/csv',
+    );
     await t.imports.runner.drain();
     const imp = (await a.get(`${BASE}/${id}`)).json();
     expect(imp).toMatchObject({ status: 'completed_with_errors', rows_total: 5, rows_processed: 5, rows_succeeded: 3, rows_failed: 2 });
 
     const c1 = (await a.get('/v2/tms-api/loads/C-1')).json();
-    expect(c1).toMatchObject({ description: 'Pallets, 12 of them', weight: 1200.5, equipment_type: 'DRY_VAN', status: 'DELIVERED', carrier_external_reference_id: 'CAR-1' });
+    expect(c1).toMatchObject({
+      description: 'Pallets, 12 of them',
+      weight: 1200.5,
+      equipment_type: 'DRY_VAN',
+      status: 'DELIVERED',
+      carrier_external_reference_id: 'CAR-1',
+    });
     expect(c1.stops.map((s: { location_external_reference_id: string }) => s.location_external_reference_id)).toEqual(['DAL', 'HOU']);
     const c2 = (await a.get('/v2/tms-api/loads/C-2')).json();
     expect(c2).toMatchObject({ description: 'First line\r\nsecond line, with "quotes"', weight: null, equipment_type: 'REEFER', status: 'ACTIVE' });
@@ -222,8 +293,11 @@ describe('CSV', () => {
   it('a missing required column is 422 at complete, one entry per field, and nothing is written', async () => {
     const a = await tenant();
     const created = (await a.post(BASE, { resource: 'loads', format: 'csv' })).json();
-    const csv = 'external_reference_id,equipment_type,stops.1.stop_type,stops.1.location_external_reference_id,stops.1.early_arrival\nM-1,DRY_VAN,Pickup,DAL,2026-03-02T08:00:00Z\n';
-    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    const csv =
+      'external_reference_id,equipment_type,stops.1.stop_type,stops.1.location_external_reference_id,stops.1.early_arrival\nM-1,DRY_VAN,Pickup,DAL,2026-03-02T08:00:00Z\n';
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(
+      200,
+    );
     const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
     expect(res.statusCode).toBe(422);
     expect(res.json().detail.map((d: { type: string; loc: unknown[] }) => [d.type, d.loc])).toEqual([
@@ -242,7 +316,9 @@ describe('CSV', () => {
     const customersBefore = (await a.get('/v2/tms-api/customers?page_size=1')).json().pagination.total;
     const created = (await a.post(BASE, { resource: 'customers', format: 'csv' })).json();
     const csv = 'external_reference_id,name,__proto__.lb_polluted\nA-1,Acme,yes\n';
-    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(
+      200,
+    );
     const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
     expect(res.statusCode).toBe(422);
     expect(res.json().detail[0].msg).toMatch(/column "__proto__.lb_polluted"/);
@@ -256,7 +332,9 @@ describe('CSV', () => {
     const created = (await a.post(BASE, { resource: 'loads', format: 'csv' })).json();
     const stops = Array.from({ length: 6000 }, (_, i) => `stops.${i + 1}.stop_number`).join(',');
     const csv = `external_reference_id,equipment_type,transport_mode,customer_external_reference_id,${stops}\n`;
-    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(200);
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${created.id}/parts/1`, payload: csv, headers: { 'content-type': 'text/csv' } })).statusCode).toBe(
+      200,
+    );
     const began = Date.now();
     const res = await a.post(`${BASE}/${created.id}/complete`, undefined);
     expect(res.statusCode).toBe(422);
@@ -271,7 +349,9 @@ describe('one running import per organization', () => {
     const first = await runImport(a, { resource: 'customers' }, ['{"external_reference_id":"C-9","name":"Nine"}\n']);
     const second = await a.post(BASE, { resource: 'customers' });
     expect(second.statusCode).toBe(409);
-    expect(second.json().detail).toBe(`Import ${first} is queued for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${first}/cancel)`);
+    expect(second.json().detail).toBe(
+      `Import ${first} is queued for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${first}/cancel)`,
+    );
     // Another organization is not held up.
     const b = await tenant();
     expect((await b.post(BASE, { resource: 'customers' })).statusCode).toBe(201);
@@ -289,7 +369,9 @@ describe('one running import per organization', () => {
 
     // D17: each import created and the one cancelled are in the audit log, by the key that asked, once each.
     const audit = (await a.get('/v2/tms-api/audit-log?action=import.&page_size=100')).json();
-    expect(audit.items.map((e: { action: string; target: unknown; actor: { type: string; id: string } }) => [e.action, e.target, e.actor.type, e.actor.id])).toEqual([
+    expect(
+      audit.items.map((e: { action: string; target: unknown; actor: { type: string; id: string } }) => [e.action, e.target, e.actor.type, e.actor.id]),
+    ).toEqual([
       ['import.created', { type: 'import', id: third }, 'key', a.keyId],
       ['import.cancelled', { type: 'import', id: first }, 'key', a.keyId],
       ['import.created', { type: 'import', id: first }, 'key', a.keyId],
@@ -304,7 +386,9 @@ describe('one running import per organization', () => {
     expect(bad.statusCode).toBe(422);
     expect(bad.json().detail[0].loc).toEqual(['body', 'resource']);
     const { id } = (await a.post(BASE, { resource: 'loads' })).json();
-    expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{}', headers: { 'content-type': 'application/json' } })).statusCode).toBe(415);
+    expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{}', headers: { 'content-type': 'application/json' } })).statusCode).toBe(
+      415,
+    );
     expect((await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/0`, payload: 'x', headers: { 'content-type': 'text/csv' } })).statusCode).toBe(422);
     const none = await a.post(`${BASE}/${id}/complete`, undefined);
     expect(none.statusCode).toBe(422);
@@ -331,7 +415,8 @@ describe('recommendations', () => {
       const res = await viaBatch.post('/v2/tms-api/batch/loads', { items: loads.slice(i, i + 100).map((load) => ({ operation: 'upsert', load })) });
       expect(res.json().success_count).toBe(100);
     }
-    const strip = (recs: Record<string, unknown>[]) => recs.map(({ carrier_id: _c, score, ...rest }) => ({ ...rest, score: Math.round((score as number) * 1e4) / 1e4 }));
+    const strip = (recs: Record<string, unknown>[]) =>
+      recs.map(({ carrier_id: _c, score, ...rest }) => ({ ...rest, score: Math.round((score as number) * 1e4) / 1e4 }));
     for (const ref of ['L-1', 'L-5', 'L-10', 'L-599']) {
       const x = (await viaImport.get(`/v2/tms-api/loads/${ref}/carrier-recommendations`)).json();
       const y = (await viaBatch.get(`/v2/tms-api/loads/${ref}/carrier-recommendations`)).json();
@@ -362,7 +447,12 @@ describe('dashboard', () => {
     const file = await v.get(`/imports/${queued}/errors`);
     expect(file.statusCode).toBe(200);
     expect(file.headers['content-disposition']).toBe(`attachment; filename="${queued}-errors.ndjson"`);
-    expect(file.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ row: 2, external_reference_id: 'D-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
+    expect(
+      file.body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([{ row: 2, external_reference_id: 'D-2', detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }]);
   });
 });
 
@@ -370,10 +460,19 @@ describe('abandoned uploads', () => {
   it('an import still awaiting its upload 24 h after its last part is cancelled with the reason and its parts removed; a part counts as activity', async () => {
     let now = Date.parse('2026-11-01T00:00:00.000Z');
     const own = mkdtempSync(join(tmpdir(), 'lanebridge-imports-expiry-'));
-    const app = await startApp({ importsDir: own, importUploadExpiryMs: 24 * 3_600_000 }, { importRunner: 'manual', webhookDelivery: 'manual', clock: { now: () => new Date(now) } });
+    const app = await startApp(
+      { importsDir: own, importUploadExpiryMs: 24 * 3_600_000 },
+      { importRunner: 'manual', webhookDelivery: 'manual', clock: { now: () => new Date(now) } },
+    );
     try {
       const a = await newTenant(app, undefined, { perMinute: 100_000, perDay: 1_000_000 });
-      const put = (id: string, n: number) => a.request({ method: 'PUT', url: `${BASE}/${id}/parts/${n}`, payload: '{"external_reference_id":"C-1","name":"One"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+      const put = (id: string, n: number) =>
+        a.request({
+          method: 'PUT',
+          url: `${BASE}/${id}/parts/${n}`,
+          payload: '{"external_reference_id":"C-1","name":"One"}\n',
+          headers: { 'content-type': 'application/x-ndjson' },
+        });
       const left = (await a.post(BASE, { resource: 'customers' })).json().id as string;
       const busy = (await a.post(BASE, { resource: 'customers' })).json().id as string;
       expect((await put(left, 1)).statusCode).toBe(200);
@@ -388,7 +487,9 @@ describe('abandoned uploads', () => {
       await app.imports.runner.drain();
       const expired = (await a.get(`${BASE}/${left}`)).json();
       expect(expired).toMatchObject({ status: 'cancelled' });
-      expect(expired.error).toBe(`Expired: no POST /v2/tms-api/imports/${left}/complete within 24 h of its last part; its parts were removed: send the file again in a new import`);
+      expect(expired.error).toBe(
+        `Expired: no POST /v2/tms-api/imports/${left}/complete within 24 h of its last part; its parts were removed: send the file again in a new import`,
+      );
       expect(await app.imports.files.parts(left)).toEqual([]);
       expect((await a.get(`${BASE}/${busy}`)).json().status).toBe('awaiting_upload');
       expect((await app.imports.files.parts(busy)).map((p: { n: number }) => p.n)).toEqual([1, 2]);
@@ -424,7 +525,12 @@ describe('a part still streaming in when the import is completed', () => {
   it('is refused and never replaces the part the completion counted: the runner imports what was there at complete', async () => {
     const a = await tenant();
     const created = (await a.post(BASE, { resource: 'customers' })).json().id as string;
-    const put = await a.request({ method: 'PUT', url: `${BASE}/${created}/parts/1`, payload: '{"external_reference_id":"RACE-A1","name":"A1"}\n{"external_reference_id":"RACE-A2","name":"A2"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+    const put = await a.request({
+      method: 'PUT',
+      url: `${BASE}/${created}/parts/1`,
+      payload: '{"external_reference_id":"RACE-A1","name":"A1"}\n{"external_reference_id":"RACE-A2","name":"A2"}\n',
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expect(put.statusCode, put.body).toBe(200);
     // Part 1 sent again, still streaming when complete arrives.
     const late = await slowPart(a, created, 1, '{"external_reference_id":"RACE-B1","name":"B1"}\n');
@@ -449,8 +555,15 @@ describe('a part still streaming in when the import is completed', () => {
     part.finish('');
     const refused = await part.answer;
     expect(refused.statusCode, refused.body).toBe(409);
-    expect(refused.json().detail).toBe(`Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`);
-    const again = await a.request({ method: 'PUT', url: `${BASE}/${id}/parts/1`, payload: '{"external_reference_id":"GONE-1","name":"G1"}\n', headers: { 'content-type': 'application/x-ndjson' } });
+    expect(refused.json().detail).toBe(
+      `Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`,
+    );
+    const again = await a.request({
+      method: 'PUT',
+      url: `${BASE}/${id}/parts/1`,
+      payload: '{"external_reference_id":"GONE-1","name":"G1"}\n',
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expect(again.statusCode, again.body).toBe(200);
   });
 });
@@ -469,7 +582,8 @@ describe('the database unable to take a write of a running import', () => {
     let refused = 0;
     t.pipeline.write = (async (...args: Parameters<typeof write>) => {
       // Only the runner's closing write (other writers of the process, such as usage recording, pass).
-      if (new Error().stack?.includes('at finish (') && refused++ === 0) throw Object.assign(new Error('database is locked'), { code: isPostgres() ? '55P03' : 'SQLITE_BUSY' });
+      if (new Error().stack?.includes('at finish (') && refused++ === 0)
+        throw Object.assign(new Error('database is locked'), { code: isPostgres() ? '55P03' : 'SQLITE_BUSY' });
       return write(...args);
     }) as typeof write;
     try {
@@ -485,7 +599,12 @@ describe('the database unable to take a write of a running import', () => {
     await new Promise((r) => setTimeout(r, 2100));
     await t.imports.runner.drain(id);
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_total: 2500, rows_succeeded: 2500, rows_failed: 0, error: null });
-    const stored = await t.store.db.selectFrom('loads').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', a.orgId).where('external_reference_id', 'like', 'L-%').executeTakeFirstOrThrow();
+    const stored = await t.store.db
+      .selectFrom('loads')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('org_id', '=', a.orgId)
+      .where('external_reference_id', 'like', 'L-%')
+      .executeTakeFirstOrThrow();
     expect(Number(stored.n)).toBe(2500);
     const completed = await t.store.db.selectFrom('events').select('type').where('org_id', '=', a.orgId).where('type', '=', 'import.completed').execute();
     expect(completed).toHaveLength(1);

@@ -29,7 +29,12 @@ const SURROGATE_MSG = (code: string) =>
 describe('deeply nested bodies', () => {
   it('an ignored field nested 100,000 levels deep is refused 422 before it is parsed (was a stack overflow, 500; D21 bounds the depth)', async () => {
     const a = await newTenant(t);
-    const res = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: JSON_HEADERS, payload: `{"name":"Deep","ignored":${deepArrays(100_000)}}` });
+    const res = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers: JSON_HEADERS,
+      payload: `{"name":"Deep","ignored":${deepArrays(100_000)}}`,
+    });
     expect(res.statusCode).toBe(422);
     expect(json(res).detail).toEqual([expect.objectContaining({ type: 'value_error', loc: ['body', 'ignored', ...Array(31).fill(0)] })]);
   });
@@ -128,12 +133,24 @@ describe('text that is not Unicode (lone UTF-16 surrogates) is refused everywher
   it('two references that differ only in a lone surrogate no longer meet as one; a real pair is kept as sent on both engines', async () => {
     const a = await newTenant(t);
     for (const ref of ['R-\ud800', 'R-\ud801']) {
-      const res = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: JSON_HEADERS, payload: JSON.stringify({ external_reference_id: ref, name: 'n' }) });
+      const res = await a.request({
+        method: 'POST',
+        url: '/v2/tms-api/customers',
+        headers: JSON_HEADERS,
+        payload: JSON.stringify({ external_reference_id: ref, name: 'n' }),
+      });
       expect(res.statusCode).toBe(422);
-      expect(json(res).detail).toEqual([{ type: 'string_unicode', loc: ['body', 'external_reference_id'], msg: SURROGATE_MSG(ref.charCodeAt(2).toString(16)) }]);
+      expect(json(res).detail).toEqual([
+        { type: 'string_unicode', loc: ['body', 'external_reference_id'], msg: SURROGATE_MSG(ref.charCodeAt(2).toString(16)) },
+      ]);
     }
     // A character beyond U+FFFF, escaped as its pair or sent as UTF-8: stored and read back as sent.
-    const created = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: JSON_HEADERS, payload: '{"external_reference_id":"R-\\ud83d\\ude9a","name":"Truck 🚚 \\ud83d\\ude9a"}' });
+    const created = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers: JSON_HEADERS,
+      payload: '{"external_reference_id":"R-\\ud83d\\ude9a","name":"Truck 🚚 \\ud83d\\ude9a"}',
+    });
     expect(created.statusCode, created.body).toBe(201);
     expect(json(created).name).toBe('Truck 🚚 🚚');
     const read = await a.get(`/v2/tms-api/customers/${encodeURIComponent('R-🚚')}`);
@@ -199,7 +216,9 @@ describe('text that is not Unicode (lone UTF-16 surrogates) is refused everywher
     const res = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: JSON_HEADERS, payload });
     expect(res.statusCode).toBe(422);
     expect(json(res)).toEqual({
-      detail: [{ type: 'value_error', loc: ['body', 'x', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], msg: 'Value error, text must not contain NUL (\\u0000) characters' }],
+      detail: [
+        { type: 'value_error', loc: ['body', 'x', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], msg: 'Value error, text must not contain NUL (\\u0000) characters' },
+      ],
     });
   });
 });

@@ -31,7 +31,8 @@ async function laneLookups(app: TestApp): Promise<{ hit: number; miss: number }>
 async function lane(app: TestApp): Promise<Tenant> {
   const a = await newTenant(app);
   await seedFreight(a);
-  for (const ref of ['CAR-2', 'CAR-3']) expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
+  for (const ref of ['CAR-2', 'CAR-3'])
+    expect((await a.post('/v2/tms-api/carriers', { external_reference_id: ref, name: `Carrier ${ref}` })).statusCode).toBe(201);
   const history = [
     ['H-1', 'CAR-1', 1500],
     ['H-2', 'CAR-1', 1600],
@@ -39,13 +40,19 @@ async function lane(app: TestApp): Promise<Tenant> {
     ['H-4', 'CAR-3', null],
   ] as const;
   for (const [ref, carrier, total] of history) {
-    const body = dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: carrier, financial_rates: total === null ? [] : [{ rate_entity: 'CARRIER', amount: total }] });
+    const body = dallasToHouston(ref, {
+      status: 'DELIVERED',
+      carrier_external_reference_id: carrier,
+      financial_rates: total === null ? [] : [{ rate_entity: 'CARRIER', amount: total }],
+    });
     body.stops[1] = { ...body.stops[1]!, actual_arrival: '2026-03-03T12:10:00.000Z' } as (typeof body.stops)[1];
     const res = await a.post('/v2/tms-api/loads', body);
     expect(res.statusCode, res.body).toBe(201);
   }
   // The open load ends at a second place at Houston: moving HOU moves the history, not the open load.
-  expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'HOU-2', name: 'Houston Yard', postal_code: '77002', state: 'TX' })).statusCode).toBe(201);
+  expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'HOU-2', name: 'Houston Yard', postal_code: '77002', state: 'TX' })).statusCode).toBe(
+    201,
+  );
   const open = dallasToHouston('OPEN', { status: 'ACTIVE' });
   open.stops[1] = { ...open.stops[1]!, location_external_reference_id: 'HOU-2' };
   expect((await a.post('/v2/tms-api/loads', open)).statusCode).toBe(201);
@@ -76,7 +83,9 @@ describe('an open load lane rows, kept', () => {
     const b = await lane(plain);
     const uncached = json(await b.get('/v2/tms-api/loads/OPEN')).carrier_recommendations;
     expect(comparable(recs)).toEqual(comparable(uncached));
-    expect(comparable(json(balanced).carrier_recommendations)).toEqual(comparable(json(await b.get('/v2/tms-api/loads/OPEN/carrier-recommendations?rank_by=balanced')).carrier_recommendations));
+    expect(comparable(json(balanced).carrier_recommendations)).toEqual(
+      comparable(json(await b.get('/v2/tms-api/loads/OPEN/carrier-recommendations?rank_by=balanced')).carrier_recommendations),
+    );
     // READ_CACHE=off keeps nothing.
     expect(await laneLookups(plain)).toEqual({ hit: 0, miss: 0 });
   });
@@ -119,7 +128,13 @@ describe('an open load lane rows, kept', () => {
     expect(delivered[0]).toMatchObject({ carrier_external_reference_id: 'CAR-3', lane_load_count: 3 });
 
     // A tracking event on a history load: CAR-2's delivery arrives late (12:10 → 13:00 against 12:00 + 15 min).
-    const event = await a.post('/v2/tms-api/loads/H-3/tracking-events', { event_id: 'ev-1', type: 'ARRIVED', stop_number: 2, occurred_at: '2026-03-03T13:00:00.000Z', correction: true });
+    const event = await a.post('/v2/tms-api/loads/H-3/tracking-events', {
+      event_id: 'ev-1',
+      type: 'ARRIVED',
+      stop_number: 2,
+      occurred_at: '2026-03-03T13:00:00.000Z',
+      correction: true,
+    });
     expect(event.statusCode, event.body).toBe(201);
     const late = (await recs()).find((r: { carrier_external_reference_id: string }) => r.carrier_external_reference_id === 'CAR-2');
     expect(late.evidence.on_time.delivery).toEqual({ rate: 0, scored: 1, coverage: 1 });

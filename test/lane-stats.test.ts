@@ -16,23 +16,47 @@ afterAll(async () => t.close());
 /** The stats and lane carriers as stored, and as a count of the history from scratch says they should be. */
 async function statsAgainstHistory(orgId: string) {
   const db = t.store.db;
-  const num = <R extends Record<string, unknown>>(rows: R[]) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' || (typeof v === 'string' && /^\d+$/.test(v)) ? Number(v) : v])));
+  const num = <R extends Record<string, unknown>>(rows: R[]) =>
+    rows.map((r) =>
+      Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' || (typeof v === 'string' && /^\d+$/.test(v)) ? Number(v) : v])),
+    );
   const stored = num(
-    await db.selectFrom('lane_stats').select(['equipment_type', 'origin_cell', 'destination_cell', 'load_count', 'carrier_count', 'last_delivered_at']).where('org_id', '=', orgId).orderBy('equipment_type').orderBy('origin_cell').orderBy('destination_cell').execute(),
+    await db
+      .selectFrom('lane_stats')
+      .select(['equipment_type', 'origin_cell', 'destination_cell', 'load_count', 'carrier_count', 'last_delivered_at'])
+      .where('org_id', '=', orgId)
+      .orderBy('equipment_type')
+      .orderBy('origin_cell')
+      .orderBy('destination_cell')
+      .execute(),
   );
   const counted = num(
     (
-      await sql<Record<string, unknown>>`select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count, max(delivered_at) as last_delivered_at
-        from lane_history where org_id = ${orgId} group by equipment_type, origin_cell, destination_cell order by equipment_type, origin_cell, destination_cell`.execute(db)
+      await sql<
+        Record<string, unknown>
+      >`select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count, max(delivered_at) as last_delivered_at
+        from lane_history where org_id = ${orgId} group by equipment_type, origin_cell, destination_cell order by equipment_type, origin_cell, destination_cell`.execute(
+        db,
+      )
     ).rows,
   );
   const carriers = num(
-    await db.selectFrom('lane_carriers').select(['equipment_type', 'origin_cell', 'destination_cell', 'carrier_id', 'loads']).where('org_id', '=', orgId).orderBy('equipment_type').orderBy('origin_cell').orderBy('destination_cell').orderBy('carrier_id').execute(),
+    await db
+      .selectFrom('lane_carriers')
+      .select(['equipment_type', 'origin_cell', 'destination_cell', 'carrier_id', 'loads'])
+      .where('org_id', '=', orgId)
+      .orderBy('equipment_type')
+      .orderBy('origin_cell')
+      .orderBy('destination_cell')
+      .orderBy('carrier_id')
+      .execute(),
   );
   const carriersCounted = num(
     (
       await sql<Record<string, unknown>>`select equipment_type, origin_cell, destination_cell, carrier_id, count(*) as loads
-        from lane_history where org_id = ${orgId} group by equipment_type, origin_cell, destination_cell, carrier_id order by equipment_type, origin_cell, destination_cell, carrier_id`.execute(db)
+        from lane_history where org_id = ${orgId} group by equipment_type, origin_cell, destination_cell, carrier_id order by equipment_type, origin_cell, destination_cell, carrier_id`.execute(
+        db,
+      )
     ).rows,
   );
   return { stored, counted, carriers, carriersCounted };
@@ -72,7 +96,9 @@ function delivered(ref: string, carrier: string, day: number, from = 'DAL', to =
   });
 }
 
-const upserts = (loads: ReturnType<typeof delivered>[]) => ({ items: loads.map((load) => ({ operation: 'upsert', external_reference_id: load.external_reference_id, load })) });
+const upserts = (loads: ReturnType<typeof delivered>[]) => ({
+  items: loads.map((load) => ({ operation: 'upsert', external_reference_id: load.external_reference_id, load })),
+});
 
 async function batch(a: Tenant, body: unknown) {
   const res = await a.post('/v2/tms-api/batch/loads', body);
@@ -84,13 +110,32 @@ describe('lane stats kept by the history writes', () => {
   it('equal a count of the history from scratch after additions, replacements, deletes and a moved place', async () => {
     const a = await tenantWithLanes();
     // Additions: two lanes, three carriers, one open load (not history).
-    await batch(a, upserts([delivered('H-1', 'CAR-1', 10), delivered('H-2', 'CAR-2', 12), delivered('H-3', 'CAR-1', 11), delivered('H-4', 'CAR-3', 9, 'DAL', 'AUS'), dallasToHouston('OPEN-1') as never]));
+    await batch(
+      a,
+      upserts([
+        delivered('H-1', 'CAR-1', 10),
+        delivered('H-2', 'CAR-2', 12),
+        delivered('H-3', 'CAR-1', 11),
+        delivered('H-4', 'CAR-3', 9, 'DAL', 'AUS'),
+        dallasToHouston('OPEN-1') as never,
+      ]),
+    );
     let s = await expectStatsToMatchHistory(a.orgId);
-    expect(s.stored.map((r) => [r.load_count, r.carrier_count])).toEqual(expect.arrayContaining([[3, 2], [1, 1]]));
+    expect(s.stored.map((r) => [r.load_count, r.carrier_count])).toEqual(
+      expect.arrayContaining([
+        [3, 2],
+        [1, 1],
+      ]),
+    );
     // More of the same lanes: a carrier new to a lane, one already on it, a later delivery.
     await batch(a, upserts([delivered('H-5', 'CAR-3', 20), delivered('H-6', 'CAR-1', 5), delivered('H-7', 'CAR-2', 15, 'DAL', 'AUS')]));
     s = await expectStatsToMatchHistory(a.orgId);
-    expect(s.stored.map((r) => [r.load_count, r.carrier_count, r.last_delivered_at])).toEqual(expect.arrayContaining([[5, 3, '2026-03-20T20:00:00.000Z'], [2, 2, '2026-03-15T20:00:00.000Z']]));
+    expect(s.stored.map((r) => [r.load_count, r.carrier_count, r.last_delivered_at])).toEqual(
+      expect.arrayContaining([
+        [5, 3, '2026-03-20T20:00:00.000Z'],
+        [2, 2, '2026-03-15T20:00:00.000Z'],
+      ]),
+    );
 
     // A load given another carrier: CAR-2's only load on the lane goes to CAR-1.
     expect((await a.put('/v2/tms-api/loads/H-2', delivered('H-2', 'CAR-1', 12))).statusCode).toBe(200);
@@ -132,12 +177,25 @@ describe('lane stats kept by the history writes', () => {
   it('a history row given back unchanged (a tracking event, a description) recounts nothing', async () => {
     const a = await tenantWithLanes();
     await batch(a, upserts([delivered('T-1', 'CAR-1', 10), delivered('T-2', 'CAR-2', 11)]));
-    const outcomes = async () => (await sql<{ stop_outcomes: string }>`select h.stop_outcomes from lane_history h join loads l on l.id = h.load_id where l.org_id = ${a.orgId} and l.external_reference_id = 'T-1'`.execute(t.store.db)).rows[0]!.stop_outcomes;
+    const outcomes = async () =>
+      (
+        await sql<{
+          stop_outcomes: string;
+        }>`select h.stop_outcomes from lane_history h join loads l on l.id = h.load_id where l.org_id = ${a.orgId} and l.external_reference_id = 'T-1'`.execute(
+          t.store.db,
+        )
+      ).rows[0]!.stop_outcomes;
     const before = await outcomes();
     const seen: string[] = [];
     const stop = t.store.statements.watch((s) => seen.push(s));
     try {
-      const ev = await a.post('/v2/tms-api/loads/T-1/tracking-events', { event_id: 'eld-1', type: 'ARRIVED', stop_number: 2, occurred_at: '2026-03-10T17:00:00Z', source: 'ELD' });
+      const ev = await a.post('/v2/tms-api/loads/T-1/tracking-events', {
+        event_id: 'eld-1',
+        type: 'ARRIVED',
+        stop_number: 2,
+        occurred_at: '2026-03-10T17:00:00Z',
+        source: 'ELD',
+      });
       expect(ev.statusCode, ev.body).toBe(201);
       expect((await a.put('/v2/tms-api/loads/T-2', { ...delivered('T-2', 'CAR-2', 11), description: 'pallets' })).statusCode).toBe(200);
     } finally {
@@ -152,7 +210,15 @@ describe('lane stats kept by the history writes', () => {
   it('stay right under concurrent writers: a locations batch moving two places beside load writes and deletes on them', async () => {
     const a = await tenantWithLanes();
     expect((await a.post('/v2/tms-api/locations', { external_reference_id: 'ELP', name: 'El Paso', postal_code: '79901', state: 'TX' })).statusCode).toBe(201);
-    await batch(a, upserts([delivered('C-1', 'CAR-1', 3, 'DAL', 'AUS'), delivered('C-2', 'CAR-2', 4, 'HOU', 'ELP'), delivered('C-3', 'CAR-3', 5, 'DAL', 'ELP'), delivered('C-4', 'CAR-1', 6, 'HOU', 'AUS')]));
+    await batch(
+      a,
+      upserts([
+        delivered('C-1', 'CAR-1', 3, 'DAL', 'AUS'),
+        delivered('C-2', 'CAR-2', 4, 'HOU', 'ELP'),
+        delivered('C-3', 'CAR-3', 5, 'DAL', 'ELP'),
+        delivered('C-4', 'CAR-1', 6, 'HOU', 'AUS'),
+      ]),
+    );
     const zips = [
       ['73301', '79902'],
       ['78701', '79901'],

@@ -89,7 +89,9 @@ function expected(org: Org) {
 function stops(from: string, to: string, deliveredAt: string, extraPickupFirst: boolean) {
   const pickups = [{ stop_type: 'Pickup', location_external_reference_id: from, early_arrival: '2025-01-01T00:00:00Z', late_arrival: '2025-01-01T01:00:00Z' }];
   // A Delivery-only stop before the pickup does not change the origin (the first Pickup/Both stop).
-  const lead = extraPickupFirst ? [{ stop_type: 'Delivery', location_external_reference_id: to, early_arrival: '2024-12-31T00:00:00Z', late_arrival: '2024-12-31T01:00:00Z' }] : [];
+  const lead = extraPickupFirst
+    ? [{ stop_type: 'Delivery', location_external_reference_id: to, early_arrival: '2024-12-31T00:00:00Z', late_arrival: '2024-12-31T01:00:00Z' }]
+    : [];
   return [...lead, ...pickups, { stop_type: 'Delivery', location_external_reference_id: to, early_arrival: '2025-01-01T02:00:00Z', late_arrival: deliveredAt }];
 }
 
@@ -106,10 +108,18 @@ describe('recommendations equal a brute-force D7 over random organizations', () 
           return json(res);
         };
         await post('/v2/tms-api/customers', { external_reference_id: 'CUST', name: 'c' });
-        await post('/v2/tms-api/batch/carriers', { items: [0, 1, 2, 3, 4].map((i) => ({ operation: 'create', carrier: { external_reference_id: `CAR-${i}`, name: `Carrier ${i}` } })) });
+        await post('/v2/tms-api/batch/carriers', {
+          items: [0, 1, 2, 3, 4].map((i) => ({ operation: 'create', carrier: { external_reference_id: `CAR-${i}`, name: `Carrier ${i}` } })),
+        });
         const locations = [
-          ...org.origins.map((p, i) => ({ operation: 'create', location: { external_reference_id: `O${i}`, name: `O${i}`, latitude: p.lat, longitude: p.lon } })),
-          ...org.destinations.map((p, i) => ({ operation: 'create', location: { external_reference_id: `D${i}`, name: `D${i}`, latitude: p.lat, longitude: p.lon } })),
+          ...org.origins.map((p, i) => ({
+            operation: 'create',
+            location: { external_reference_id: `O${i}`, name: `O${i}`, latitude: p.lat, longitude: p.lon },
+          })),
+          ...org.destinations.map((p, i) => ({
+            operation: 'create',
+            location: { external_reference_id: `D${i}`, name: `D${i}`, latitude: p.lat, longitude: p.lon },
+          })),
         ];
         expect((await post('/v2/tms-api/batch/locations', { items: locations })).error_count).toBe(0);
         const loads = org.history.map((h, i) => ({

@@ -21,7 +21,10 @@ interface World {
   n: number;
   location(p: { latitude: number; longitude: number }): Promise<string>;
   carrier(ref: string, extra?: Record<string, unknown>): Promise<void>;
-  load(ref: string, o: { from: string; to: string; carrier?: string | null; status?: string; equipment?: string; deliveredDaysAgo?: number; rates?: unknown[] }): Promise<any>;
+  load(
+    ref: string,
+    o: { from: string; to: string; carrier?: string | null; status?: string; equipment?: string; deliveredDaysAgo?: number; rates?: unknown[] },
+  ): Promise<any>;
   recs(ref: string): Promise<any[]>;
 }
 
@@ -73,7 +76,16 @@ describe('carrier recommendations (D7)', () => {
     const o = await w.location(ORIGIN);
     const d = await w.location(DEST);
     await w.carrier('CAR-A', { dot_number: 'DOT111' });
-    await w.load('H1', { from: o, to: d, carrier: 'CAR-A', rates: [{ rate_entity: 'CARRIER', amount: 900 }, { rate_entity: 'CARRIER', amount: 100 }, { rate_entity: 'CUSTOMER', amount: 5000 }] });
+    await w.load('H1', {
+      from: o,
+      to: d,
+      carrier: 'CAR-A',
+      rates: [
+        { rate_entity: 'CARRIER', amount: 900 },
+        { rate_entity: 'CARRIER', amount: 100 },
+        { rate_entity: 'CUSTOMER', amount: 5000 },
+      ],
+    });
     await w.load('H2', { from: o, to: d, carrier: 'CAR-A', status: 'COMPLETED', deliveredDaysAgo: 90, rates: [{ rate_entity: 'CARRIER', amount: 1400 }] });
     await w.load('OPEN', { from: o, to: d, status: 'ACTIVE' });
     const got = json(await w.a.get('/v2/tms-api/loads/OPEN'));
@@ -191,8 +203,10 @@ describe('carrier recommendations (D7)', () => {
     await w.a.put('/v2/tms-api/loads/H', { carrier_external_reference_id: 'B' });
     expect(await refs()).toEqual(['B']);
     const stopsElsewhere = (await w.a.get('/v2/tms-api/loads/H').then(json)).stops.map((s: any) => ({
-      stop_type: s.stop_type, location_external_reference_id: s.stop_type === 'Pickup' ? elsewhere : s.location_external_reference_id,
-      early_arrival: s.early_arrival, late_arrival: s.late_arrival,
+      stop_type: s.stop_type,
+      location_external_reference_id: s.stop_type === 'Pickup' ? elsewhere : s.location_external_reference_id,
+      early_arrival: s.early_arrival,
+      late_arrival: s.late_arrival,
     }));
     await w.a.put('/v2/tms-api/loads/H', { stops: stopsElsewhere });
     expect(await refs()).toEqual([]);
@@ -231,7 +245,12 @@ describe('market rate snapshots and max_buy_rate (D8)', () => {
       origin: { location_external_reference_id: o, latitude: ORIGIN.latitude, state: 'US-TX' },
       destination: { location_external_reference_id: null, state: 'US-TX' },
     });
-    const coords = await w.a.post('/v2/tms-api/market-rates', { origin: { latitude: 41.88, longitude: -87.63 }, destination: { latitude: 33.75, longitude: -84.39 }, equipment_type: 'REEFER', rate_per_mile: 3 });
+    const coords = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { latitude: 41.88, longitude: -87.63 },
+      destination: { latitude: 33.75, longitude: -84.39 },
+      equipment_type: 'REEFER',
+      rate_per_mile: 3,
+    });
     expect(json(coords)).toMatchObject({ as_of: NOW.toISOString(), origin: { state: 'US-IL' }, destination: { state: 'US-GA' } });
     const list = json(await w.a.get('/v2/tms-api/market-rates?equipment_type=reefer'));
     expect(list.items.map((r: any) => r.equipment_type)).toEqual(['REEFER']);
@@ -240,16 +259,37 @@ describe('market rate snapshots and max_buy_rate (D8)', () => {
 
   it('refuses snapshots that cannot be placed or priced (422 with the field)', async () => {
     const w = await world();
-    const bad = await w.a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'NOPE' }, destination: { postal_code: '75201', state: 'OK' }, equipment_type: 'DRY_VAN', rate_per_mile: 0 });
+    const bad = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { location_external_reference_id: 'NOPE' },
+      destination: { postal_code: '75201', state: 'OK' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 0,
+    });
     expect(bad.statusCode).toBe(422);
     expect(json(bad).detail).toEqual([{ type: 'greater_than', loc: ['body', 'rate_per_mile'], msg: 'Input should be greater than 0' }]);
-    const unknownLoc = await w.a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'NOPE' }, destination: { postal_code: '75201', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2 });
+    const unknownLoc = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { location_external_reference_id: 'NOPE' },
+      destination: { postal_code: '75201', state: 'TX' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+    });
     expect(json(unknownLoc).detail[0].loc).toEqual(['body', 'origin', 'location_external_reference_id']);
-    const mismatch = await w.a.post('/v2/tms-api/market-rates', { origin: { latitude: 32, longitude: -97 }, destination: { postal_code: '75201', state: 'OK' }, equipment_type: 'DRY_VAN', rate_per_mile: 2 });
+    const mismatch = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { latitude: 32, longitude: -97 },
+      destination: { postal_code: '75201', state: 'OK' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+    });
     expect(json(mismatch).detail[0].loc).toEqual(['body', 'destination', 'postal_code']);
     const missing = await w.a.post('/v2/tms-api/market-rates', { origin: {}, destination: {} });
     expect(json(missing).detail.map((d: any) => d.loc.join('.'))).toEqual(['body.equipment_type', 'body.rate_per_mile']);
-    const band = await w.a.post('/v2/tms-api/market-rates', { origin: { latitude: 32, longitude: -97 }, destination: { latitude: 30, longitude: -95 }, equipment_type: 'DRY_VAN', rate_per_mile: 2, rate_per_mile_high: 1.5 });
+    const band = await w.a.post('/v2/tms-api/market-rates', {
+      origin: { latitude: 32, longitude: -97 },
+      destination: { latitude: 30, longitude: -95 },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+      rate_per_mile_high: 1.5,
+    });
     expect(json(band).detail[0].loc).toEqual(['body', 'rate_per_mile_high']);
   });
 
@@ -264,7 +304,17 @@ describe('market rate snapshots and max_buy_rate (D8)', () => {
     expect((await post({ rate_per_mile: 2.0, rate_per_mile_high: 2.5, as_of: '2026-05-01T00:00:00Z' })).statusCode).toBe(201);
     expect((await post({ rate_per_mile: 1.8, as_of: '2026-05-20T00:00:00Z' })).statusCode).toBe(201);
     expect((await post({ rate_per_mile: 9.9, as_of: '2026-05-25T00:00:00Z', equipment_type: 'REEFER' })).statusCode).toBe(201);
-    expect((await w.a.post('/v2/tms-api/market-rates', { origin: north(ORIGIN, 150), destination: DEST, equipment_type: 'DRY_VAN', rate_per_mile: 7, as_of: '2026-05-31T00:00:00Z' })).statusCode).toBe(201);
+    expect(
+      (
+        await w.a.post('/v2/tms-api/market-rates', {
+          origin: north(ORIGIN, 150),
+          destination: DEST,
+          equipment_type: 'DRY_VAN',
+          rate_per_mile: 7,
+          as_of: '2026-05-31T00:00:00Z',
+        })
+      ).statusCode,
+    ).toBe(201);
     const got = json(await w.a.get('/v2/tms-api/loads/OPEN'));
     expect(got.max_buy_rate_source).toBe('market');
     expect(got.max_buy_rate).toBe(Math.round(1.8 * got.total_distance * 100) / 100);
@@ -285,7 +335,12 @@ describe('max_buy_rate from the market, kept per lane between requests', () => {
       const o = await w.location(ORIGIN);
       const d = await w.location(DEST);
       const post = (app: TestApp, rate: number, asOf: string) =>
-        app.app.inject({ method: 'POST', url: '/v2/tms-api/market-rates', headers: w.a.headers, payload: { origin: ORIGIN, destination: DEST, equipment_type: 'DRY_VAN', rate_per_mile: rate, as_of: asOf } });
+        app.app.inject({
+          method: 'POST',
+          url: '/v2/tms-api/market-rates',
+          headers: w.a.headers,
+          payload: { origin: ORIGIN, destination: DEST, equipment_type: 'DRY_VAN', rate_per_mile: rate, as_of: asOf },
+        });
       expect((await post(t, 2.0, '2026-05-01T00:00:00Z')).statusCode).toBe(201);
       const open = await w.load('MEMO-OPEN', { from: o, to: d, status: 'ACTIVE' });
       const miles = open.total_distance as number;
@@ -326,7 +381,10 @@ describe('max_buy_rate from the market, kept per lane between requests', () => {
         },
       }));
       expect(json(await w.a.post('/v2/tms-api/batch/loads', { items })).success_count).toBe(2);
-      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-B1'))).toMatchObject({ max_buy_rate: Math.round(2.4 * miles * 100) / 100, max_buy_rate_source: 'market' });
+      expect(json(await w.a.get('/v2/tms-api/loads/MEMO-B1'))).toMatchObject({
+        max_buy_rate: Math.round(2.4 * miles * 100) / 100,
+        max_buy_rate_source: 'market',
+      });
       expect(json(await w.a.get('/v2/tms-api/loads/MEMO-B2'))).toMatchObject({ max_buy_rate: null, max_buy_rate_source: null });
     } finally {
       await other.close();
@@ -344,7 +402,12 @@ describe('lane stats, refreshed by the analytics run', () => {
     const items = ['A', 'B', 'A'].map((carrier, i) => ({
       operation: 'create',
       load: {
-        external_reference_id: `B${i}`, equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST', status: 'DELIVERED', carrier_external_reference_id: carrier,
+        external_reference_id: `B${i}`,
+        equipment_type: 'DRY_VAN',
+        transport_mode: 'FTL',
+        customer_external_reference_id: 'CUST',
+        status: 'DELIVERED',
+        carrier_external_reference_id: carrier,
         stops: [
           { stop_type: 'Pickup', location_external_reference_id: o, early_arrival: '2026-05-01T00:00:00Z', late_arrival: '2026-05-01T01:00:00Z' },
           { stop_type: 'Delivery', location_external_reference_id: d, early_arrival: '2026-05-02T00:00:00Z', late_arrival: `2026-05-0${2 + i}T05:00:00Z` },
@@ -353,7 +416,9 @@ describe('lane stats, refreshed by the analytics run', () => {
     }));
     expect(json(await w.a.post('/v2/tms-api/batch/loads', { items })).success_count).toBe(3);
     const stats = await t.store.db.selectFrom('lane_stats').selectAll().where('org_id', '=', w.a.orgId).execute();
-    expect(stats).toEqual([expect.objectContaining({ equipment_type: 'DRY_VAN', load_count: 3, carrier_count: 2, last_delivered_at: '2026-05-04T05:00:00.000Z' })]);
+    expect(stats).toEqual([
+      expect.objectContaining({ equipment_type: 'DRY_VAN', load_count: 3, carrier_count: 2, last_delivered_at: '2026-05-04T05:00:00.000Z' }),
+    ]);
     await w.a.del('/v2/tms-api/loads/B2');
     const after = await t.store.db.selectFrom('lane_stats').selectAll().where('org_id', '=', w.a.orgId).execute();
     expect(after).toEqual([expect.objectContaining({ load_count: 2, carrier_count: 2, last_delivered_at: '2026-05-03T05:00:00.000Z' })]);

@@ -27,7 +27,13 @@ const stops = [
   { stop_type: 'Pickup', location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },
   { stop_type: 'Delivery', location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00Z', late_arrival: '2026-03-03T12:00:00Z' },
 ];
-const load = (extra: Record<string, unknown> = {}) => ({ equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', stops, ...extra });
+const load = (extra: Record<string, unknown> = {}) => ({
+  equipment_type: 'DRY_VAN',
+  transport_mode: 'FTL',
+  customer_external_reference_id: 'CUST-1',
+  stops,
+  ...extra,
+});
 
 describe('batch loads', () => {
   it('upserts 100 loads with two stops each in one request', async () => {
@@ -59,12 +65,20 @@ describe('batch loads', () => {
         { operation: 'create', load: { external_reference_id: 'NEW-1', ...load() } },
         { operation: 'create', external_reference_id: 'EXISTS', load: load() },
         { operation: 'update', external_reference_id: 'GHOST', load: { status: 'SPOT' } },
-        { operation: 'create', external_reference_id: 'BAD-LOC', load: load({ stops: [stops[0], { ...stops[1], location_external_reference_id: 'NOWHERE' }] }) },
+        {
+          operation: 'create',
+          external_reference_id: 'BAD-LOC',
+          load: load({ stops: [stops[0], { ...stops[1], location_external_reference_id: 'NOWHERE' }] }),
+        },
         { operation: 'upsert', external_reference_id: 'HALF', load: { status: 'SPOT' } },
         { operation: 'delete', external_reference_id: 'DOOMED' },
         { operation: 'delete', external_reference_id: 'NEVER' },
         { operation: 'update', external_reference_id: 'EXISTS', load: { carrier_external_reference_id: 'CAR-1', status: 'covered' } },
-        { operation: 'create', external_reference_id: 'BAD-CUST', load: load({ customer_external_reference_id: 'NOPE', financial_rates: [{ rate_entity: 'CARRIER', amount: 5 }] }) },
+        {
+          operation: 'create',
+          external_reference_id: 'BAD-CUST',
+          load: load({ customer_external_reference_id: 'NOPE', financial_rates: [{ rate_entity: 'CARRIER', amount: 5 }] }),
+        },
       ],
     });
     expect(res.statusCode).toBe(200);
@@ -84,11 +98,18 @@ describe('batch loads', () => {
     expect(body).toMatchObject({ success_count: 3, error_count: 6 });
     expect(body.results[3].error.detail[0].loc).toEqual(['body', 'items', 3, 'load', 'stops', 1, 'location_external_reference_id']);
     expect(body.results[4].error.detail.map((d: any) => d.loc.join('.'))).toEqual([
-      'body.items.4.load.equipment_type', 'body.items.4.load.transport_mode', 'body.items.4.load.customer_external_reference_id', 'body.items.4.load.stops',
+      'body.items.4.load.equipment_type',
+      'body.items.4.load.transport_mode',
+      'body.items.4.load.customer_external_reference_id',
+      'body.items.4.load.stops',
     ]);
     expect(body.results[6].error).toEqual({ status: 404, detail: "Load with external_reference_id 'NEVER' not found" });
     expect(body.results[5].id).toMatch(/^load_/);
-    const refs = json(await a.get('/v2/tms-api/loads?sort=external_reference_id')).items.map((l: any) => [l.external_reference_id, l.status, l.carrier_external_reference_id]);
+    const refs = json(await a.get('/v2/tms-api/loads?sort=external_reference_id')).items.map((l: any) => [
+      l.external_reference_id,
+      l.status,
+      l.carrier_external_reference_id,
+    ]);
     expect(refs).toEqual([
       ['EXISTS', 'COVERED', 'CAR-1'],
       ['NEW-1', 'ACTIVE', null],
@@ -102,7 +123,9 @@ describe('batch loads', () => {
     const many = await a.post(batch, { items: Array.from({ length: 101 }, () => ({ operation: 'delete', external_reference_id: 'x' })) });
     expect(json(many).detail).toEqual([{ type: 'too_long', loc: ['body', 'items'], msg: 'List should have at most 100 items after validation, not 101' }]);
     const op = await a.post(batch, { items: [{ operation: 'merge', external_reference_id: 'x' }] });
-    expect(json(op).detail).toEqual([{ type: 'enum', loc: ['body', 'items', 0, 'operation'], msg: "Input should be 'create', 'update', 'upsert' or 'delete'" }]);
+    expect(json(op).detail).toEqual([
+      { type: 'enum', loc: ['body', 'items', 0, 'operation'], msg: "Input should be 'create', 'update', 'upsert' or 'delete'" },
+    ]);
   });
 
   it('concurrent upserts of one load make one record and no 5xx', async () => {
@@ -129,7 +152,8 @@ describe('batch loads', () => {
     const results = await Promise.all(Array.from({ length: 6 }, () => a.post('/v2/tms-api/loads', load({ external_reference_id: 'RACE-CREATE' }))));
     const statuses = results.map((r) => r.statusCode).sort();
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409]);
-    for (const r of results.filter((x) => x.statusCode === 409)) expect(json(r)).toEqual({ detail: "Load with external_reference_id 'RACE-CREATE' already exists" });
+    for (const r of results.filter((x) => x.statusCode === 409))
+      expect(json(r)).toEqual({ detail: "Load with external_reference_id 'RACE-CREATE' already exists" });
     expect(json(await a.get('/v2/tms-api/loads')).pagination.total).toBe(1);
   });
 

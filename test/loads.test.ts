@@ -75,14 +75,28 @@ describe('loads: create and get', () => {
     expect(Math.round(body.total_distance * 10)).toBe(body.total_distance * 10);
     expect(body.stops).toEqual([
       {
-        id: expect.stringMatching(/^stop_/), stop_number: 1, stop_type: 'Pickup', location_id: expect.stringMatching(/^loc_/),
-        location_external_reference_id: 'DAL', location_name: 'Dallas DC', early_arrival: '2026-03-02T08:00:00.000Z', late_arrival: '2026-03-02T10:00:00.000Z',
-        actual_arrival: null, actual_departure: null,
+        id: expect.stringMatching(/^stop_/),
+        stop_number: 1,
+        stop_type: 'Pickup',
+        location_id: expect.stringMatching(/^loc_/),
+        location_external_reference_id: 'DAL',
+        location_name: 'Dallas DC',
+        early_arrival: '2026-03-02T08:00:00.000Z',
+        late_arrival: '2026-03-02T10:00:00.000Z',
+        actual_arrival: null,
+        actual_departure: null,
       },
       {
-        id: expect.stringMatching(/^stop_/), stop_number: 2, stop_type: 'Delivery', location_id: expect.stringMatching(/^loc_/),
-        location_external_reference_id: 'HOU', location_name: 'Houston Port', early_arrival: '2026-03-03T08:00:00.000Z', late_arrival: '2026-03-03T12:00:00.000Z',
-        actual_arrival: null, actual_departure: null,
+        id: expect.stringMatching(/^stop_/),
+        stop_number: 2,
+        stop_type: 'Delivery',
+        location_id: expect.stringMatching(/^loc_/),
+        location_external_reference_id: 'HOU',
+        location_name: 'Houston Port',
+        early_arrival: '2026-03-03T08:00:00.000Z',
+        late_arrival: '2026-03-03T12:00:00.000Z',
+        actual_arrival: null,
+        actual_departure: null,
       },
     ]);
     expect(json(await a.get(`${base}/LOAD-001`))).toEqual({ ...body, carrier_recommendations: [] });
@@ -91,19 +105,47 @@ describe('loads: create and get', () => {
   it('accepts enum values in any case and returns canonical spellings; stops come back by stop_number', async () => {
     const a = await seeded();
     const body = json(
-      await a.post(base, load('L', {
-        equipment_type: 'reefer', transport_mode: 'ltl', status: 'spot',
-        stops: [
-          { stop_number: 3, stop_type: 'DELIVERY', location_external_reference_id: 'CHI', early_arrival: '2026-03-04T08:00:00Z', late_arrival: '2026-03-04T09:00:00Z' },
-          { stop_number: 1, stop_type: 'pickup', location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T09:00:00Z' },
-          { stop_number: 2, stop_type: 'both', location_external_reference_id: 'HOU', early_arrival: '2026-03-03T08:00:00', late_arrival: '2026-03-03T09:00:00+01:00' },
-        ],
-        financial_rates: [{ rate_entity: 'customer', amount: 1500, rate_type: 'linehaul' }, { rate_entity: 'Carrier', amount: 1100.5, currency: 'cad', rate_type: 'fuel_surcharge', description: 'FSC' }],
-      })),
+      await a.post(
+        base,
+        load('L', {
+          equipment_type: 'reefer',
+          transport_mode: 'ltl',
+          status: 'spot',
+          stops: [
+            {
+              stop_number: 3,
+              stop_type: 'DELIVERY',
+              location_external_reference_id: 'CHI',
+              early_arrival: '2026-03-04T08:00:00Z',
+              late_arrival: '2026-03-04T09:00:00Z',
+            },
+            {
+              stop_number: 1,
+              stop_type: 'pickup',
+              location_external_reference_id: 'DAL',
+              early_arrival: '2026-03-02T08:00:00Z',
+              late_arrival: '2026-03-02T09:00:00Z',
+            },
+            {
+              stop_number: 2,
+              stop_type: 'both',
+              location_external_reference_id: 'HOU',
+              early_arrival: '2026-03-03T08:00:00',
+              late_arrival: '2026-03-03T09:00:00+01:00',
+            },
+          ],
+          financial_rates: [
+            { rate_entity: 'customer', amount: 1500, rate_type: 'linehaul' },
+            { rate_entity: 'Carrier', amount: 1100.5, currency: 'cad', rate_type: 'fuel_surcharge', description: 'FSC' },
+          ],
+        }),
+      ),
     );
     expect(body).toMatchObject({ equipment_type: 'REEFER', transport_mode: 'LTL', status: 'SPOT' });
     expect(body.stops.map((s: any) => [s.stop_number, s.stop_type, s.location_external_reference_id])).toEqual([
-      [1, 'Pickup', 'DAL'], [2, 'Both', 'HOU'], [3, 'Delivery', 'CHI'],
+      [1, 'Pickup', 'DAL'],
+      [2, 'Both', 'HOU'],
+      [3, 'Delivery', 'CHI'],
     ]);
     expect(body.stops[1]).toMatchObject({ early_arrival: '2026-03-03T08:00:00.000Z', late_arrival: '2026-03-03T08:00:00.000Z' });
     expect(body.financial_rates).toEqual([
@@ -137,8 +179,14 @@ describe('loads: create and get', () => {
     ]);
     const stopFields = await a.post(base, load('L', { stops: [{}, {}] }));
     expect(json(stopFields).detail.map((d: any) => d.loc.join('.'))).toEqual([
-      'body.stops.0.stop_type', 'body.stops.0.location_external_reference_id', 'body.stops.0.early_arrival', 'body.stops.0.late_arrival',
-      'body.stops.1.stop_type', 'body.stops.1.location_external_reference_id', 'body.stops.1.early_arrival', 'body.stops.1.late_arrival',
+      'body.stops.0.stop_type',
+      'body.stops.0.location_external_reference_id',
+      'body.stops.0.early_arrival',
+      'body.stops.0.late_arrival',
+      'body.stops.1.stop_type',
+      'body.stops.1.location_external_reference_id',
+      'body.stops.1.early_arrival',
+      'body.stops.1.late_arrival',
     ]);
   });
 
@@ -161,10 +209,22 @@ describe('loads: create and get', () => {
     // An offset that carries the instant into year 10000 in UTC: refused, saying so (was stored as
     // "+010000-01-01T13:00:00.000Z", which no endpoint accepts back).
     const [p0, d0] = load('x').stops as any[];
-    const late = await a.post(base, load('L', { stops: [{ ...p0, early_arrival: '9999-12-31T22:00:00Z', late_arrival: '9999-12-31T23:00:00-14:00' }, { ...d0, early_arrival: '9999-12-31T23:00:00Z', late_arrival: '9999-12-31T23:30:00Z' }] }));
+    const late = await a.post(
+      base,
+      load('L', {
+        stops: [
+          { ...p0, early_arrival: '9999-12-31T22:00:00Z', late_arrival: '9999-12-31T23:00:00-14:00' },
+          { ...d0, early_arrival: '9999-12-31T23:00:00Z', late_arrival: '9999-12-31T23:30:00Z' },
+        ],
+      }),
+    );
     expect(late.statusCode).toBe(422);
     expect(json(late).detail).toEqual([
-      { type: 'datetime_parsing', loc: ['body', 'stops', 0, 'late_arrival'], msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' },
+      {
+        type: 'datetime_parsing',
+        loc: ['body', 'stops', 0, 'late_arrival'],
+        msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)',
+      },
     ]);
   });
 
@@ -172,13 +232,25 @@ describe('loads: create and get', () => {
     const a = await seeded();
     const [p, d] = load('x').stops as any[];
     const late = await a.post(base, load('L', { stops: [{ ...p, late_arrival: '2026-03-02T07:00:00Z' }, d] }));
-    expect(json(late).detail).toEqual([{ type: 'value_error', loc: ['body', 'stops', 0, 'late_arrival'], msg: expect.stringContaining('before early_arrival') }]);
-    const dup = await a.post(base, load('L', { stops: [{ ...p, stop_number: 1 }, { ...d, stop_number: 1 }] }));
+    expect(json(late).detail).toEqual([
+      { type: 'value_error', loc: ['body', 'stops', 0, 'late_arrival'], msg: expect.stringContaining('before early_arrival') },
+    ]);
+    const dup = await a.post(
+      base,
+      load('L', {
+        stops: [
+          { ...p, stop_number: 1 },
+          { ...d, stop_number: 1 },
+        ],
+      }),
+    );
     expect(json(dup).detail).toEqual([{ type: 'value_error', loc: ['body', 'stops', 1, 'stop_number'], msg: expect.stringContaining('used twice') }]);
     const noDelivery = await a.post(base, load('L', { stops: [p, { ...d, stop_type: 'Pickup' }] }));
     expect(json(noDelivery).detail).toEqual([{ type: 'value_error', loc: ['body', 'stops'], msg: expect.stringContaining('Delivery') }]);
     const unknown = await a.post(base, load('L', { stops: [p, { ...d, location_external_reference_id: 'NOWHERE' }] }));
-    expect(json(unknown).detail).toEqual([{ type: 'value_error', loc: ['body', 'stops', 1, 'location_external_reference_id'], msg: expect.stringContaining("'NOWHERE'") }]);
+    expect(json(unknown).detail).toEqual([
+      { type: 'value_error', loc: ['body', 'stops', 1, 'location_external_reference_id'], msg: expect.stringContaining("'NOWHERE'") },
+    ]);
     expect(json(await a.get(base)).pagination.total).toBe(0);
   });
 
@@ -211,11 +283,19 @@ describe('loads: people', () => {
     const sam = await t.services.accounts.createUser(a.orgId, { email: 'Sam.Sales@Broker.test', name: 'Sam Sales' });
     await t.services.accounts.createUser(a.orgId, { email: 'pat1@broker.test', name: 'Pat Doe' });
     await t.services.accounts.createUser(a.orgId, { email: 'pat2@broker.test', name: 'Pat Doe' });
-    const body = json(await a.post(base, load('L', {
-      sales_rep: { email: 'sam.sales@broker.test' },
-      dispatcher_rep: { name: '  SAM SALES ', external_reference_id: 'EMP-7' },
-      assigned_dispatcher: 'dispatch@broker.test', actual_dispatcher: 'Dee', operation_user: 'ops', account_manager: 'Alex',
-    })));
+    const body = json(
+      await a.post(
+        base,
+        load('L', {
+          sales_rep: { email: 'sam.sales@broker.test' },
+          dispatcher_rep: { name: '  SAM SALES ', external_reference_id: 'EMP-7' },
+          assigned_dispatcher: 'dispatch@broker.test',
+          actual_dispatcher: 'Dee',
+          operation_user: 'ops',
+          account_manager: 'Alex',
+        }),
+      ),
+    );
     expect(body.sales_rep).toEqual({ name: null, email: 'sam.sales@broker.test', external_reference_id: null, service_user_id: sam.id });
     expect(body.dispatcher_rep).toEqual({ name: 'SAM SALES', email: null, external_reference_id: 'EMP-7', service_user_id: sam.id });
     expect(body).toMatchObject({ assigned_dispatcher: 'dispatch@broker.test', actual_dispatcher: 'Dee', operation_user: 'ops', account_manager: 'Alex' });
@@ -271,7 +351,25 @@ describe('loads: update', () => {
     expect(same.status_updated_at).toBe(completed.status_updated_at);
     const back = json(await a.put(`${base}/L`, { status: 'ACTIVE' }));
     expect(back.delivered_at).toBeNull();
-    for (const s of ['TENDERED', 'TENDER_ACCEPTED', 'SPOT', 'COVERED', 'DISPATCHED', 'AT_SHIPPER', 'EN_ROUTE', 'AT_RECEIVER', 'DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED', 'CANCELLED', 'TENDER_REJECTED', 'INACTIVE', 'ON_HOLD', 'ACTIVE']) {
+    for (const s of [
+      'TENDERED',
+      'TENDER_ACCEPTED',
+      'SPOT',
+      'COVERED',
+      'DISPATCHED',
+      'AT_SHIPPER',
+      'EN_ROUTE',
+      'AT_RECEIVER',
+      'DELIVERED',
+      'PAYMENT_PROCESSING',
+      'ACCOUNTING_REVIEW',
+      'COMPLETED',
+      'CANCELLED',
+      'TENDER_REJECTED',
+      'INACTIVE',
+      'ON_HOLD',
+      'ACTIVE',
+    ]) {
       const res = await a.put(`${base}/L`, { status: s.toLowerCase() });
       expect(res.statusCode, s).toBe(200);
       expect(json(res).status).toBe(s);
@@ -281,7 +379,10 @@ describe('loads: update', () => {
   it('assigns, changes and unassigns the carrier; 422 for an unknown one', async () => {
     const a = await seeded();
     await a.post(base, load('L'));
-    expect(json(await a.put(`${base}/L`, { carrier_external_reference_id: 'CAR-2' }))).toMatchObject({ carrier_external_reference_id: 'CAR-2', carrier_name: 'Knight Freight' });
+    expect(json(await a.put(`${base}/L`, { carrier_external_reference_id: 'CAR-2' }))).toMatchObject({
+      carrier_external_reference_id: 'CAR-2',
+      carrier_name: 'Knight Freight',
+    });
     expect(json(await a.put(`${base}/L`, { carrier_external_reference_id: null }))).toMatchObject({ carrier_id: null, carrier_name: null });
     const bad = await a.put(`${base}/L`, { carrier_external_reference_id: 'GHOST' });
     expect(bad.statusCode).toBe(422);
@@ -301,7 +402,11 @@ describe('loads: update', () => {
   it('a failed update changes nothing (stops, rates, fields)', async () => {
     const a = await seeded();
     const before = json(await a.post(base, load('L', { financial_rates: [{ rate_entity: 'CARRIER', amount: 900 }] })));
-    const res = await a.put(`${base}/L`, { description: 'new', financial_rates: [], stops: [load('x').stops[0], { ...(load('x').stops[1] as object), location_external_reference_id: 'NOWHERE' }] });
+    const res = await a.put(`${base}/L`, {
+      description: 'new',
+      financial_rates: [],
+      stops: [load('x').stops[0], { ...(load('x').stops[1] as object), location_external_reference_id: 'NOWHERE' }],
+    });
     expect(res.statusCode).toBe(422);
     expect(json(await a.get(`${base}/L`))).toEqual({ ...before, carrier_recommendations: [] });
   });
@@ -333,7 +438,9 @@ describe('loads: delete and references', () => {
     await a.post(base, load('LOAD-A', { carrier_external_reference_id: 'CAR-1' }));
     const cust = await a.del('/v2/tms-api/customers/CUST-1');
     expect(cust.statusCode).toBe(409);
-    expect(json(cust).detail).toBe("Customer with external_reference_id 'CUST-1' is used as their customer by 1 load ('LOAD-A'): delete or change those loads first");
+    expect(json(cust).detail).toBe(
+      "Customer with external_reference_id 'CUST-1' is used as their customer by 1 load ('LOAD-A'): delete or change those loads first",
+    );
     const car = await a.del('/v2/tms-api/carriers/CAR-1');
     expect(json(car).detail).toContain("'LOAD-A'");
     const loc = await a.del('/v2/tms-api/locations/HOU');
@@ -353,7 +460,8 @@ describe('loads: list', () => {
     await mk('L2', { status: 'DELIVERED', carrier_external_reference_id: 'CAR-1', equipment_type: 'REEFER' });
     await mk('L3', { status: 'SPOT', customer_external_reference_id: 'CUST-2', transport_mode: 'LTL' });
     await mk('L4', {
-      status: 'COVERED', carrier_external_reference_id: 'CAR-2',
+      status: 'COVERED',
+      carrier_external_reference_id: 'CAR-2',
       stops: [
         { stop_type: 'Pickup', location_external_reference_id: 'CHI', early_arrival: '2026-04-10T08:00:00Z', late_arrival: '2026-04-10T09:00:00Z' },
         { stop_type: 'Delivery', location_external_reference_id: 'DAL', early_arrival: '2026-04-12T08:00:00Z', late_arrival: '2026-04-12T09:00:00Z' },
@@ -394,7 +502,10 @@ describe('loads: list', () => {
     const a = await listing();
     const total = async (q: string) => json(await a.get(`${base}?${q}`)).pagination.total;
     const truth = async (statuses?: string[]) => {
-      let q = t.store.db.selectFrom('loads').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', a.orgId);
+      let q = t.store.db
+        .selectFrom('loads')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('org_id', '=', a.orgId);
       if (statuses) q = q.where('status', 'in', statuses);
       return Number((await q.executeTakeFirst())?.n);
     };
@@ -422,7 +533,12 @@ describe('loads: list', () => {
     const a = await listing();
     const res = await a.get(`${base}?status=ACTIVE,LOST&equipment_type=boat&sort=weight`);
     expect(res.statusCode).toBe(422);
-    expect(json(res).detail.map((d: any) => [d.type, d.loc.join('.')])).toEqual(expect.arrayContaining([['enum', 'query.equipment_type'], ['enum', 'query.sort']]));
+    expect(json(res).detail.map((d: any) => [d.type, d.loc.join('.')])).toEqual(
+      expect.arrayContaining([
+        ['enum', 'query.equipment_type'],
+        ['enum', 'query.sort'],
+      ]),
+    );
     const status = await a.get(`${base}?status=ACTIVE,LOST`);
     expect(json(status).detail).toEqual([{ type: 'enum', loc: ['query', 'status'], msg: expect.stringContaining("'ACTIVE'") }]);
   });

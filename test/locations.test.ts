@@ -10,9 +10,28 @@ afterAll(async () => t.close());
 const base = '/v2/tms-api/locations';
 
 const FIELDS = [
-  'id', 'external_reference_id', 'name', 'address_line1', 'address_line2', 'city', 'state', 'postal_code', 'country',
-  'latitude', 'longitude', 'email', 'phone_number', 'weekday_open_hours', 'weekday_close_hours', 'weekend_open_hours',
-  'weekend_close_hours', 'internal_notes', 'timezone', 'geocode_source', 'created_at', 'updated_at',
+  'id',
+  'external_reference_id',
+  'name',
+  'address_line1',
+  'address_line2',
+  'city',
+  'state',
+  'postal_code',
+  'country',
+  'latitude',
+  'longitude',
+  'email',
+  'phone_number',
+  'weekday_open_hours',
+  'weekday_close_hours',
+  'weekend_open_hours',
+  'weekend_close_hours',
+  'internal_notes',
+  'timezone',
+  'geocode_source',
+  'created_at',
+  'updated_at',
 ];
 
 describe('locations: create and geocoding routes', () => {
@@ -47,7 +66,7 @@ describe('locations: create and geocoding routes', () => {
     });
     expect(body.id).toMatch(/^loc_/);
     expect(body.latitude).toBeCloseTo(32.79, 1);
-    expect(body.longitude).toBeCloseTo(-96.80, 1);
+    expect(body.longitude).toBeCloseTo(-96.8, 1);
     expect(json(await a.get(`${base}/LOC-DAL-1`))).toEqual(body);
   });
 
@@ -65,7 +84,14 @@ describe('locations: create and geocoding routes', () => {
   it('coordinate route infers state and time zone; country defaults to US', async () => {
     const a = await newTenant(t);
     const body = json(await a.post(base, { external_reference_id: 'CHI', name: 'Chicago', latitude: 41.8781, longitude: -87.6298 }));
-    expect(body).toMatchObject({ state: 'US-IL', country: 'US', geocode_source: 'coordinates', timezone: 'America/Chicago', latitude: 41.8781, longitude: -87.6298 });
+    expect(body).toMatchObject({
+      state: 'US-IL',
+      country: 'US',
+      geocode_source: 'coordinates',
+      timezone: 'America/Chicago',
+      latitude: 41.8781,
+      longitude: -87.6298,
+    });
   });
 
   it.each([
@@ -105,7 +131,9 @@ describe('locations: create and geocoding routes', () => {
 
   it('coordinates win over a postal code when both are sent', async () => {
     const a = await newTenant(t);
-    const body = json(await a.post(base, { external_reference_id: 'BOTH', name: 'b', latitude: 41.8781, longitude: -87.6298, postal_code: '75201', state: 'IL' }));
+    const body = json(
+      await a.post(base, { external_reference_id: 'BOTH', name: 'b', latitude: 41.8781, longitude: -87.6298, postal_code: '75201', state: 'IL' }),
+    );
     expect(body).toMatchObject({ geocode_source: 'coordinates', state: 'US-IL', postal_code: '75201', latitude: 41.8781 });
   });
 });
@@ -119,9 +147,7 @@ describe('locations: validation', () => {
   }
 
   it('requires a geocoding route', async () => {
-    expect(await issues({})).toEqual([
-      { type: 'value_error', loc: ['body', 'latitude'], msg: expect.stringContaining('a location must be geocodable') },
-    ]);
+    expect(await issues({})).toEqual([{ type: 'value_error', loc: ['body', 'latitude'], msg: expect.stringContaining('a location must be geocodable') }]);
   });
 
   it('requires state on the postal route', async () => {
@@ -167,8 +193,12 @@ describe('locations: validation', () => {
 
   it('checks hours as HH:MM (close may be 24:00) and internal_notes length', async () => {
     const res = await issues({
-      latitude: 32.7, longitude: -96.8,
-      weekday_open_hours: '24:00', weekday_close_hours: '7:00', weekend_open_hours: '12:60', weekend_close_hours: '24:01',
+      latitude: 32.7,
+      longitude: -96.8,
+      weekday_open_hours: '24:00',
+      weekday_close_hours: '7:00',
+      weekend_open_hours: '12:60',
+      weekend_close_hours: '24:01',
       internal_notes: 'n'.repeat(2001),
     });
     expect(res.map((i) => [i.type, i.loc.join('.')])).toEqual([
@@ -195,7 +225,14 @@ describe('locations: update and re-geocoding', () => {
     const a = await newTenant(t);
     const created = json(await a.post(base, { external_reference_id: 'L', name: 'l', postal_code: '75201', state: 'TX' }));
     const body = json(await a.put(`${base}/L`, { name: 'Renamed', weekday_open_hours: '06:00', email: 'dock@x.test' }));
-    expect(body).toMatchObject({ name: 'Renamed', weekday_open_hours: '06:00', email: 'dock@x.test', latitude: created.latitude, state: 'US-TX', geocode_source: 'postal_code' });
+    expect(body).toMatchObject({
+      name: 'Renamed',
+      weekday_open_hours: '06:00',
+      email: 'dock@x.test',
+      latitude: created.latitude,
+      state: 'US-TX',
+      geocode_source: 'postal_code',
+    });
   });
 
   it('a new postal code re-geocodes (state must still match)', async () => {

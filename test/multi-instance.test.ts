@@ -179,9 +179,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     if (intoMinute > 55_000) await sleep(60_000 - intoMinute + 50);
     const [a, b] = instances as [Instance, Instance];
     const { key } = await newKey(20);
-    const responses = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => get(i % 2 === 0 ? a : b, CUSTOMERS, key)),
-    );
+    const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => get(i % 2 === 0 ? a : b, CUSTOMERS, key)));
     const ok = responses.filter((r) => r.status === 200);
     expect(ok).toHaveLength(20);
     expect(responses.filter((r) => r.status === 429)).toHaveLength(40);

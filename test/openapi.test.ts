@@ -58,7 +58,9 @@ describe('OpenAPI document', () => {
       if (route.method !== 'GET') {
         const success = Object.keys(op.responses).find((s) => s.startsWith('2'))!;
         for (const status of [success, '404', '409', '422'].filter((s) => op.responses[s])) {
-          expect(op.responses[status].headers?.['Idempotent-Replayed'], `${route.method} ${path} ${status}`).toEqual({ $ref: '#/components/headers/IdempotentReplayed' });
+          expect(op.responses[status].headers?.['Idempotent-Replayed'], `${route.method} ${path} ${status}`).toEqual({
+            $ref: '#/components/headers/IdempotentReplayed',
+          });
         }
         expect(op.responses['409'].description).toContain('Idempotency-Key');
         expect(op.responses['422'].description).toContain('idempotency_key_reused');
@@ -66,7 +68,12 @@ describe('OpenAPI document', () => {
       }
     }
     expect(doc.components.schemas.ValidationErrorBody).toBeDefined();
-    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 } });
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+    });
     // Case-insensitive enums are published as the canonical enum or a pattern matching every spelling.
     expect(JSON.stringify(doc)).not.toContain('x-enum-ci');
     expect(JSON.stringify(doc)).not.toContain('x-canonical-timestamp');
@@ -113,12 +120,16 @@ describe('OpenAPI document', () => {
     for (const spelling of ['PICKUP', 'pickup', 'Delivery', 'bOtH']) expect(new RegExp(stopType.anyOf[1].pattern, 'u').test(spelling), spelling).toBe(true);
     const early = doc.components.schemas.LoadCreate.properties.stops.items.properties.early_arrival;
     expect(early.format).toBeUndefined();
-    for (const ts of ['2025-01-31T14:00:00', '2025-01-31T14:00:00Z', '2025-01-31T14:00:00.123+02:00', '2025-01-31']) expect(new RegExp(early.pattern, 'u').test(ts), ts).toBe(true);
+    for (const ts of ['2025-01-31T14:00:00', '2025-01-31T14:00:00Z', '2025-01-31T14:00:00.123+02:00', '2025-01-31'])
+      expect(new RegExp(early.pattern, 'u').test(ts), ts).toBe(true);
     expect(doc.components.schemas.Load.properties.weight_uom.type).toEqual(['string', 'null']);
     const weightUomInput = doc.components.schemas.LoadCreate.properties.weight_uom;
     expect(weightUomInput.anyOf).toContainEqual({ type: 'null' });
     // Batch items carry their data schemas, per operation; failed results their detail's.
-    for (const [kind, ops] of [['customers', ['create', 'update|upsert']], ['loads', ['create', 'update|upsert', 'delete']]] as const) {
+    for (const [kind, ops] of [
+      ['customers', ['create', 'update|upsert']],
+      ['loads', ['create', 'update|upsert', 'delete']],
+    ] as const) {
       const Noun = kind === 'customers' ? 'Customer' : 'Load';
       const item = doc.paths[`/v2/tms-api/batch/${kind}`].post.requestBody.content['application/json'].schema.properties.items.items;
       expect(item.anyOf, kind).toHaveLength(ops.length);
@@ -127,7 +138,10 @@ describe('OpenAPI document', () => {
       expect(item.anyOf[1].properties[dataKey].$ref).toBe(`#/components/schemas/${Noun}Update`);
     }
     const error = doc.components.schemas.BatchResult.properties.results.items.properties.error;
-    expect(error.properties.detail.anyOf).toEqual([{ type: 'string' }, { type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/ValidationIssue' } }]);
+    expect(error.properties.detail.anyOf).toEqual([
+      { type: 'string' },
+      { type: 'array', maxItems: 100, items: { $ref: '#/components/schemas/ValidationIssue' } },
+    ]);
     expect(error.properties.truncated).toMatchObject({ type: 'boolean', enum: [true] });
     expect(doc.components.schemas.ValidationErrorBody.properties.truncated).toMatchObject({ type: 'boolean', enum: [true] });
     // Every response of every operation: a real description and its headers.
@@ -137,7 +151,8 @@ describe('OpenAPI document', () => {
           const where = `${method.toUpperCase()} ${path} ${status}`;
           expect(response.description, where).toMatch(/\w{3,}/);
           expect(response.headers?.['X-Request-Id'], where).toEqual({ $ref: '#/components/headers/RequestId' });
-          if (status !== '401') expect(Object.keys(response.headers), where).toEqual(expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']));
+          if (status !== '401')
+            expect(Object.keys(response.headers), where).toEqual(expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']));
           if (status === '429' || status === '503') expect(response.headers['Retry-After'], where).toEqual({ $ref: '#/components/headers/RetryAfter' });
         }
       }

@@ -61,7 +61,10 @@ describe('shared counters under concurrency', () => {
       const results = await Promise.all(calls);
       expect(results.filter((r) => r.allowed)).toHaveLength(100);
       // Each accepted request saw a distinct count: remaining 99 down to 0, once each.
-      const remaining = results.filter((r) => r.allowed).map((r) => r.remaining).sort((x, y) => x - y);
+      const remaining = results
+        .filter((r) => r.allowed)
+        .map((r) => r.remaining)
+        .sort((x, y) => x - y);
       expect(remaining).toEqual(Array.from({ length: 100 }, (_, i) => i));
       expect(limiters.every((l) => l.status().fallbacks === 0)).toBe(true);
       // The day counter moved with the minute one, and refusals were not counted.
@@ -89,9 +92,7 @@ describe('shared counters under concurrency', () => {
     const two = await buildApp({ config: one.config, store, clock: fixedClock, logger: false, rateLimit });
     try {
       const a = await newTenant(one, undefined, { perMinute: 40 });
-      const requests = Array.from({ length: 240 }, (_, i) =>
-        (i % 2 === 0 ? one.app : two.app).inject({ method: 'GET', url: CUSTOMERS, headers: a.headers }),
-      );
+      const requests = Array.from({ length: 240 }, (_, i) => (i % 2 === 0 ? one.app : two.app).inject({ method: 'GET', url: CUSTOMERS, headers: a.headers }));
       const codes = (await Promise.all(requests)).map((r) => r.statusCode);
       expect(codes.filter((c) => c === 200)).toHaveLength(40);
       expect(codes.filter((c) => c === 429)).toHaveLength(200);
@@ -110,10 +111,7 @@ describe('Redis unreachable from the start', () => {
 
   beforeAll(async () => {
     const port = await freePort();
-    t = await startApp(
-      { redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: `${PREFIX}dead:` },
-      { logger: logs.logger },
-    );
+    t = await startApp({ redisUrl: `redis://127.0.0.1:${port}`, rateLimitKeyPrefix: `${PREFIX}dead:` }, { logger: logs.logger });
   });
   afterAll(async () => t.close());
 
@@ -156,8 +154,23 @@ describe('Redis going away and coming back', () => {
 
   async function startRedis(extra: string[] = []) {
     await run('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-      '--daemonize', 'yes', '--pidfile', pidFile, '--dir', dir, '--enable-debug-command', 'local', ...extra,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--pidfile',
+      pidFile,
+      '--dir',
+      dir,
+      '--enable-debug-command',
+      'local',
+      ...extra,
     ]);
     await waitFor('redis to start', async () => {
       try {

@@ -59,8 +59,7 @@ describe.each([
   afterEach(() => time.set('2030-01-15T10:20:30.000Z'));
 
   /** A tenant whose key has these limits; every test has its own key, so budgets never mix. */
-  const tenant = (perMinute: number, perDay = 10_000, scopes?: Parameters<typeof newTenant>[1]) =>
-    newTenant(t, scopes, { perMinute, perDay });
+  const tenant = (perMinute: number, perDay = 10_000, scopes?: Parameters<typeof newTenant>[1]) => newTenant(t, scopes, { perMinute, perDay });
 
   it(`counts in ${mode === 'embedded' ? 'the process' : 'Redis'} (/readyz says where)`, async () => {
     const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
@@ -134,7 +133,7 @@ describe.each([
     expect(limitHeaders(fresh)).toEqual({ limit: '3', remaining: '2', reset: String(unix('2030-01-15T10:22:00Z')) });
   });
 
-  it('takes each key\'s own limits, and keeps separate budgets per key', async () => {
+  it("takes each key's own limits, and keeps separate budgets per key", async () => {
     const small = await tenant(2);
     const large = await tenant(5);
     expect(limitHeaders(await small.get(CUSTOMERS))).toMatchObject({ limit: '2', remaining: '1' });
@@ -200,12 +199,7 @@ describe.each([
 
   it('spends no budget on requests rejected before authentication (401)', async () => {
     const a = await tenant(2);
-    const bad = [
-      {},
-      { 'x-api-key': 'nonsense' },
-      { 'x-api-key': `lbk_${'0'.repeat(64)}` },
-      { 'x-api-key': a.key.toUpperCase() },
-    ];
+    const bad = [{}, { 'x-api-key': 'nonsense' }, { 'x-api-key': `lbk_${'0'.repeat(64)}` }, { 'x-api-key': a.key.toUpperCase() }];
     for (const headers of bad) {
       for (let i = 0; i < 3; i++) {
         const res = await t.app.inject({ method: 'GET', url: CUSTOMERS, headers });

@@ -69,16 +69,34 @@ describe('read cache: answers', () => {
   it('lists: a new, changed or deleted record shows in the next page, and each query string has its own answer', async () => {
     const a = await seeded();
     const page = async (q: string) => json(await a.get(`/v2/tms-api/loads${q}`));
-    for (let i = 0; i < 3; i++) expect((await page('?page_size=10')).items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['L-1']);
+    for (let i = 0; i < 3; i++)
+      expect((await page('?page_size=10')).items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['L-1']);
     const copy = { ...(await page('?page_size=10')).items[0] };
-    expect((await a.post('/v2/tms-api/loads', { external_reference_id: 'L-2', equipment_type: 'REEFER', transport_mode: 'FTL', customer_external_reference_id: 'CUST-1', stops: copy.stops.map((s: Record<string, unknown>) => ({ stop_type: s.stop_type, location_external_reference_id: s.location_external_reference_id, early_arrival: s.early_arrival, late_arrival: s.late_arrival })) })).statusCode).toBe(201);
+    expect(
+      (
+        await a.post('/v2/tms-api/loads', {
+          external_reference_id: 'L-2',
+          equipment_type: 'REEFER',
+          transport_mode: 'FTL',
+          customer_external_reference_id: 'CUST-1',
+          stops: copy.stops.map((s: Record<string, unknown>) => ({
+            stop_type: s.stop_type,
+            location_external_reference_id: s.location_external_reference_id,
+            early_arrival: s.early_arrival,
+            late_arrival: s.late_arrival,
+          })),
+        })
+      ).statusCode,
+    ).toBe(201);
     const after = await page('?page_size=10&sort=external_reference_id');
     expect(after.items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['L-1', 'L-2']);
     expect(after.pagination).toMatchObject({ total: 2 });
     expect((await page('?page_size=10&equipment_type=REEFER')).items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['L-2']);
     await page('?page_size=10&sort=external_reference_id');
     expect((await a.del('/v2/tms-api/loads/L-2')).statusCode).toBe(204);
-    expect((await page('?page_size=10&sort=external_reference_id')).items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual(['L-1']);
+    expect((await page('?page_size=10&sort=external_reference_id')).items.map((l: { external_reference_id: string }) => l.external_reference_id)).toEqual([
+      'L-1',
+    ]);
     expect((await page('?page_size=10&equipment_type=REEFER')).items).toEqual([]);
   });
 

@@ -26,7 +26,14 @@ function firstFiveMinutes(): { commands: string[]; prose: string } {
   const section = readme.slice(readme.indexOf('## The first five minutes'));
   const body = section.slice(0, section.indexOf('\n## ', 3));
   const block = /```sh\n([\s\S]*?)```/.exec(body)![1]!;
-  return { commands: block.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.trim()).filter(Boolean), prose: body };
+  return {
+    commands: block
+      .replace(/\\\n\s*/g, ' ')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean),
+    prose: body,
+  };
 }
 
 /** Shell words: quotes, $VAR / "$VAR" expansion, a # outside quotes starts a comment. */
@@ -154,7 +161,9 @@ describe('README: the first five minutes', () => {
     }
 
     // The CLI said which database it created.
-    expect(stderr[0]).toMatch(databaseUrl ? /created PostgreSQL database "lanebridge_test_\d+_readme_\d+"/ : /created a new SQLite database at .*data\/lanebridge\.db/);
+    expect(stderr[0]).toMatch(
+      databaseUrl ? /created PostgreSQL database "lanebridge_test_\d+_readme_\d+"/ : /created a new SQLite database at .*data\/lanebridge\.db/,
+    );
     expect(stderr.slice(1).join('')).not.toMatch(/created/);
     if (!databaseUrl) expect(existsSync(join(dir, 'data', 'lanebridge.db'))).toBe(true);
     expect(ranCurl).toBe(2);
@@ -238,6 +247,8 @@ describe('PostgreSQL: a database that cannot be created', () => {
     expect(r.code).toBe(1);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^lanebridge: cannot open PostgreSQL database "lanebridge_never" at .*: .*lanebridge_no_such_role.*Check that the server runs and DATABASE_URL is right$/);
+    expect(lines[0]).toMatch(
+      /^lanebridge: cannot open PostgreSQL database "lanebridge_never" at .*: .*lanebridge_no_such_role.*Check that the server runs and DATABASE_URL is right$/,
+    );
   });
 });

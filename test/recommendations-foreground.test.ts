@@ -107,7 +107,9 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
 
     const { fg, feed } = feedGivingWay(60_000);
     const announcedFor = async (ref: string) =>
-      json(await a.get('/v2/tms-api/events?types=load.recommendations_changed&limit=500')).items.filter((e: { data: { external_reference_id: string } }) => e.data.external_reference_id === ref);
+      json(await a.get('/v2/tms-api/events?types=load.recommendations_changed&limit=500')).items.filter(
+        (e: { data: { external_reference_id: string } }) => e.data.external_reference_id === ref,
+      );
 
     const endRequest = fg.enter();
     const run = feed.schedule(a.orgId);
@@ -128,7 +130,8 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
     await seedFreight(a);
     // Twelve open loads on twelve lanes a few degrees apart: twelve groups ranked one after another.
     for (let i = 0; i < 12; i++) {
-      const post = (ref: string, latitude: number, longitude: number) => a.post('/v2/tms-api/locations', { external_reference_id: ref, name: ref, latitude, longitude, country: 'US' });
+      const post = (ref: string, latitude: number, longitude: number) =>
+        a.post('/v2/tms-api/locations', { external_reference_id: ref, name: ref, latitude, longitude, country: 'US' });
       expect((await post(`FG3-O${i}`, 31 + i * 1.5, -100)).statusCode).toBe(201);
       expect((await post(`FG3-D${i}`, 31 + i * 1.5, -90)).statusCode).toBe(201);
       const load = dallasToHouston(`FG3-L${i}`);

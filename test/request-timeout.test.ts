@@ -80,7 +80,9 @@ describe('request bodies arrive within REQUEST_TIMEOUT_SECONDS', () => {
     const id = created.json().id as string;
     const part = '{"external_reference_id":"PART-1","name":"Part One"}\n';
     const upload = rawClient(port);
-    upload.send(head('PUT', `/v2/tms-api/imports/${id}/parts/1`, { 'x-api-key': a.key, 'content-type': 'application/x-ndjson', 'content-length': String(part.length) }));
+    upload.send(
+      head('PUT', `/v2/tms-api/imports/${id}/parts/1`, { 'x-api-key': a.key, 'content-type': 'application/x-ndjson', 'content-length': String(part.length) }),
+    );
     upload.send(part.slice(0, 10));
     // A JSON body started at the same time is cut at its 1 s: the upload has waited as long by then.
     const slow = rawClient(port);

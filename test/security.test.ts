@@ -86,7 +86,10 @@ describe('every API route refuses callers without the right key', () => {
     await t.services.accounts.revokeKey(victim.orgId, victim.keyId);
     revokedKey = victim.key;
     for (const scope of SCOPES) {
-      const tenant = await newTenant(t, SCOPES.filter((s) => s !== scope));
+      const tenant = await newTenant(
+        t,
+        SCOPES.filter((s) => s !== scope),
+      );
       keysWithout.set(scope, tenant.key);
     }
   });
@@ -119,7 +122,16 @@ describe('every API route refuses callers without the right key', () => {
         method: route.method as never,
         url: concreteUrl(route.url),
         // A route that any of several scopes opens (the event feed) refuses a key with none of them.
-        headers: { 'x-api-key': route.anyScope ? (await newTenant(t, SCOPES.filter((s) => !route.anyScope!.includes(s)))).key : keysWithout.get(route.scope)! },
+        headers: {
+          'x-api-key': route.anyScope
+            ? (
+                await newTenant(
+                  t,
+                  SCOPES.filter((s) => !route.anyScope!.includes(s)),
+                )
+              ).key
+            : keysWithout.get(route.scope)!,
+        },
         ...sample(route.method),
       });
       expect(res.statusCode, `${route.method} ${route.url}`).toBe(403);

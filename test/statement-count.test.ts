@@ -164,7 +164,10 @@ describe('statements per request', () => {
 
   it('a batch of new loads is a fixed number of statements, whatever its size (set-based: one insert per table)', async () => {
     const fresh = (n: number, tag: string) => ({
-      items: Array.from({ length: n }, (_, i) => ({ operation: 'upsert', load: i % 3 === 2 ? dallasToHouston(`NEW-${tag}-${i}`) : delivered(`NEW-${tag}-${i}`) })),
+      items: Array.from({ length: n }, (_, i) => ({
+        operation: 'upsert',
+        load: i % 3 === 2 ? dallasToHouston(`NEW-${tag}-${i}`) : delivered(`NEW-${tag}-${i}`),
+      })),
     });
     const ten = await statementsOf(() => a.post('/v2/tms-api/batch/loads', fresh(10, 'a')));
     const ninety = await statementsOf(() => a.post('/v2/tms-api/batch/loads', fresh(90, 'b')));
@@ -175,7 +178,11 @@ describe('statements per request', () => {
     expect(work(ninety.sql).length - work(ten.sql).length, ninety.sql.join('\n')).toBe(isPostgres() ? 0 : 2);
     console.log('statements for 90 new loads', work(ninety.sql).length, work(ninety.sql).join('\n'));
     expect(work(ninety.sql).length).toBeLessThanOrEqual(24);
-    for (const table of ['loads', 'load_rates', 'lane_history']) expect(ninety.sql.filter((s) => new RegExp(`insert into "${table}"`).test(s)), table).toHaveLength(1);
+    for (const table of ['loads', 'load_rates', 'lane_history'])
+      expect(
+        ninety.sql.filter((s) => new RegExp(`insert into "${table}"`).test(s)),
+        table,
+      ).toHaveLength(1);
   });
 
   it('a batch with a failing item: the item wrote nothing, so the others are written together, with no rollback or savepoint', async () => {
@@ -186,9 +193,16 @@ describe('statements per request', () => {
     expect(body).toMatchObject({ success_count: 2, error_count: 1 });
     expect(body.results.map((r: { success: boolean }) => r.success)).toEqual([true, false, true]);
     expect(body.results[1].error.status).toBe(422);
-    expect(sql.filter((s) => /savepoint|rollback/.test(s)), sql.join('\n')).toEqual([]);
+    expect(
+      sql.filter((s) => /savepoint|rollback/.test(s)),
+      sql.join('\n'),
+    ).toEqual([]);
     // Both good items saved once (descriptions of round 3), the bad one unchanged.
-    for (const [ref, description] of [['SC-0', 'round 3'], ['SC-1', 'round 2'], ['SC-2', 'round 3']] as const) {
+    for (const [ref, description] of [
+      ['SC-0', 'round 3'],
+      ['SC-1', 'round 2'],
+      ['SC-2', 'round 3'],
+    ] as const) {
       expect(json(await a.get(`/v2/tms-api/loads/${ref}`)), ref).toMatchObject({ description });
     }
   });

@@ -12,7 +12,8 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const strict = { prefer: 'handling=strict' };
-const post = (a: Tenant, url: string, payload: unknown, headers: Record<string, string> = {}) => a.request({ method: 'POST', url, payload: payload as never, headers });
+const post = (a: Tenant, url: string, payload: unknown, headers: Record<string, string> = {}) =>
+  a.request({ method: 'POST', url, payload: payload as never, headers });
 
 describe('D16: ignored fields are named (lenient, the default)', () => {
   it('names unknown body fields, nested ones and query parameters, and still answers as before', async () => {
@@ -22,7 +23,10 @@ describe('D16: ignored fields are named (lenient, the default)', () => {
       nmae: 'typo',
       name: 'Swift',
       address: { city: 'Dallas', zip: '75201' },
-      contacts: [{ first_name: 'Ann', phone_number: '555' }, { primary_email: 'b@x.test', title: 'Ops' }],
+      contacts: [
+        { first_name: 'Ann', phone_number: '555' },
+        { primary_email: 'b@x.test', title: 'Ops' },
+      ],
     });
     expect(res.statusCode).toBe(201);
     expect(res.headers['lanebridge-ignored-fields']).toBe('query.dry_run, body.nmae, body.address.zip, body.contacts[0].phone_number, body.contacts[1].title');
@@ -30,7 +34,10 @@ describe('D16: ignored fields are named (lenient, the default)', () => {
     const body = json(res);
     expect(body.name).toBe('Swift');
     expect(body.address).toMatchObject({ city: 'Dallas', postal_code: null });
-    expect(body.contacts.map((c: any) => [c.first_name, c.primary_phone, c.primary_email])).toEqual([['Ann', null, null], [null, null, 'b@x.test']]);
+    expect(body.contacts.map((c: any) => [c.first_name, c.primary_phone, c.primary_email])).toEqual([
+      ['Ann', null, null],
+      [null, null, 'b@x.test'],
+    ]);
   });
 
   it('a list with a misspelt filter says so (it returned every load before, and still does)', async () => {
@@ -133,7 +140,11 @@ describe('D16: Prefer: handling=strict', () => {
         { type: 'unknown_field', loc: ['query', 'dryrun'], msg: "Unknown field 'dryrun'" },
         { type: 'unknown_field', loc: ['body', 'emial'], msg: "Unknown field 'emial'; did you mean 'email'?" },
         { type: 'unknown_field', loc: ['body', 'contacts', 0, 'phone_number'], msg: "Unknown field 'phone_number' in contacts[0]" },
-        { type: 'unknown_field', loc: ['body', 'contacts', 0, 'primary_phnoe'], msg: "Unknown field 'primary_phnoe' in contacts[0]; did you mean 'primary_phone'?" },
+        {
+          type: 'unknown_field',
+          loc: ['body', 'contacts', 0, 'primary_phnoe'],
+          msg: "Unknown field 'primary_phnoe' in contacts[0]; did you mean 'primary_phone'?",
+        },
       ],
     });
     expect((await a.get('/v2/tms-api/carriers/CAR-S')).statusCode).toBe(404);
@@ -144,7 +155,11 @@ describe('D16: Prefer: handling=strict', () => {
     const res = await a.request({ method: 'GET', url: '/v2/tms-api/loads?custmer_external_reference_id=X', headers: strict });
     expect(res.statusCode).toBe(422);
     expect(json(res).detail).toEqual([
-      { type: 'unknown_field', loc: ['query', 'custmer_external_reference_id'], msg: "Unknown field 'custmer_external_reference_id'; did you mean 'customer_external_reference_id'?" },
+      {
+        type: 'unknown_field',
+        loc: ['query', 'custmer_external_reference_id'],
+        msg: "Unknown field 'custmer_external_reference_id'; did you mean 'customer_external_reference_id'?",
+      },
     ]);
   });
 
@@ -188,7 +203,12 @@ describe('D16: Prefer: handling=strict', () => {
       operation: 'create',
       success: false,
       id: null,
-      error: { status: 422, detail: [{ type: 'unknown_field', loc: ['body', 'items', 1, 'customer', 'nam'], msg: "Unknown field 'nam' in items[1].customer; did you mean 'name'?" }] },
+      error: {
+        status: 422,
+        detail: [
+          { type: 'unknown_field', loc: ['body', 'items', 1, 'customer', 'nam'], msg: "Unknown field 'nam' in items[1].customer; did you mean 'name'?" },
+        ],
+      },
     });
     expect((await a.get('/v2/tms-api/customers/S-2')).statusCode).toBe(404);
     expect((await a.get('/v2/tms-api/customers/S-3')).statusCode).toBe(200);
@@ -200,7 +220,13 @@ describe('D16: Prefer: handling=strict', () => {
     const res = await post(
       a,
       '/v2/tms-api/batch/customers',
-      { items: [{ operation: 'create', customer: wide('W-1') }, { operation: 'create', customer: wide('W-2') }, { operation: 'create', customer: { external_reference_id: 'W-3', name: 'c', nmae: 'typo' } }] },
+      {
+        items: [
+          { operation: 'create', customer: wide('W-1') },
+          { operation: 'create', customer: wide('W-2') },
+          { operation: 'create', customer: { external_reference_id: 'W-3', name: 'c', nmae: 'typo' } },
+        ],
+      },
       strict,
     );
     expect(res.statusCode).toBe(200);
@@ -208,7 +234,12 @@ describe('D16: Prefer: handling=strict', () => {
     expect(body).toMatchObject({ success_count: 0, error_count: 3 });
     expect(body.results[0].error).toMatchObject({ status: 422, truncated: true });
     expect(body.results[0].error.detail).toHaveLength(100);
-    expect(body.results[2].error).toEqual({ status: 422, detail: [{ type: 'unknown_field', loc: ['body', 'items', 2, 'customer', 'nmae'], msg: "Unknown field 'nmae' in items[2].customer; did you mean 'name'?" }] });
+    expect(body.results[2].error).toEqual({
+      status: 422,
+      detail: [
+        { type: 'unknown_field', loc: ['body', 'items', 2, 'customer', 'nmae'], msg: "Unknown field 'nmae' in items[2].customer; did you mean 'name'?" },
+      ],
+    });
     expect((await a.get('/v2/tms-api/customers/W-3')).statusCode).toBe(404);
   });
 
@@ -216,12 +247,22 @@ describe('D16: Prefer: handling=strict', () => {
     const a = await newTenant(t);
     const headers = { 'content-type': 'application/json' };
     // Lenient: dropped as before, and now named like any other ignored field.
-    const lenient = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers, payload: '{"external_reference_id":"P-1","name":"x","nmae":"y","__proto__":{"phone":"666"}}' });
+    const lenient = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers,
+      payload: '{"external_reference_id":"P-1","name":"x","nmae":"y","__proto__":{"phone":"666"}}',
+    });
     expect(lenient.statusCode, lenient.body).toBe(201);
     expect(lenient.headers['lanebridge-ignored-fields']).toBe('body.nmae, body.__proto__');
     expect(json(lenient).phone).toBeNull();
     // Strict: 422 unknown_field, nothing written (it was 201 with Preference-Applied).
-    const refused = await a.request({ method: 'POST', url: '/v2/tms-api/customers', headers: { ...headers, ...strict }, payload: '{"external_reference_id":"P-2","name":"x","\\u005f_proto__":{"phone":"666"}}' });
+    const refused = await a.request({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers: { ...headers, ...strict },
+      payload: '{"external_reference_id":"P-2","name":"x","\\u005f_proto__":{"phone":"666"}}',
+    });
     expect(refused.statusCode, refused.body).toBe(422);
     expect(json(refused).detail).toEqual([{ type: 'unknown_field', loc: ['body', '__proto__'], msg: "Unknown field '__proto__'" }]);
     expect((await a.get('/v2/tms-api/customers/P-2')).statusCode).toBe(404);
@@ -230,17 +271,26 @@ describe('D16: Prefer: handling=strict', () => {
       method: 'POST',
       url: '/v2/tms-api/batch/customers',
       headers: { ...headers, ...strict },
-      payload: '{"items":[{"operation":"create","customer":{"external_reference_id":"P-3","name":"x"}},{"operation":"create","customer":{"external_reference_id":"P-4","name":"x","__proto__":{"phone":"666"}}}]}',
+      payload:
+        '{"items":[{"operation":"create","customer":{"external_reference_id":"P-3","name":"x"}},{"operation":"create","customer":{"external_reference_id":"P-4","name":"x","__proto__":{"phone":"666"}}}]}',
     });
     expect(batch.statusCode, batch.body).toBe(200);
     expect(json(batch)).toMatchObject({ success_count: 1, error_count: 1 });
-    expect(json(batch).results[1].error).toEqual({ status: 422, detail: [{ type: 'unknown_field', loc: ['body', 'items', 1, 'customer', '__proto__'], msg: "Unknown field '__proto__' in items[1].customer" }] });
+    expect(json(batch).results[1].error).toEqual({
+      status: 422,
+      detail: [{ type: 'unknown_field', loc: ['body', 'items', 1, 'customer', '__proto__'], msg: "Unknown field '__proto__' in items[1].customer" }],
+    });
     expect((await a.get('/v2/tms-api/customers/P-4')).statusCode).toBe(404);
   });
 
   it('an unknown field of the batch envelope refuses the request', async () => {
     const a = await newTenant(t);
-    const res = await post(a, '/v2/tms-api/batch/customers', { itmes: [], items: [{ operation: 'create', customer: { external_reference_id: 'E-1', name: 'One' } }] }, strict);
+    const res = await post(
+      a,
+      '/v2/tms-api/batch/customers',
+      { itmes: [], items: [{ operation: 'create', customer: { external_reference_id: 'E-1', name: 'One' } }] },
+      strict,
+    );
     expect(res.statusCode).toBe(422);
     expect(json(res).detail).toEqual([{ type: 'unknown_field', loc: ['body', 'itmes'], msg: "Unknown field 'itmes'; did you mean 'items'?" }]);
     expect((await a.get('/v2/tms-api/customers/E-1')).statusCode).toBe(404);
@@ -280,7 +330,9 @@ describe('D16: strict keys', () => {
     const list = await a.get('/v2/tms-api/loads?custmer_id=1');
     expect(list.statusCode).toBe(422);
     // Prefer: handling=lenient does not loosen a strict key.
-    expect((await post(a, '/v2/tms-api/customers', { external_reference_id: 'K-3', name: 'A', nmae: 'x' }, { prefer: 'handling=lenient' })).statusCode).toBe(422);
+    expect((await post(a, '/v2/tms-api/customers', { external_reference_id: 'K-3', name: 'A', nmae: 'x' }, { prefer: 'handling=lenient' })).statusCode).toBe(
+      422,
+    );
     await t.services.accounts.setKeyStrict(a.orgId, a.keyId, false);
     const again = await a.post('/v2/tms-api/customers', { external_reference_id: 'K-4', name: 'A', nmae: 'x' });
     expect(again.statusCode).toBe(201);
@@ -289,10 +341,20 @@ describe('D16: strict keys', () => {
 
   it('a key created strict is strict; rotation keeps it', async () => {
     const a = await newTenant(t);
-    const created = await t.services.accounts.createKey(a.orgId, { name: 'strict', externalSystem: 'test', scopes: ['read:customers', 'write:customers'], strict: true });
+    const created = await t.services.accounts.createKey(a.orgId, {
+      name: 'strict',
+      externalSystem: 'test',
+      scopes: ['read:customers', 'write:customers'],
+      strict: true,
+    });
     expect(created.strict).toBe(true);
     const rotated = await t.services.accounts.rotateKey(a.orgId, created.id);
-    const res = await t.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': rotated.key }, payload: { external_reference_id: 'R-1', name: 'A', nmae: 'x' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers: { 'x-api-key': rotated.key },
+      payload: { external_reference_id: 'R-1', name: 'A', nmae: 'x' },
+    });
     expect(res.statusCode).toBe(422);
     expect((await t.services.accounts.listKeys(a.orgId)).find((k) => k.id === rotated.id)?.strict).toBe(true);
   });
@@ -300,7 +362,11 @@ describe('D16: strict keys', () => {
 
 describe('D16: a contact with no name, email or phone is refused in every mode', () => {
   const empty = { external_reference_id: 'CAR-E', name: 'Swift', contacts: [{ first_name: 'Ann' }, { name: 'Bob', phone_number: '555', email: 'bob@x.test' }] };
-  const refusal = { type: 'value_error', loc: ['body', 'contacts', 1], msg: 'Value error, a contact needs at least one of first_name, last_name, primary_email or primary_phone' };
+  const refusal = {
+    type: 'value_error',
+    loc: ['body', 'contacts', 1],
+    msg: 'Value error, a contact needs at least one of first_name, last_name, primary_email or primary_phone',
+  };
 
   it('on create (lenient: the fields sent under other names are named too)', async () => {
     const a = await newTenant(t);
@@ -314,7 +380,9 @@ describe('D16: a contact with no name, email or phone is refused in every mode',
   it('on update, blank strings count as empty', async () => {
     const a = await newTenant(t);
     expect((await a.post('/v2/tms-api/carriers', { external_reference_id: 'CAR-U', name: 'Swift', contacts: [{ first_name: 'Ann' }] })).statusCode).toBe(201);
-    const res = await a.put('/v2/tms-api/carriers/CAR-U', { contacts: [{ first_name: 'Ann' }, { first_name: '  ', primary_email: null, is_primary_contact: true }] });
+    const res = await a.put('/v2/tms-api/carriers/CAR-U', {
+      contacts: [{ first_name: 'Ann' }, { first_name: '  ', primary_email: null, is_primary_contact: true }],
+    });
     expect(res.statusCode).toBe(422);
     expect(json(res).detail).toEqual([refusal]);
     expect(json(await a.get('/v2/tms-api/carriers/CAR-U')).contacts).toHaveLength(1);

@@ -13,7 +13,7 @@ const HOUR = 3_600_000;
 const get = (key: string, url: string, remoteAddress = '127.0.0.1') => t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'x-api-key': key } });
 
 async function auditOf(orgId: string) {
-  return (await t.store.db.selectFrom('audit_log').selectAll().where('org_id', '=', orgId).orderBy('at').orderBy('id').execute());
+  return await t.store.db.selectFrom('audit_log').selectAll().where('org_id', '=', orgId).orderBy('at').orderBy('id').execute();
 }
 
 describe('key expiry (D17)', () => {
@@ -28,7 +28,9 @@ describe('key expiry (D17)', () => {
     for (const url of ['/v2/tms-api/customers', '/v2/tms-api/loads']) {
       const res = await get(k.key, url);
       expect(res.statusCode).toBe(401);
-      expect(json(res)).toEqual({ error: { code: 'UNAUTHORIZED', message: `API key expired at ${expiresAt}: ask an admin of your organization for a new key` } });
+      expect(json(res)).toEqual({
+        error: { code: 'UNAUTHORIZED', message: `API key expired at ${expiresAt}: ask an admin of your organization for a new key` },
+      });
     }
     const listed = (await t.services.accounts.listKeys(a.orgId)).find((x) => x.id === k.id)!;
     expect(listed).toMatchObject({ status: 'expired', expires_at: expiresAt, revoked_at: null });
@@ -223,7 +225,9 @@ describe('audit log (D17)', () => {
     expect(kept.map((x) => [x.action, x.actor_type, x.actor_id, x.ip])).toEqual([['user.role_changed', 'user', admin.id, '203.0.113.9']]);
     // An organization keeps an admin.
     await accounts.setRole(a.orgId, admin.id, 'member', { type: 'user', id: admin.id, name: 'Ann Admin', ip: null });
-    await expect(accounts.setRole(a.orgId, member.id, 'member', { type: 'user', id: member.id, name: 'Mo Member', ip: null })).rejects.toMatchObject({ status: 409 });
+    await expect(accounts.setRole(a.orgId, member.id, 'member', { type: 'user', id: member.id, name: 'Mo Member', ip: null })).rejects.toMatchObject({
+      status: 409,
+    });
     expect((await auditOf(a.orgId)).map((x) => x.action)).toEqual(['user.role_changed', 'user.role_changed']);
   });
 });

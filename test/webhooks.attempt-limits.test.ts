@@ -137,7 +137,9 @@ describe.skipIf(isPostgres())('an attempt ends by its deadline, whatever the rec
     const growth = (result.rssMax - result.rssBefore) / MB;
     console.log(
       `attempt limits: drain ${result.drainMs} ms; RSS ${(result.rssBefore / MB).toFixed(1)} MB → max ${(result.rssMax / MB).toFixed(1)} MB (+${growth.toFixed(1)}) → ${(result.rssAfter / MB).toFixed(1)} MB after gc; ` +
-        Object.entries(result.log).map(([k, d]) => `${k} ${d.duration_ms} ms`).join(', ') +
+        Object.entries(result.log)
+          .map(([k, d]) => `${k} ${d.duration_ms} ms`)
+          .join(', ') +
         `; ${(receivers.huge!.seen[0]?.bytesSent ?? 0) / MB} MiB of the 1 GiB written before the connection closed`,
     );
     // The three ran side by side: all ended by the 10 s deadline (plus the bookkeeping).

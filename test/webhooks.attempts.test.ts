@@ -14,7 +14,19 @@ import { freePort } from './reliability/support.js';
 import { startReceiver, type Receiver } from './webhooks-support.js';
 
 const BASE = '/v2/tms-api/webhook-endpoints';
-const D12_DELIVERY_FIELDS = ['id', 'event_id', 'event_type', 'sequence', 'attempt', 'status', 'response_status', 'duration_ms', 'error', 'next_attempt_at', 'created_at'];
+const D12_DELIVERY_FIELDS = [
+  'id',
+  'event_id',
+  'event_type',
+  'sequence',
+  'attempt',
+  'status',
+  'response_status',
+  'duration_ms',
+  'error',
+  'next_attempt_at',
+  'created_at',
+];
 
 let t: TestApp;
 let rx: Receiver;
@@ -175,14 +187,22 @@ describe('migration 0015 turns the outcome each delivery kept into its first att
     }
     const store = openDataStore(url);
     try {
-      const migrator = new Migrator({ db: store.db as Kysely<unknown>, provider: migrationProvider(pgUrl ? 'postgres' : 'sqlite'), allowUnorderedMigrations: true });
+      const migrator = new Migrator({
+        db: store.db as Kysely<unknown>,
+        provider: migrationProvider(pgUrl ? 'postgres' : 'sqlite'),
+        allowUnorderedMigrations: true,
+      });
       expect((await migrator.migrateTo('0014_usage')).error).toBeUndefined();
       const at = '2026-11-20T10:00:00.000Z';
       await sql`insert into organizations (id, name, created_at) values ('org_old', 'Old', ${at})`.execute(store.db);
-      await sql`insert into webhook_endpoints (id, org_id, url, status, secret, enqueued_through, created_at, updated_at) values ('whe_old', 'org_old', 'https://93.184.216.34/h', 'enabled', 'whsec_x', 0, ${at}, ${at})`.execute(store.db);
+      await sql`insert into webhook_endpoints (id, org_id, url, status, secret, enqueued_through, created_at, updated_at) values ('whe_old', 'org_old', 'https://93.184.216.34/h', 'enabled', 'whsec_x', 0, ${at}, ${at})`.execute(
+        store.db,
+      );
       const row = (id: string, attempt: number, status: string, code: number | null, error: string | null, next: string | null, updated: string) =>
         sql`insert into webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, sequence, attempt, status, response_status, duration_ms, error, next_attempt_at, created_at, updated_at)
-            values (${id}, 'org_old', 'whe_old', ${`evt_${id.slice(4)}`}, 'customer.created', 7, ${attempt}, ${status}, ${code}, 12, ${error}, ${next}, ${at}, ${updated})`.execute(store.db);
+            values (${id}, 'org_old', 'whe_old', ${`evt_${id.slice(4)}`}, 'customer.created', 7, ${attempt}, ${status}, ${code}, 12, ${error}, ${next}, ${at}, ${updated})`.execute(
+          store.db,
+        );
       await row('whd_01jrdelivered0000000000000', 2, 'delivered', 200, null, null, '2026-11-20T10:00:06.000Z');
       await row('whd_01jrpending00000000000000', 3, 'pending', 503, 'HTTP 503', '2026-11-20T11:00:00.000Z', '2026-11-20T10:30:00.000Z');
       await row('whd_01jrnever0000000000000000', 0, 'pending', null, null, at, at);
@@ -224,7 +244,9 @@ describe('migration 0015 turns the outcome each delivery kept into its first att
           created_at: '2026-11-20T10:30:00.000Z',
         },
       ]);
-      const replay = await sql<{ replay_id: string | null }>`select replay_id from webhook_deliveries where id = 'whd_01jrnever0000000000000000'`.execute(store.db);
+      const replay = await sql<{ replay_id: string | null }>`select replay_id from webhook_deliveries where id = 'whd_01jrnever0000000000000000'`.execute(
+        store.db,
+      );
       expect(replay.rows[0]!.replay_id).toBeNull();
     } finally {
       await store.close();

@@ -41,7 +41,10 @@ describe('fair delivery: slots per organization under the process-wide cap', () 
   it('64 endpoints of one organization that never answer leave another organization’s delivery within 2 s; deleting or disabling them frees their slots at once', async () => {
     const slow = await startReceiver();
     const fast = await startReceiver();
-    cleanups.push(() => slow.close(), () => fast.close());
+    cleanups.push(
+      () => slow.close(),
+      () => fast.close(),
+    );
     slow.answer = () => ({ status: 200, hang: true });
     const databaseUrl = await ownDatabase('webhook_fairness');
     const t = await startAppOn(databaseUrl, { webhookAllowInsecure: true, webhookMaxEndpoints: 100 }, { webhookDelivery: 'background' });
@@ -80,24 +83,31 @@ describe('fair delivery: slots per organization under the process-wide cap', () 
     expect(disabled).toMatchObject({ status: 'failed', error: 'Endpoint disabled' });
   }, 60_000);
 
-  it.skipIf(!isPostgres())('an endpoint deleted through another instance frees its slot at this one’s next poll', async () => {
-    const slow = await startReceiver();
-    cleanups.push(() => slow.close());
-    slow.answer = () => ({ status: 200, hang: true });
-    const databaseUrl = (await ownDatabase('webhook_fairness_two'))!;
-    const delivering = await startAppOn(databaseUrl, { webhookAllowInsecure: true }, { webhookDelivery: 'background' });
-    const other = await startAppOn(databaseUrl, { webhookAllowInsecure: true, webhookWorker: false });
-    cleanups.push(() => delivering.close(), () => other.close());
-    const tenant = await newTenant(delivering);
-    const ep = json(await tenant.post(BASE, { url: slow.url }));
-    await write(tenant, 'Held');
-    await until('the attempt in flight', () => slow.inFlight() === 1, 5_000);
-    const res = await other.app.inject({ method: 'DELETE', url: `${BASE}/${ep.id}`, headers: tenant.headers });
-    expect(res.statusCode).toBe(204);
-    // The poll runs every second.
-    const freed = await until('slot freed', () => delivering.webhooks.worker.inFlight() === 0 && slow.inFlight() === 0, 2_500);
-    expect(freed).toBeLessThan(2_500);
-  }, 30_000);
+  it.skipIf(!isPostgres())(
+    'an endpoint deleted through another instance frees its slot at this one’s next poll',
+    async () => {
+      const slow = await startReceiver();
+      cleanups.push(() => slow.close());
+      slow.answer = () => ({ status: 200, hang: true });
+      const databaseUrl = (await ownDatabase('webhook_fairness_two'))!;
+      const delivering = await startAppOn(databaseUrl, { webhookAllowInsecure: true }, { webhookDelivery: 'background' });
+      const other = await startAppOn(databaseUrl, { webhookAllowInsecure: true, webhookWorker: false });
+      cleanups.push(
+        () => delivering.close(),
+        () => other.close(),
+      );
+      const tenant = await newTenant(delivering);
+      const ep = json(await tenant.post(BASE, { url: slow.url }));
+      await write(tenant, 'Held');
+      await until('the attempt in flight', () => slow.inFlight() === 1, 5_000);
+      const res = await other.app.inject({ method: 'DELETE', url: `${BASE}/${ep.id}`, headers: tenant.headers });
+      expect(res.statusCode).toBe(204);
+      // The poll runs every second.
+      const freed = await until('slot freed', () => delivering.webhooks.worker.inFlight() === 0 && slow.inFlight() === 0, 2_500);
+      expect(freed).toBeLessThan(2_500);
+    },
+    30_000,
+  );
 });
 
 describe('slots (the scheduler’s bookkeeping)', () => {

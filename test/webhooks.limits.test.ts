@@ -7,7 +7,8 @@ import { Visitor, orgWithUser } from './dashboard/support.js';
 import { startReceiver, type Receiver } from './webhooks-support.js';
 
 const BASE = '/v2/tms-api/webhook-endpoints';
-const limitDetail = (n: number) => `This organization already has ${n} webhook endpoints, the most it may have (WEBHOOK_MAX_ENDPOINTS); delete one before adding another`;
+const limitDetail = (n: number) =>
+  `This organization already has ${n} webhook endpoints, the most it may have (WEBHOOK_MAX_ENDPOINTS); delete one before adding another`;
 
 let t: TestApp;
 let small: TestApp;
@@ -122,7 +123,12 @@ describe('one running replay per endpoint', () => {
   it('the dashboard’s replay form says so', async () => {
     const o = await orgWithUser(t);
     const ep = await t.webhooks.service.create(o.orgId, { url: rx.url });
-    const res = await t.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': o.key!, 'content-type': 'application/json' }, payload: { external_reference_id: uid('C'), name: 'Dashboard Replay' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/tms-api/customers',
+      headers: { 'x-api-key': o.key!, 'content-type': 'application/json' },
+      payload: { external_reference_id: uid('C'), name: 'Dashboard Replay' },
+    });
     expect(res.statusCode).toBe(201);
     await t.webhooks.worker.drain();
     expect(await t.webhooks.service.replay(o.orgId, ep.id, { after_sequence: 0 })).toEqual({ queued: 1 });

@@ -7,7 +7,18 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDataStore } from '../src/lib/db/index.js';
 import { json, newTenant, startApp, isPostgres, uid } from './helpers.js';
-import { BIN, createTenantInDb, freshPgDatabase, httpRequest, killAllServers, parse, pgAdminUrl, sleep, startReadyServer, tempDir } from './reliability/support.js';
+import {
+  BIN,
+  createTenantInDb,
+  freshPgDatabase,
+  httpRequest,
+  killAllServers,
+  parse,
+  pgAdminUrl,
+  sleep,
+  startReadyServer,
+  tempDir,
+} from './reliability/support.js';
 import { startReceiver } from './webhooks-support.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -42,7 +53,12 @@ describe('a delivering process killed mid-delivery', () => {
     const endpoint = parse(created);
     // The first attempt is held by the receiver (no answer) while the process is killed.
     rx.answer = (_r, i) => (i === 0 ? { status: 200, hang: true } : { status: 200 });
-    const customer = await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', headers, body: { external_reference_id: uid('C'), name: 'Killed Mid Delivery' } });
+    const customer = await httpRequest(server.port, {
+      method: 'POST',
+      path: '/v2/tms-api/customers',
+      headers,
+      body: { external_reference_id: uid('C'), name: 'Killed Mid Delivery' },
+    });
     expect(customer.status).toBe(201);
     await rx.waitFor(1);
     server.kill('SIGKILL');
@@ -50,7 +66,10 @@ describe('a delivering process killed mid-delivery', () => {
     const eventId = rx.received[0]!.headers['webhook-id']!;
 
     // A process that only delivers takes it over once the dead process's lease has ended.
-    const worker = spawn(BIN, ['worker'], { env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', WORKER_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = spawn(BIN, ['worker'], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', WORKER_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     worker.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     worker.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -62,7 +81,11 @@ describe('a delivering process killed mid-delivery', () => {
     const again = rx.received[1]!;
     expect(again.headers['webhook-id']).toBe(eventId);
     expect(again.body).toBe(rx.received[0]!.body);
-    expect(new Webhook(endpoint.secret).verify(again.body, again.headers)).toMatchObject({ id: eventId, type: 'customer.created', data: { name: 'Killed Mid Delivery' } });
+    expect(new Webhook(endpoint.secret).verify(again.body, again.headers)).toMatchObject({
+      id: eventId,
+      type: 'customer.created',
+      data: { name: 'Killed Mid Delivery' },
+    });
     // Recorded as delivered.
     const store = openDataStore(databaseUrl, { poolSize: 1 });
     try {
@@ -85,8 +108,17 @@ describe('a delivering process killed mid-delivery', () => {
     }
     // The worker's probes and metrics (WORKER_PORT=0: the port it took is in its start line).
     // The worker logs in serve's format (Pino JSON lines: numeric level, epoch ms time, pid, hostname, msg).
-    const started = out.split('\n').filter((l) => l.includes('"Lanebridge webhook worker started"')).map((l) => JSON.parse(l) as Record<string, unknown>)[0];
-    expect(started, out).toMatchObject({ level: 30, pid: expect.any(Number), hostname: expect.any(String), time: expect.any(Number), database: expect.any(String) });
+    const started = out
+      .split('\n')
+      .filter((l) => l.includes('"Lanebridge webhook worker started"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)[0];
+    expect(started, out).toMatchObject({
+      level: 30,
+      pid: expect.any(Number),
+      hostname: expect.any(String),
+      time: expect.any(Number),
+      database: expect.any(String),
+    });
     const address = started?.address as string | undefined;
     expect(address, out).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(await (await fetch(`${address}/readyz`)).json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
@@ -104,7 +136,10 @@ describe('inside serve', () => {
     cleanups.push(() => rx.close());
     const one = await startApp({ webhookAllowInsecure: true });
     const two = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
-    cleanups.push(() => one.close(), () => two.close());
+    cleanups.push(
+      () => one.close(),
+      () => two.close(),
+    );
     const tenant = await newTenant(one);
     const ep = json(await tenant.post('/v2/tms-api/webhook-endpoints', { url: rx.url }));
     const t0 = Date.now();
@@ -115,7 +150,12 @@ describe('inside serve', () => {
     expect(new Webhook(ep.secret).verify(rx.received[0]!.body, rx.received[0]!.headers)).toMatchObject({ type: 'customer.created', data: { name: 'Woken' } });
     if (isPostgres()) {
       // The same organization written through an instance that does not deliver: the other one's poll sends it.
-      const res = await two.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { ...tenant.headers, 'content-type': 'application/json' }, payload: { external_reference_id: uid('C'), name: 'Polled' } });
+      const res = await two.app.inject({
+        method: 'POST',
+        url: '/v2/tms-api/customers',
+        headers: { ...tenant.headers, 'content-type': 'application/json' },
+        payload: { external_reference_id: uid('C'), name: 'Polled' },
+      });
       expect(res.statusCode).toBe(201);
       await rx.waitFor(2, 5_000);
       expect(JSON.parse(rx.received[1]!.body)).toMatchObject({ type: 'customer.created', data: { name: 'Polled' } });
@@ -130,7 +170,10 @@ describe.skipIf(!isPostgres())('several instances on PostgreSQL', () => {
     rx.answer = () => ({ status: 200, delayMs: 15 });
     const one = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
     const two = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
-    cleanups.push(() => one.close(), () => two.close());
+    cleanups.push(
+      () => one.close(),
+      () => two.close(),
+    );
     const tenant = await newTenant(one);
     const ep = json(await tenant.post('/v2/tms-api/webhook-endpoints', { url: rx.url }));
     const items = Array.from({ length: 80 }, (_, i) => ({ operation: 'create', customer: { external_reference_id: uid(`MI${i}`), name: `Instance ${i}` } }));

@@ -66,7 +66,15 @@ describe('endpoints API (D12)', () => {
     });
     expect(Buffer.from(ep.secret.slice(6), 'base64')).toHaveLength(24);
     const got = json(await a.get(`${BASE}/${ep.id}`));
-    expect(got).toEqual({ id: ep.id, url: rx.url, event_types: ['customer.created', 'load.created'], description: 'TMS', status: 'enabled', created_at: ep.created_at, updated_at: ep.updated_at });
+    expect(got).toEqual({
+      id: ep.id,
+      url: rx.url,
+      event_types: ['customer.created', 'load.created'],
+      description: 'TMS',
+      status: 'enabled',
+      created_at: ep.created_at,
+      updated_at: ep.updated_at,
+    });
     expect(got.secret).toBeUndefined();
 
     const all = await endpoint(a);
@@ -333,7 +341,12 @@ describe('deliveries', () => {
       rx.answer = () => ({ status: 200 });
     }
     expect(json(await a.get(`${BASE}/${ep.id}`)).status).toBe('disabled');
-    expect(json(await a.get(`${BASE}/${ep.id}/deliveries`)).items[0]).toMatchObject({ status: 'failed', attempt: 1, response_status: 410, error: 'HTTP 410: the receiver is gone; endpoint disabled' });
+    expect(json(await a.get(`${BASE}/${ep.id}/deliveries`)).items[0]).toMatchObject({
+      status: 'failed',
+      attempt: 1,
+      response_status: 410,
+      error: 'HTTP 410: the receiver is gone; endpoint disabled',
+    });
     const later = await customer(a, 'After Gone');
     await t.webhooks.worker.drain();
     expect(forId(later.id)).toHaveLength(0);
@@ -430,7 +443,9 @@ describe('deliveries', () => {
     expect(forId(c2.id)).toHaveLength(3);
     const unknown = await a.post(`${BASE}/${ep.id}/replay`, { event_ids: [id2, 'evt_nope'] });
     expect(unknown.statusCode).toBe(422);
-    expect(json(unknown)).toEqual({ detail: [{ type: 'value_error', loc: ['body', 'event_ids', 1], msg: "Event 'evt_nope' not found (unknown, of another organization, or no longer kept)" }] });
+    expect(json(unknown)).toEqual({
+      detail: [{ type: 'value_error', loc: ['body', 'event_ids', 1], msg: "Event 'evt_nope' not found (unknown, of another organization, or no longer kept)" }],
+    });
     const both = await a.post(`${BASE}/${ep.id}/replay`, { after_sequence: 0, event_ids: [id2] });
     expect(json(both)).toEqual({ detail: [{ type: 'value_error', loc: ['body'], msg: 'Send exactly one of after_sequence and event_ids' }] });
     // Another organization's event ids are not found.
@@ -456,7 +471,9 @@ describe('deliveries', () => {
     await t.webhooks.worker.prune();
     expect(json(await a.get(`${BASE}/${ep.id}/deliveries`)).items).toEqual([]);
     // A pending delivery is not pruned (it fails on its schedule, or with its endpoint).
-    expect(json(await a.get(`${BASE}/${pending.id}/deliveries`)).items).toEqual([expect.objectContaining({ status: 'pending', event_type: 'customer.created' })]);
+    expect(json(await a.get(`${BASE}/${pending.id}/deliveries`)).items).toEqual([
+      expect.objectContaining({ status: 'pending', event_type: 'customer.created' }),
+    ]);
     await a.put(`${BASE}/${pending.id}`, { status: 'disabled' });
   });
 
@@ -466,7 +483,13 @@ describe('deliveries', () => {
     const d = await t.webhooks.service.sendTestEvent(a.orgId, ep.id);
     expect(d).toMatchObject({ event_type: 'webhook.test', sequence: 0, status: 'delivered', attempt: 1, response_status: 200 });
     const [r] = forId(d.event_id);
-    expect(verify(ep.secret, r!)).toEqual({ id: d.event_id, type: 'webhook.test', sequence: 0, timestamp: expect.any(String), data: { endpoint_id: ep.id, message: expect.any(String) } });
+    expect(verify(ep.secret, r!)).toEqual({
+      id: d.event_id,
+      type: 'webhook.test',
+      sequence: 0,
+      timestamp: expect.any(String),
+      data: { endpoint_id: ep.id, message: expect.any(String) },
+    });
   });
 
   it('/metrics counts deliveries and shows the queue; /readyz does not depend on receivers', async () => {
@@ -531,16 +554,35 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     const resolve = async () => ['93.184.216.34', '10.0.0.5'];
     expect(await urlProblem('https://mixed.example/x', { allowInsecure: false, resolve })).toBe(BLOCKED_ADDRESS_MESSAGE);
     expect(await urlProblem('https://public.example/x', { allowInsecure: false, resolve: async () => ['93.184.216.34', '2606:2800:220:1::1'] })).toBeNull();
-    expect(await urlProblem('https://nowhere.example/x', { allowInsecure: false, resolve: async () => Promise.reject(new Error('ENOTFOUND')) })).toBe(BLOCKED_ADDRESS_MESSAGE);
+    expect(await urlProblem('https://nowhere.example/x', { allowInsecure: false, resolve: async () => Promise.reject(new Error('ENOTFOUND')) })).toBe(
+      BLOCKED_ADDRESS_MESSAGE,
+    );
     expect(await urlProblem('http://127.0.0.1/x', { allowInsecure: true })).toBeNull();
-    for (const addr of ['127.0.0.1', '10.9.9.9', '172.16.0.1', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', '::ffff:a00:1']) {
+    for (const addr of [
+      '127.0.0.1',
+      '10.9.9.9',
+      '172.16.0.1',
+      '192.168.0.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:10.0.0.1',
+      '::ffff:a00:1',
+    ]) {
       expect(isBlockedAddress(addr), addr).toBe(true);
     }
     for (const addr of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1::1']) expect(isBlockedAddress(addr), addr).toBe(false);
 
     // An endpoint whose name later resolves to a private address: the delivery is refused and retried.
     let answers = ['93.184.216.34'];
-    const d = await firstDelivery('https://rebind.example/hooks', async () => answers, () => (answers = ['127.0.0.1']));
+    const d = await firstDelivery(
+      'https://rebind.example/hooks',
+      async () => answers,
+      () => (answers = ['127.0.0.1']),
+    );
     expect(d).toMatchObject({
       status: 'pending',
       attempt: 1,
@@ -587,7 +629,14 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
       );
     const both = ['93.184.216.34', '2606:2800:220:1::1'];
     expect(await lookup(both, {})).toEqual({ err: null, address: '93.184.216.34', family: 4 });
-    expect(await lookup(both, { all: true })).toEqual({ err: null, address: [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }], family: undefined });
+    expect(await lookup(both, { all: true })).toEqual({
+      err: null,
+      address: [
+        { address: '93.184.216.34', family: 4 },
+        { address: '2606:2800:220:1::1', family: 6 },
+      ],
+      family: undefined,
+    });
     expect(await lookup(both, { family: 6 })).toEqual({ err: null, address: '2606:2800:220:1::1', family: 6 });
     const mixed = await lookup(['93.184.216.34', '10.0.0.5'], { all: true });
     expect(mixed.err).toBeInstanceOf(BlockedAddressError);
@@ -600,7 +649,9 @@ describe('contract surface', () => {
   it('write:webhooks is in `--scopes all`; the OpenAPI document has the routes and schemas', async () => {
     expect(parseScopes('all')).toContain('write:webhooks');
     const doc = json(await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' }));
-    const paths = Object.keys(doc.paths).filter((p) => p.includes('webhook-endpoints')).sort();
+    const paths = Object.keys(doc.paths)
+      .filter((p) => p.includes('webhook-endpoints'))
+      .sort();
     expect(paths).toEqual([
       '/v2/tms-api/webhook-endpoints',
       '/v2/tms-api/webhook-endpoints/{id}',
@@ -613,7 +664,17 @@ describe('contract surface', () => {
     expect(doc.paths['/v2/tms-api/webhook-endpoints/{id}'].get.responses['404']).toBeDefined();
     expect(doc.paths['/v2/tms-api/webhook-endpoints/{id}/replay'].post.responses['202']).toBeDefined();
     expect(Object.keys(doc.components.schemas.WebhookDelivery.properties)).toEqual([
-      'id', 'event_id', 'event_type', 'sequence', 'attempt', 'status', 'response_status', 'duration_ms', 'error', 'next_attempt_at', 'created_at',
+      'id',
+      'event_id',
+      'event_type',
+      'sequence',
+      'attempt',
+      'status',
+      'response_status',
+      'duration_ms',
+      'error',
+      'next_attempt_at',
+      'created_at',
     ]);
     expect(doc.components.schemas.WebhookEndpoint.properties.secret).toBeUndefined();
     expect(doc.components.schemas.WebhookEndpointWithSecret.properties.secret).toBeDefined();

@@ -211,7 +211,8 @@ describe('URL rules: what an endpoint URL may point to', () => {
     expect(addressRefusal('2001:0:7f00:1::')).toBe('teredo/loopback');
     expect(addressRefusal('4000::1')).toBe('unallocated');
     expect(addressRefusal('not-an-address')).toBe('invalid');
-    for (const ok of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:93.184.216.34', '64:ff9b::5db8:d822']) expect(addressRefusal(ok), ok).toBeNull();
+    for (const ok of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:93.184.216.34', '64:ff9b::5db8:d822'])
+      expect(addressRefusal(ok), ok).toBeNull();
   });
 
   it('a connection whose name resolves to such a form as it opens is refused too (guardedLookup), with the same message', async () => {

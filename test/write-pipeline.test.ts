@@ -45,7 +45,16 @@ describe('the write pipeline', () => {
     expect(await readVersions(t.store.db, a.orgId)).toEqual(before);
     expect((await a.put('/v2/tms-api/customers/CUST-1', { name: 'Acme Frozen' })).statusCode).toBe(200);
     expect(await readVersions(t.store.db, a.orgId)).toEqual({ ...before, customers: 2 });
-    expect((await a.post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'DAL' }, destination: { location_external_reference_id: 'HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 })).statusCode).toBe(201);
+    expect(
+      (
+        await a.post('/v2/tms-api/market-rates', {
+          origin: { location_external_reference_id: 'DAL' },
+          destination: { location_external_reference_id: 'HOU' },
+          equipment_type: 'DRY_VAN',
+          rate_per_mile: 2.5,
+        })
+      ).statusCode,
+    ).toBe(201);
     expect((await readVersions(t.store.db, a.orgId)).market_rates).toBe(1);
   });
 
@@ -63,7 +72,12 @@ describe('the write pipeline', () => {
     expect(await readVersions(t.store.db, a.orgId)).toEqual(before);
     // Exactly one analytics run per batch request, whatever its items did (D7).
     expect(await analyticsRuns()).toBe(runs + 1);
-    const ok = await a.post('/v2/tms-api/batch/loads', { items: [{ operation: 'create', load: deliveredLoad('B-1') }, { operation: 'create', load: deliveredLoad('B-2') }] });
+    const ok = await a.post('/v2/tms-api/batch/loads', {
+      items: [
+        { operation: 'create', load: deliveredLoad('B-1') },
+        { operation: 'create', load: deliveredLoad('B-2') },
+      ],
+    });
     expect(json(ok)).toMatchObject({ success_count: 2 });
     const after = await readVersions(t.store.db, a.orgId);
     // The batch's one transaction is sealed once, on both engines.

@@ -55,7 +55,13 @@ export function literalEnums(node: unknown): unknown {
   if (!node || typeof node !== 'object') return node;
   const obj = node as Record<string, unknown>;
   const anyOf = obj.anyOf as Record<string, unknown>[] | undefined;
-  if (Array.isArray(anyOf) && anyOf.length >= 2 && Array.isArray(anyOf[0]?.enum) && typeof anyOf[1]?.pattern === 'string' && anyOf.slice(2).every((v) => v.type === 'null')) {
+  if (
+    Array.isArray(anyOf) &&
+    anyOf.length >= 2 &&
+    Array.isArray(anyOf[0]?.enum) &&
+    typeof anyOf[1]?.pattern === 'string' &&
+    anyOf.slice(2).every((v) => v.type === 'null')
+  ) {
     const { anyOf: _dropped, ...rest } = obj;
     const values = anyOf[0]!.enum as unknown[];
     return { ...rest, type: anyOf.length > 2 ? ['string', 'null'] : 'string', enum: anyOf.length > 2 ? [...values, null] : values };
@@ -91,14 +97,20 @@ async function main() {
   if (check) {
     const stale = staleFiles(files);
     if (stale.length > 0) {
-      process.stderr.write(`The committed TypeScript client differs from the served OpenAPI document: ${stale.join(', ')}.\nRun \`npm run client:generate\` and commit the result.\n`);
+      process.stderr.write(
+        `The committed TypeScript client differs from the served OpenAPI document: ${stale.join(', ')}.\nRun \`npm run client:generate\` and commit the result.\n`,
+      );
       process.exit(1);
     }
     process.stderr.write('The TypeScript client is up to date with the served OpenAPI document.\n');
     return;
   }
   for (const [path, content] of Object.entries(files)) writeFileSync(path, content);
-  process.stderr.write(`Wrote ${Object.keys(files).map((p) => relative(ROOT, p)).join(', ')}\n`);
+  process.stderr.write(
+    `Wrote ${Object.keys(files)
+      .map((p) => relative(ROOT, p))
+      .join(', ')}\n`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

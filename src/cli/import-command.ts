@@ -43,7 +43,10 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
       throw ctx.usage('--columns must be a JSON object of CSV header → field path');
     }
   }
-  const csv = format === 'csv' && (values.delimiter !== undefined || columns !== undefined) ? { ...(values.delimiter !== undefined ? { delimiter: values.delimiter } : {}), ...(columns !== undefined ? { columns } : {}) } : undefined;
+  const csv =
+    format === 'csv' && (values.delimiter !== undefined || columns !== undefined)
+      ? { ...(values.delimiter !== undefined ? { delimiter: values.delimiter } : {}), ...(columns !== undefined ? { columns } : {}) }
+      : undefined;
   const body = {
     resource: values.resource,
     format,
@@ -53,7 +56,9 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
   };
   const issues = validate(body, ['body']);
   // Each problem named by the option that set it.
-  const option = (loc: readonly (string | number)[]) => ({ resource: '--resource', format: '--format', emit_events: '--emit-events', operation: '--operation' })[String(loc[1])] ?? (loc[2] === 'delimiter' ? '--delimiter' : '--columns');
+  const option = (loc: readonly (string | number)[]) =>
+    ({ resource: '--resource', format: '--format', emit_events: '--emit-events', operation: '--operation' })[String(loc[1])] ??
+    (loc[2] === 'delimiter' ? '--delimiter' : '--columns');
   if (issues) throw new ValidationError(issues.map((i) => ({ ...i, msg: `${option(i.loc)}: ${i.msg}` })));
 
   const store = openDataStore(config.databaseUrl, { poolSize: 4, onCreated: (m) => process.stderr.write(`lanebridge: ${m}\n`) });
@@ -62,11 +67,16 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
   const built = await buildApp({ config: { ...config, webhookWorker: false }, store, logger: false, importRunner: 'manual' });
   const { service, runner } = built.imports;
   const bar = new cliProgress.SingleBar(
-    { format: 'importing {resource} [{bar}] {percentage}% | {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | {failed} refused', stream: process.stderr, hideCursor: true },
+    {
+      format: 'importing {resource} [{bar}] {percentage}% | {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | {failed} refused',
+      stream: process.stderr,
+      hideCursor: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   try {
-    if (!(await built.services.accounts.listOrganizations()).some((o) => o.id === org)) throw ctx.usage(`no organization with id '${org}' (bin/lanebridge org list shows them)`);
+    if (!(await built.services.accounts.listOrganizations()).some((o) => o.id === org))
+      throw ctx.usage(`no organization with id '${org}' (bin/lanebridge org list shows them)`);
     const created = await service.create(org, body as ImportCreate);
     for (let n = 1, start = 0; start < size || n === 1; n++, start += MAX_PART_BYTES) {
       const end = Math.min(size, start + MAX_PART_BYTES) - 1;
@@ -94,7 +104,9 @@ export async function runImportCommand(config: Config, ctx: ImportCommandContext
     await work;
     bar.stop();
     ctx.print(last);
-    process.stderr.write(`lanebridge: import ${last.id} ${last.status}: ${last.rows_succeeded} written, ${last.rows_failed} refused${last.rows_failed > 0 ? ` (GET /v2/tms-api/imports/${last.id}/errors)` : ''}${last.error ? `: ${last.error}` : ''}\n`);
+    process.stderr.write(
+      `lanebridge: import ${last.id} ${last.status}: ${last.rows_succeeded} written, ${last.rows_failed} refused${last.rows_failed > 0 ? ` (GET /v2/tms-api/imports/${last.id}/errors)` : ''}${last.error ? `: ${last.error}` : ''}\n`,
+    );
     return last.status === 'completed' || last.status === 'completed_with_errors' ? 0 : 1;
   } finally {
     bar.stop();

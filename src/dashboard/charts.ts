@@ -63,7 +63,8 @@ function yAxis(axis: Axis, format: (v: number) => string): SafeHtml {
   const labels = axis.ticks.map(format);
   const shown = axis.ticks.filter((_, i) => labels[i] !== labels[i + 1]);
   return html`<g class="axis">${shown.map(
-    (v) => html`<line x1="${String(LEFT)}" x2="${String(W - RIGHT)}" y1="${r1(y(v))}" y2="${r1(y(v))}"></line><text x="${String(LEFT - 4)}" y="${r1(y(v) + 4)}" text-anchor="end">${format(v)}</text>`,
+    (v) =>
+      html`<line x1="${String(LEFT)}" x2="${String(W - RIGHT)}" y1="${r1(y(v))}" y2="${r1(y(v))}"></line><text x="${String(LEFT - 4)}" y="${r1(y(v) + 4)}" text-anchor="end">${format(v)}</text>`,
   )}</g>`;
 }
 
@@ -106,7 +107,9 @@ export function stackedBars(o: {
       if (v <= 0) continue;
       const h = (v / top) * plotH;
       base -= h;
-      bars.push(html`<rect class="bar ${o.series[k]!.cls}" x="${r1(LEFT + i * step + (step - barW) / 2)}" y="${r1(base)}" width="${r1(barW)}" height="${r1(h)}"><title>${o.labels[i]}: ${o.series[k]!.name} ${fmt(v)}</title></rect>`);
+      bars.push(
+        html`<rect class="bar ${o.series[k]!.cls}" x="${r1(LEFT + i * step + (step - barW) / 2)}" y="${r1(base)}" width="${r1(barW)}" height="${r1(h)}"><title>${o.labels[i]}: ${o.series[k]!.name} ${fmt(v)}</title></rect>`,
+      );
     }
   }
   const xLabels = o.labels.map((l, i) =>
@@ -132,7 +135,15 @@ export interface LineSeries extends BarSeries {
 }
 
 /** Lines over x positions; their values are measures (rates, shares) unless `axis` says `count`. */
-export function lineChart(o: { id: string; title: string; description: string; labels: string[]; series: LineSeries[]; format?: (v: number) => string; axis?: AxisKind }): SafeHtml {
+export function lineChart(o: {
+  id: string;
+  title: string;
+  description: string;
+  labels: string[];
+  series: LineSeries[];
+  format?: (v: number) => string;
+  axis?: AxisKind;
+}): SafeHtml {
   const n = o.labels.length;
   const all = o.series.flatMap((s) => s.values.filter((v): v is number => v !== null));
   const axis = valueAxis(Math.max(0, ...all), o.axis ?? 'measure');
@@ -154,7 +165,9 @@ export function lineChart(o: { id: string; title: string; description: string; l
       d += `${pen ? 'L' : 'M'}${r1(x(i))} ${r1(y(v))}`;
       pen = true;
     });
-    const dots = s.values.map((v, i) => (v === null ? '' : html`<circle class="dot ${s.cls}" cx="${r1(x(i))}" cy="${r1(y(v))}" r="3"><title>${o.labels[i]}: ${s.name} ${fmt(v)}</title></circle>`));
+    const dots = s.values.map((v, i) =>
+      v === null ? '' : html`<circle class="dot ${s.cls}" cx="${r1(x(i))}" cy="${r1(y(v))}" r="3"><title>${o.labels[i]}: ${s.name} ${fmt(v)}</title></circle>`,
+    );
     return html`${!s.dots && d ? html`<path class="series ${s.cls}" d="${d}"></path>` : ''}${dots}`;
   });
   const xLabels = o.labels.map((l, i) => (i % every === 0 ? html`<text x="${r1(x(i))}" y="${String(H - 10)}" text-anchor="middle">${l}</text>` : ''));

@@ -64,7 +64,10 @@ export function count(n: number): string {
 }
 
 export function label(enumValue: string): string {
-  return enumValue.replace(/_/g, ' ').toLowerCase().replace(/^\w/, (c) => c.toUpperCase());
+  return enumValue
+    .replace(/_/g, ' ')
+    .toLowerCase()
+    .replace(/^\w/, (c) => c.toUpperCase());
 }
 
 export interface CellBox {

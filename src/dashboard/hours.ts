@@ -41,13 +41,17 @@ export interface LocationHours {
 export function outsideHours(early: string, late: string, loc: LocationHours | undefined): string | null {
   if (!loc) return null;
   const problems: { which: string; hours: string }[] = [];
-  for (const [which, iso] of [['starts', early], ['ends', late]] as const) {
+  for (const [which, iso] of [
+    ['starts', early],
+    ['ends', late],
+  ] as const) {
     const p = localParts(iso, loc.timezone);
     if (!p) continue;
     const open = p.weekend ? loc.weekend_open_hours : loc.weekday_open_hours;
     const close = p.weekend ? loc.weekend_close_hours : loc.weekday_close_hours;
     if (!open || !close) continue;
-    if (p.minutes < toMinutes(open) || p.minutes > toMinutes(close)) problems.push({ which, hours: `${p.weekend ? 'weekend' : 'weekday'} hours ${open}–${close}` });
+    if (p.minutes < toMinutes(open) || p.minutes > toMinutes(close))
+      problems.push({ which, hours: `${p.weekend ? 'weekend' : 'weekday'} hours ${open}–${close}` });
   }
   if (problems.length === 0) return null;
   if (problems.length === 2 && problems[0]!.hours === problems[1]!.hours) return `Arrival window starts and ends outside ${problems[0]!.hours}`;

@@ -51,17 +51,21 @@ ${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${String(o.refresh
 <header class="site">
   <div class="bar">
     <a class="brand" href="/">Lanebridge${s ? html` <span class="visually-hidden">dashboard of</span> · ${s.orgName}` : ''}</a>
-    ${s
-      ? html`<span class="who">Signed in as ${s.userName} (${s.userRole}) · <a href="/account/password">Your password</a></span>
+    ${
+      s
+        ? html`<span class="who">Signed in as ${s.userName} (${s.userRole}) · <a href="/account/password">Your password</a></span>
     <form method="post" action="/signout">${csrfField(s.csrfToken)}<button type="submit">Sign out</button></form>`
-      : ''}
+        : ''
+    }
   </div>
 </header>
-${s
-  ? html`<nav class="main" aria-label="Main">
+${
+  s
+    ? html`<nav class="main" aria-label="Main">
   <ul>${NAV.map(([key, path, label]) => html`<li><a href="${path}"${key === o.active ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
 </nav>`
-  : ''}
+    : ''
+}
 <main id="content" tabindex="-1"${o.narrow ? html` class="narrow"` : ''}>
 ${o.body}
 </main>
@@ -141,8 +145,7 @@ export function pager(path: string, p: PageInfo, query: Record<string, string | 
 }
 
 export function settingsTabs(active: 'integrations' | 'api-keys' | 'webhooks' | 'recommendations' | 'audit-log'): SafeHtml {
-  const tab = (key: string, path: string, label: string) =>
-    html`<li><a href="${path}"${key === active ? html` aria-current="page"` : ''}>${label}</a></li>`;
+  const tab = (key: string, path: string, label: string) => html`<li><a href="${path}"${key === active ? html` aria-current="page"` : ''}>${label}</a></li>`;
   return html`<nav class="tabs" aria-label="Settings"><ul>
   ${tab('integrations', '/settings/integrations', 'TMS Integrations')}
   ${tab('api-keys', '/settings/api-keys', 'API Keys')}

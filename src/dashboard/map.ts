@@ -106,13 +106,23 @@ const shapes = lazy(() => {
   const levels = { coarse: [] as Shape[], fine: [] as Shape[] };
   for (const f of collection.features) {
     const raw = (f.geometry.type === 'Polygon' ? [f.geometry.coordinates] : f.geometry.coordinates) as Polygon[];
-    for (const [level, step] of [['coarse', COARSE], ['fine', FINE]] as const) {
+    for (const [level, step] of [
+      ['coarse', COARSE],
+      ['fine', FINE],
+    ] as const) {
       const polygons = simplify(raw, step);
       if (polygons.length === 0) continue;
-      let minLon = 180, maxLon = -180, minLat = 90, maxLat = -90;
-      for (const p of polygons) for (const [lon, lat] of p[0]!) {
-        minLon = Math.min(minLon, lon); maxLon = Math.max(maxLon, lon); minLat = Math.min(minLat, lat); maxLat = Math.max(maxLat, lat);
-      }
+      let minLon = 180,
+        maxLon = -180,
+        minLat = 90,
+        maxLat = -90;
+      for (const p of polygons)
+        for (const [lon, lat] of p[0]!) {
+          minLon = Math.min(minLon, lon);
+          maxLon = Math.max(maxLon, lon);
+          minLat = Math.min(minLat, lat);
+          maxLat = Math.max(maxLat, lat);
+        }
       levels[level].push({ code: f.properties.code, polygons, minLon, maxLon, minLat, maxLat });
     }
   }
@@ -156,7 +166,16 @@ const anchorText = (a: LabelAnchor) => `${a.tags.length ? `${a.tags.join(', ')}.
 const overlaps = (a: Box, b: Box) => a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
 
 /** Candidate spots around an anchor, best first: right, left, above, below, the corners; then the same a step further out, with a leader. */
-const SPOTS: [number, number][] = [[1, 0], [-1, 0], [0, -1], [0, 1], [1, -1], [1, 1], [-1, -1], [-1, 1]];
+const SPOTS: [number, number][] = [
+  [1, 0],
+  [-1, 0],
+  [0, -1],
+  [0, 1],
+  [1, -1],
+  [1, 1],
+  [-1, -1],
+  [-1, 1],
+];
 
 /**
  * Places each anchor's label (greedy, in the anchors' order: the caller puts the important ones
@@ -183,7 +202,13 @@ function placeLabels(anchors: LabelAnchor[], markers: Box[], width: number, heig
         const box = { x1, y1, x2: x1 + w, y2: y1 + h };
         if (box.x1 < 2 || box.y1 < 2 || box.x2 > width - 2 || box.y2 > height - 2) continue;
         if (taken.some((t) => overlaps(t, box))) continue;
-        placed = { box, x: dx > 0 ? x1 + 2 : dx < 0 ? x1 + w - 2 : x1 + w / 2, y: y1 + h - 4, anchor: dx > 0 ? 'start' : dx < 0 ? 'end' : 'middle', leader: step > 1 };
+        placed = {
+          box,
+          x: dx > 0 ? x1 + 2 : dx < 0 ? x1 + w - 2 : x1 + w / 2,
+          y: y1 + h - 4,
+          anchor: dx > 0 ? 'start' : dx < 0 ? 'end' : 'middle',
+          leader: step > 1,
+        };
         break;
       }
       if (placed) break;
@@ -193,7 +218,9 @@ function placeLabels(anchors: LabelAnchor[], markers: Box[], width: number, heig
     const leader = placed.leader
       ? html`<line class="leader" x1="${String(r1(a.x))}" y1="${String(r1(a.y))}" x2="${String(r1(Math.min(Math.max(a.x, placed.box.x1), placed.box.x2)))}" y2="${String(r1(Math.min(Math.max(a.y, placed.box.y1), placed.box.y2)))}"></line>`
       : '';
-    out.push(html`${leader}${a.dot ? html`<circle class="end" cx="${String(r1(a.x))}" cy="${String(r1(a.y))}" r="3"></circle>` : ''}<text class="map-label" x="${String(r1(placed.x))}" y="${String(r1(placed.y))}" text-anchor="${placed.anchor}">${text}</text>`);
+    out.push(
+      html`${leader}${a.dot ? html`<circle class="end" cx="${String(r1(a.x))}" cy="${String(r1(a.y))}" r="3"></circle>` : ''}<text class="map-label" x="${String(r1(placed.x))}" y="${String(r1(placed.y))}" text-anchor="${placed.anchor}">${text}</text>`,
+    );
   }
   return out;
 }
@@ -239,25 +266,57 @@ export function mapSvg(o: MapOptions): SafeHtml {
   const lines = o.lines ?? [];
   const coords: [number, number][] = [
     ...points.map((p) => [p.longitude, p.latitude] as [number, number]),
-    ...lines.flatMap((l) => [[l.from.longitude, l.from.latitude], [l.to.longitude, l.to.latitude]] as [number, number][]),
+    ...lines.flatMap(
+      (l) =>
+        [
+          [l.from.longitude, l.from.latitude],
+          [l.to.longitude, l.to.latitude],
+        ] as [number, number][],
+    ),
   ];
   if (coords.length === 0) coords.push([-125, 24], [-66, 50]);
   // A map of one place (or a few close ones) still shows a region around it: at least 3° by 2°.
-  let minLon = Math.min(...coords.map((c) => c[0])), maxLon = Math.max(...coords.map((c) => c[0]));
-  let minLat = Math.min(...coords.map((c) => c[1])), maxLat = Math.max(...coords.map((c) => c[1]));
+  let minLon = Math.min(...coords.map((c) => c[0])),
+    maxLon = Math.max(...coords.map((c) => c[0]));
+  let minLat = Math.min(...coords.map((c) => c[1])),
+    maxLat = Math.max(...coords.map((c) => c[1]));
   if (maxLon - minLon < 4) [minLon, maxLon] = [(minLon + maxLon) / 2 - 2, (minLon + maxLon) / 2 + 2];
   if (maxLat - minLat < 3) [minLat, maxLat] = [(minLat + maxLat) / 2 - 1.5, (minLat + maxLat) / 2 + 1.5];
   // A margin of a tenth on each side, so end points do not sit on the frame.
-  const mLon = (maxLon - minLon) * 0.1, mLat = (maxLat - minLat) * 0.1;
+  const mLon = (maxLon - minLon) * 0.1,
+    mLat = (maxLat - minLat) * 0.1;
   [minLon, maxLon, minLat, maxLat] = [minLon - mLon, maxLon + mLon, Math.max(-80, minLat - mLat), Math.min(84, maxLat + mLat)];
-  const frame: GeoPermissibleObjects = { type: 'MultiPoint', coordinates: [[minLon, minLat], [maxLon, maxLat], [minLon, maxLat], [maxLon, minLat]] };
-  const projection = geoMercator().fitExtent([[pad, pad], [width - pad, height - pad]], frame).clipExtent([[0, 0], [width, height]]).precision(0);
+  const frame: GeoPermissibleObjects = {
+    type: 'MultiPoint',
+    coordinates: [
+      [minLon, minLat],
+      [maxLon, maxLat],
+      [minLon, maxLat],
+      [maxLon, minLat],
+    ],
+  };
+  const projection = geoMercator()
+    .fitExtent(
+      [
+        [pad, pad],
+        [width - pad, height - pad],
+      ],
+      frame,
+    )
+    .clipExtent([
+      [0, 0],
+      [width, height],
+    ])
+    .precision(0);
   const topLeft = projection.invert!([0, 0])!;
   const bottomRight = projection.invert!([width, height])!;
   const view = { minLon: topLeft[0], maxLon: bottomRight[0], minLat: bottomRight[1], maxLat: topLeft[1] };
   const degreesPerPixel = (view.maxLon - view.minLon) / width;
   const level = degreesPerPixel > 0.05 ? shapes().coarse : shapes().fine;
-  const cacheKey = `${width}x${height}|${projection.scale().toFixed(3)}|${projection.translate().map((v) => v.toFixed(1)).join(',')}`;
+  const cacheKey = `${width}x${height}|${projection.scale().toFixed(3)}|${projection
+    .translate()
+    .map((v) => v.toFixed(1))
+    .join(',')}`;
   let land = landCache.get(cacheKey);
   if (land === undefined) {
     const writer = new PathWriter();
@@ -280,8 +339,10 @@ export function mapSvg(o: MapOptions): SafeHtml {
     let d = `M${r1(x1)} ${r1(y1)} L${r1(x2)} ${r1(y2)}`;
     if (l.curved) {
       // A bow to the left of the direction of travel, so A→B and B→A are two lanes, not one line.
-      const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
-      const cx = mx + (y2 - y1) * 0.18, cy = my - (x2 - x1) * 0.18;
+      const mx = (x1 + x2) / 2,
+        my = (y1 + y2) / 2;
+      const cx = mx + (y2 - y1) * 0.18,
+        cy = my - (x2 - x1) * 0.18;
       d = `M${r1(x1)} ${r1(y1)} Q${r1(cx)} ${r1(cy)} ${r1(x2)} ${r1(y2)}`;
     }
     return linkOr(
@@ -291,7 +352,10 @@ export function mapSvg(o: MapOptions): SafeHtml {
   });
   const pointMarkup = points.map((p) => {
     const [x, y] = xy(p);
-    return linkOr(p.href, html`<circle class="point ${p.kind ?? ''}" cx="${String(r1(x))}" cy="${String(r1(y))}" r="5" data-point><title>${p.label}</title></circle>`);
+    return linkOr(
+      p.href,
+      html`<circle class="point ${p.kind ?? ''}" cx="${String(r1(x))}" cy="${String(r1(y))}" r="5" data-point><title>${p.label}</title></circle>`,
+    );
   });
   // Named points first (in order), then named line ends; one label per spot (to the pixel) and name.
   const anchors: LabelAnchor[] = [];

@@ -152,10 +152,18 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
       const show = (status: number, title: string, message: string) =>
         sendPage(reply, page({ title, session, body: html`<h1>${title}</h1><p>${message}</p><p><a href="/">Back to the overview</a></p>` }), status);
       if (error instanceof AdminOnlyError) {
-        return show(403, 'Admins only', 'Only an admin of your organization can change users, API keys, webhooks, imports or settings. Ask an admin (listed on the Users page).');
+        return show(
+          403,
+          'Admins only',
+          'Only an admin of your organization can change users, API keys, webhooks, imports or settings. Ask an admin (listed on the Users page).',
+        );
       }
       if (error instanceof CsrfError) {
-        return show(403, 'Form expired', 'This form could not be verified: it is too old or did not come from this site. Go back, reload the page and try again.');
+        return show(
+          403,
+          'Form expired',
+          'This form could not be verified: it is too old or did not come from this site. Go back, reload the page and try again.',
+        );
       }
       if (error instanceof ValidationError) return show(400, 'Bad request', error.message);
       if (error instanceof ApiError) {
@@ -167,9 +175,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         unavailable: (err) => req.log.warn({ err }, 'database unavailable'),
         internal: (err) => req.log.error({ err }, 'dashboard error'),
       });
-      if (known instanceof ServiceUnavailableError) return show(503, 'Temporarily unavailable', 'The database cannot be reached right now. Try again in a moment.');
+      if (known instanceof ServiceUnavailableError)
+        return show(503, 'Temporarily unavailable', 'The database cannot be reached right now. Try again in a moment.');
       if (known.status >= 400 && known.status < 500) {
-        return show(known.status, 'Request refused', (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'The form was too large.' : 'The request could not be handled.');
+        return show(
+          known.status,
+          'Request refused',
+          (error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'The form was too large.' : 'The request could not be handled.',
+        );
       }
       return show(500, 'Something went wrong', `The page could not be shown. Request id: ${req.id}`);
     });

@@ -38,11 +38,7 @@ const MAX_ENTRIES = 50_000;
  * success forgets the failures. The caller answers every failure with the same message, whether the
  * email is unknown, the password wrong, or the attempt refused because too many were waiting.
  */
-export function signInThrottle(
-  options: Partial<ThrottleOptions> = {},
-  now: () => number = Date.now,
-  wait: (ms: number) => Promise<unknown> = sleep,
-) {
+export function signInThrottle(options: Partial<ThrottleOptions> = {}, now: () => number = Date.now, wait: (ms: number) => Promise<unknown> = sleep) {
   const o = { ...DEFAULT_THROTTLE, ...options };
   const entries = new Map<string, Entry>();
   let inserted = 0;

@@ -47,7 +47,12 @@ export function underwayByCarrier(stops: readonly UnderwayLoadStop[]): Map<strin
   for (const [id, list] of byLoad) {
     const { destination } = laneEnds(list);
     if (!destination) continue;
-    const load = { id, ref: destination.external_reference_id, destination: { latitude: destination.latitude, longitude: destination.longitude }, deadlineMs: Date.parse(destination.late_arrival ?? destination.early_arrival) };
+    const load = {
+      id,
+      ref: destination.external_reference_id,
+      destination: { latitude: destination.latitude, longitude: destination.longitude },
+      deadlineMs: Date.parse(destination.late_arrival ?? destination.early_arrival),
+    };
     const carrier = out.get(destination.carrier_id);
     if (carrier) carrier.push(load);
     else out.set(destination.carrier_id, [load]);

@@ -216,15 +216,28 @@ export function priceSummary(ratios: readonly { value: number; w: number }[]): {
  */
 export function carrierEvidence(
   rows: readonly WeightedRow[],
-  opts: { graceMinutes: number; now: Date; backhaul: Backhaul | null; marketAt: (row: WeightedRow) => number | null; laneLoadCount: number; lastDeliveredAt: string },
+  opts: {
+    graceMinutes: number;
+    now: Date;
+    backhaul: Backhaul | null;
+    marketAt: (row: WeightedRow) => number | null;
+    laneLoadCount: number;
+    lastDeliveredAt: string;
+  },
 ): CarrierEvidence {
   const sumW = rows.reduce((s, r) => s + r.w, 0);
   const sumW2 = rows.reduce((s, r) => s + r.w * r.w, 0);
   const effective = sumW2 > 0 ? (sumW * sumW) / sumW2 : 0;
   const parsed = rows.map((r) => ({ w: r.w, ...parseOutcomes(r.stopOutcomes) }));
   const grace = opts.graceMinutes * 60;
-  const pickup = onTimeOf(parsed.map((p) => ({ w: p.w, lateness: p.pickups })), grace);
-  const delivery = onTimeOf(parsed.map((p) => ({ w: p.w, lateness: p.deliveries })), grace);
+  const pickup = onTimeOf(
+    parsed.map((p) => ({ w: p.w, lateness: p.pickups })),
+    grace,
+  );
+  const delivery = onTimeOf(
+    parsed.map((p) => ({ w: p.w, lateness: p.deliveries })),
+    grace,
+  );
 
   const ratios: { value: number; w: number }[] = [];
   const ratesPerMile: number[] = [];
@@ -248,9 +261,16 @@ export function carrierEvidence(
 
   const reasons: string[] = [];
   const b = opts.backhaul;
-  if (b) reasons.push(`Delivers ${Math.round(b.miles_to_origin)} mi from this pickup ${Math.round(b.hours_before_pickup)} h before it (${b.load_external_reference_id})`);
+  if (b)
+    reasons.push(
+      `Delivers ${Math.round(b.miles_to_origin)} mi from this pickup ${Math.round(b.hours_before_pickup)} h before it (${b.load_external_reference_id})`,
+    );
   const recent = rows.filter((r) => opts.now.getTime() - r.deliveredAtMs <= 90 * DAY_MS).length;
-  reasons.push(recent > 0 ? `Ran this lane ${recent} times in the last 90 days` : `Ran this lane ${opts.laneLoadCount} times, last on ${opts.lastDeliveredAt.slice(0, 10)}`);
+  reasons.push(
+    recent > 0
+      ? `Ran this lane ${recent} times in the last 90 days`
+      : `Ran this lane ${opts.laneLoadCount} times, last on ${opts.lastDeliveredAt.slice(0, 10)}`,
+  );
   if (delivery.summary.scored >= 3) reasons.push(`On time at ${delivery.onTime} of ${delivery.summary.scored} deliveries`);
   if (rateVsMarket !== null && ratios.length >= 2) {
     const p = Math.round((rateVsMarket - 1) * 100);

@@ -10,7 +10,7 @@ const MILES_PER_DEGREE_LAT = 69.05;
 
 export function cellOf(latitude: number, longitude: number): number {
   const row = Math.floor((Math.min(latitude, 89.9999) + 90) / CELL_DEGREES);
-  const col = Math.floor((((longitude + 180) % 360) + 360) % 360 / CELL_DEGREES);
+  const col = Math.floor(((((longitude + 180) % 360) + 360) % 360) / CELL_DEGREES);
   return row * COLUMNS + col;
 }
 

@@ -40,7 +40,11 @@ export interface LaneSnapshot {
 }
 
 /** The first snapshot (callers pass them newest first) whose both ends lie on the lane (the snapshot of a market max_buy_rate). */
-export function latestOnLane<S extends LaneSnapshot>(newestFirst: readonly S[], lane: { origin: Coordinates; destination: Coordinates }, radiusMiles: number): S | undefined {
+export function latestOnLane<S extends LaneSnapshot>(
+  newestFirst: readonly S[],
+  lane: { origin: Coordinates; destination: Coordinates },
+  radiusMiles: number,
+): S | undefined {
   return newestFirst.find(
     (s) =>
       withinRadius(lane.origin, { latitude: s.origin_latitude, longitude: s.origin_longitude }, radiusMiles) &&

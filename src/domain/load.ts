@@ -54,7 +54,10 @@ export interface StopPlan {
 
 /** A stop's location the organization does not have. */
 export const unknownLocationIssue = (index: number, ref: string): RuleIssue =>
-  ruleIssue(['body', 'stops', index, 'location_external_reference_id'], `no location with external_reference_id '${ref}' in your organization: create locations before the loads that use them`);
+  ruleIssue(
+    ['body', 'stops', index, 'location_external_reference_id'],
+    `no location with external_reference_id '${ref}' in your organization: create locations before the loads that use them`,
+  );
 
 /** A stop whose late_arrival is before its early_arrival (both canonical UTC text). */
 export const windowIssue = (index: number, early: string, late: string): RuleIssue =>
@@ -95,7 +98,8 @@ export function planStops(stops: readonly StopRequest[], locations: ReadonlyMap<
   stops.forEach((s, i) => {
     const number = s.stop_number ?? i + 1;
     const at = ['body', 'stops', i];
-    if (seen.has(number)) issues.push(ruleIssue([...at, 'stop_number'], `stop_number ${number} is used twice (also by stops[${seen.get(number)}]); stop numbers must be unique`));
+    if (seen.has(number))
+      issues.push(ruleIssue([...at, 'stop_number'], `stop_number ${number} is used twice (also by stops[${seen.get(number)}]); stop numbers must be unique`));
     seen.set(number, i);
     const point = locations.get(s.location_external_reference_id);
     if (!point) issues.push(unknownLocationIssue(i, s.location_external_reference_id));
@@ -134,8 +138,14 @@ export function sameStops(current: readonly PlannedStop[], next: readonly Planne
     current.every((c, i) => {
       const n = next[i]!;
       return (
-        c.stop_number === n.stop_number && c.stop_type === n.stop_type && c.location_id === n.location_id && c.early_arrival === n.early_arrival && c.late_arrival === n.late_arrival &&
-        (c.actual_arrival ?? null) === (n.actual_arrival ?? null) && (c.actual_departure ?? null) === (n.actual_departure ?? null) && (c.arrival_deadline ?? null) === (n.arrival_deadline ?? null)
+        c.stop_number === n.stop_number &&
+        c.stop_type === n.stop_type &&
+        c.location_id === n.location_id &&
+        c.early_arrival === n.early_arrival &&
+        c.late_arrival === n.late_arrival &&
+        (c.actual_arrival ?? null) === (n.actual_arrival ?? null) &&
+        (c.actual_departure ?? null) === (n.actual_departure ?? null) &&
+        (c.arrival_deadline ?? null) === (n.arrival_deadline ?? null)
       );
     })
   );
@@ -162,7 +172,10 @@ export function distanceRule(sent: number | null | undefined, stored: DistanceSo
   return 'unchanged';
 }
 
-export const estimatedDistance = (miles: number | null) => ({ total_distance: miles, total_distance_source: (miles === null ? null : 'estimated') as DistanceSource });
+export const estimatedDistance = (miles: number | null) => ({
+  total_distance: miles,
+  total_distance_source: (miles === null ? null : 'estimated') as DistanceSource,
+});
 
 // ---- Status (docs/api.md, "Loads") ----
 

@@ -30,7 +30,9 @@ export interface LaneMarketRate {
 export function marketOnLane(market: readonly AreaSnapshot[], origin: Coordinates, destination: Coordinates, radiusMiles: number): LaneMarketRate[] {
   return market
     .filter(
-      (m) => withinRadius(origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, radiusMiles) && withinRadius(destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, radiusMiles),
+      (m) =>
+        withinRadius(origin, { latitude: m.origin_latitude, longitude: m.origin_longitude }, radiusMiles) &&
+        withinRadius(destination, { latitude: m.destination_latitude, longitude: m.destination_longitude }, radiusMiles),
     )
     .map((m) => ({ as_of: m.as_of, currency: m.currency, rate: Number(m.rate_per_mile) }));
 }

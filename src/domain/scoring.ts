@@ -71,9 +71,7 @@ export function mostUsedCurrency(rates: ReadonlyMap<string, { count: number }>):
   let best: string | null = null;
   let bestCount = 0;
   for (const [currency, { count }] of rates) {
-    const better =
-      count > bestCount ||
-      (count === bestCount && best !== null && best !== 'USD' && (currency === 'USD' || currency < best));
+    const better = count > bestCount || (count === bestCount && best !== null && best !== 'USD' && (currency === 'USD' || currency < best));
     if (better) {
       best = currency;
       bestCount = count;

@@ -67,9 +67,7 @@ export function warmup(options: GeoWarmupOptions = {}): GeoWarmupSummary {
   const boundaries = loadSubdivisionBoundaries();
   const postal = loadPostalData();
   // One lookup loads geo-tz's tile index; tiles themselves come on demand unless asked for.
-  const timezones = warmTimezones(
-    options.timezoneTilesUnderPostalCodes ? [...allUsZipCodes(), ...allCanadianFsas()] : [{ latitude: 39.1, longitude: -94.58 }],
-  );
+  const timezones = warmTimezones(options.timezoneTilesUnderPostalCodes ? [...allUsZipCodes(), ...allCanadianFsas()] : [{ latitude: 39.1, longitude: -94.58 }]);
   return {
     subdivisions: boundaries.subdivisions,
     boundaryVertices: boundaries.vertices,

@@ -51,7 +51,11 @@ const isoIndex = lazy((): IsoIndex => {
 
 /** Lower case, no accents, letters and digits only: 'Québec' and 'quebec' compare equal. */
 function foldName(name: string): string {
-  return name.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]/g, '');
+  return name
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
 }
 
 export function loadIsoData(): void {
@@ -180,7 +184,8 @@ export function normalizeSubdivision(state: string, country?: string | null): Su
   if (/^[A-Z0-9]{1,3}$/.test(upper)) {
     const own = lookupSubdivision(`${expectedCountry}-${upper}`);
     if (own) return { ok: true, ...own };
-    if (territoryCode && upper === expectedCountry) return { ok: true, ...(lookupSubdivision(territoryCode) ?? { code: territoryCode, country: 'US', name: territoryCode }) };
+    if (territoryCode && upper === expectedCountry)
+      return { ok: true, ...(lookupSubdivision(territoryCode) ?? { code: territoryCode, country: 'US', name: territoryCode }) };
     for (const neighbour of NORTH_AMERICAN_COUNTRIES) {
       if (neighbour === expectedCountry) continue;
       const elsewhere = lookupSubdivision(`${neighbour}-${upper}`);

@@ -5,7 +5,24 @@ import { parseCountry, subdivisionName, US_TERRITORY_COUNTRIES } from './iso3166
  * USPS military ZIP prefixes (APO/FPO/DPO, "states" AA, AE and AP): mail routing codes for units
  * abroad or at sea, not places a truck can go.
  */
-export const MILITARY_ZIP_PREFIXES: readonly string[] = ['090', '091', '092', '093', '094', '095', '096', '097', '098', '099', '340', '962', '963', '964', '965', '966'];
+export const MILITARY_ZIP_PREFIXES: readonly string[] = [
+  '090',
+  '091',
+  '092',
+  '093',
+  '094',
+  '095',
+  '096',
+  '097',
+  '098',
+  '099',
+  '340',
+  '962',
+  '963',
+  '964',
+  '965',
+  '966',
+];
 
 export interface PostalGeocode {
   /** What was looked up: the five-digit ZIP (75201) or the Canadian FSA (M5V). */
@@ -25,12 +42,7 @@ export interface PostalGeocode {
 }
 
 export type PostalFailureReason =
-  | 'invalid_country'
-  | 'invalid_format'
-  | 'unknown_postal_code'
-  | 'military_postal_code'
-  | 'not_available_offline'
-  | 'state_mismatch';
+  'invalid_country' | 'invalid_format' | 'unknown_postal_code' | 'military_postal_code' | 'not_available_offline' | 'state_mismatch';
 
 export type PostalGeocodeResult =
   | { ok: true; geocode: PostalGeocode }
@@ -100,7 +112,15 @@ function geocodeUsZip(input: string): PostalGeocodeResult {
   if (!area) return failure('unknown_postal_code', `postal code ${zip} is not a known US ZIP code: check it, or send latitude and longitude`);
   return {
     ok: true,
-    geocode: { postalCode: zip, precision: 'zip', latitude: area.latitude, longitude: area.longitude, state: `US-${area.state}`, country: 'US', city: area.place },
+    geocode: {
+      postalCode: zip,
+      precision: 'zip',
+      latitude: area.latitude,
+      longitude: area.longitude,
+      state: `US-${area.state}`,
+      country: 'US',
+      city: area.place,
+    },
   };
 }
 
@@ -113,10 +133,22 @@ function geocodeCanadianPostalCode(input: string): PostalGeocodeResult {
   }
   const fsa = match[1];
   const area = canadianFsas().get(fsa);
-  if (!area) return failure('unknown_postal_code', `postal code '${input}' is in area ${fsa}, which is not a known Canadian forward sortation area: check it, or send latitude and longitude`);
+  if (!area)
+    return failure(
+      'unknown_postal_code',
+      `postal code '${input}' is in area ${fsa}, which is not a known Canadian forward sortation area: check it, or send latitude and longitude`,
+    );
   return {
     ok: true,
-    geocode: { postalCode: fsa, precision: 'fsa', latitude: area.latitude, longitude: area.longitude, state: `CA-${area.state}`, country: 'CA', area: area.place },
+    geocode: {
+      postalCode: fsa,
+      precision: 'fsa',
+      latitude: area.latitude,
+      longitude: area.longitude,
+      state: `CA-${area.state}`,
+      country: 'CA',
+      area: area.place,
+    },
   };
 }
 
@@ -135,7 +167,10 @@ export function geocodePostal(postalCode: string, country?: string | null): Post
   if (code === 'US' || US_TERRITORY_COUNTRIES.has(code)) return geocodeUsZip(input);
   if (code === 'CA') return geocodeCanadianPostalCode(input);
   if (code === 'MX') return failure('not_available_offline', 'Mexican postal codes are not available offline: send latitude and longitude');
-  return failure('not_available_offline', `postal codes of ${code} (${countryResult.name}) are not available offline, only US and CA: send latitude and longitude`);
+  return failure(
+    'not_available_offline',
+    `postal codes of ${code} (${countryResult.name}) are not available offline, only US and CA: send latitude and longitude`,
+  );
 }
 
 /**

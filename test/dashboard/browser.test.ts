@@ -17,7 +17,15 @@ const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_PRESENT = existsSync(CHROMIUM);
 const BROWSER_REQUIRED = Boolean(process.env.CI);
 const ARTIFACTS = join(process.env.LANEBRIDGE_TEST_ARTIFACTS ?? join(tmpdir(), 'lanebridge-test-artifacts'), 'dashboard');
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 
 const OWNER = { org: 'Lone Star Logistics', name: 'Ada Owner', email: 'ada@lonestar.example', password: 'browser test password' };
 
@@ -183,7 +191,11 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('dashboard in Chromium',
     });
     await seed(key, '/carriers', { external_reference_id: 'CAR-B', name: 'Bluebonnet Freight', dot_number: 'DOT200002' });
     const now = Date.now();
-    for (const [ref, carrier, daysAgo] of [['H-1', 'CAR-A', 5], ['H-2', 'CAR-A', 20], ['H-3', 'CAR-B', 40]] as const) {
+    for (const [ref, carrier, daysAgo] of [
+      ['H-1', 'CAR-A', 5],
+      ['H-2', 'CAR-A', 20],
+      ['H-3', 'CAR-B', 40],
+    ] as const) {
       await seed(key, '/loads', {
         external_reference_id: ref,
         equipment_type: 'DRY_VAN',
@@ -193,8 +205,18 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('dashboard in Chromium',
         status: 'DELIVERED',
         financial_rates: [{ rate_entity: 'CARRIER', amount: 1800 }],
         stops: [
-          { stop_type: 'Pickup', location_external_reference_id: 'DAL-DC', early_arrival: iso(now - (daysAgo + 2) * day), late_arrival: iso(now - (daysAgo + 2) * day + 3_600_000) },
-          { stop_type: 'Delivery', location_external_reference_id: 'DEN-WH', early_arrival: iso(now - daysAgo * day), late_arrival: iso(now - daysAgo * day + 3_600_000) },
+          {
+            stop_type: 'Pickup',
+            location_external_reference_id: 'DAL-DC',
+            early_arrival: iso(now - (daysAgo + 2) * day),
+            late_arrival: iso(now - (daysAgo + 2) * day + 3_600_000),
+          },
+          {
+            stop_type: 'Delivery',
+            location_external_reference_id: 'DEN-WH',
+            early_arrival: iso(now - daysAgo * day),
+            late_arrival: iso(now - daysAgo * day + 3_600_000),
+          },
         ],
       });
     }

@@ -43,18 +43,40 @@ describe('valueAxis', () => {
 
 describe('charts', () => {
   it('draws stacked bars as counts: a top of 1 reads 0, 1 (it read 0, 1, 1 with a tick at the half), a top of 3 reads 0 to 3', () => {
-    const bars = (values: number[]) => stackedBars({ id: 'c', title: 'Loads', description: 'Loads per week', labels: values.map(String), series: [{ name: 'Loads', cls: 's0' }], values: [values] }).value;
+    const bars = (values: number[]) =>
+      stackedBars({
+        id: 'c',
+        title: 'Loads',
+        description: 'Loads per week',
+        labels: values.map(String),
+        series: [{ name: 'Loads', cls: 's0' }],
+        values: [values],
+      }).value;
     expect(bars([1, 0])).toContain('data-axis="count"');
     expect(axisLabels(bars([1, 0]))).toEqual(['0', '1']);
     expect(axisLabels(bars([3, 1]))).toEqual(['0', '1', '2', '3']);
   });
 
   it('draws lines as measures with fractional ticks, and leaves out a tick whose label would repeat', () => {
-    const rates = lineChart({ id: 'r', title: 'Rate', description: 'Rate per mile', labels: ['a', 'b'], series: [{ name: 'Rate', cls: 's0', values: [2.1, 2.6] }], format: (v) => `$${v.toFixed(2)}` }).value;
+    const rates = lineChart({
+      id: 'r',
+      title: 'Rate',
+      description: 'Rate per mile',
+      labels: ['a', 'b'],
+      series: [{ name: 'Rate', cls: 's0', values: [2.1, 2.6] }],
+      format: (v) => `$${v.toFixed(2)}`,
+    }).value;
     expect(rates).toContain('data-axis="measure"');
     expect(axisLabels(rates)).toEqual(['$0.00', '$2.50', '$5.00']);
     // Nothing on time yet: a top of 1% whose half would also read "1%".
-    const share = lineChart({ id: 's', title: 'On time', description: 'Share on time', labels: ['a'], series: [{ name: 'On time', cls: 's0', values: [0] }], format: (v) => `${v.toFixed(0)}%` }).value;
+    const share = lineChart({
+      id: 's',
+      title: 'On time',
+      description: 'Share on time',
+      labels: ['a'],
+      series: [{ name: 'On time', cls: 's0', values: [0] }],
+      format: (v) => `${v.toFixed(0)}%`,
+    }).value;
     expect(axisLabels(share)).toEqual(['0%', '1%']);
   });
 });

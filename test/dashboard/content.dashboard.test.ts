@@ -90,7 +90,12 @@ beforeAll(async () => {
       { stop_type: 'Delivery', location_external_reference_id: 'C-PAS', early_arrival: '2026-12-02T14:00:00Z', late_arrival: '2026-12-02T16:00:00Z' },
     ],
   });
-  await seed('/market-rates', { origin: { location_external_reference_id: 'C-IRV' }, destination: { location_external_reference_id: 'C-PAS' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 });
+  await seed('/market-rates', {
+    origin: { location_external_reference_id: 'C-IRV' },
+    destination: { location_external_reference_id: 'C-PAS' },
+    equipment_type: 'DRY_VAN',
+    rate_per_mile: 2.5,
+  });
   // A load created, then deleted: its events stay, its page is gone.
   await seed('/loads', {
     external_reference_id: 'C-GONE',
@@ -128,7 +133,9 @@ describe('events link to their records', () => {
   it('each row links to its record while it exists; a deleted load is named, not linked; a market rate links to its lane', async () => {
     expect((await visitor.get('/events')).body).toContain('Events are kept 45 days.');
     const body = await bodyOf('/events');
-    const rows = [...body.matchAll(/<tr><td class="num">\d+<\/td><td class="nowrap">[^<]*<\/td><td><code>([a-z_.]+)<\/code><\/td><td>(.*?)<\/td>\s*<td><details>/gs)].map((m) => ({ type: m[1]!, cell: m[2]! }));
+    const rows = [
+      ...body.matchAll(/<tr><td class="num">\d+<\/td><td class="nowrap">[^<]*<\/td><td><code>([a-z_.]+)<\/code><\/td><td>(.*?)<\/td>\s*<td><details>/gs),
+    ].map((m) => ({ type: m[1]!, cell: m[2]! }));
     const cellOf = (type: string, ref: string) => rows.find((r) => r.type === type && r.cell.includes(ref))?.cell;
     expect(cellOf('customer.created', 'C-CUST')).toBe('<a href="/customers/C-CUST" data-record-link>C-CUST</a>');
     expect(cellOf('carrier.created', 'C-CAR')).toBe('<a href="/carriers/C-CAR" data-record-link>C-CAR</a>');
@@ -185,7 +192,13 @@ describe('maps label their places', () => {
   it('the Locations map names its few locations', async () => {
     const body = await bodyOf('/locations');
     const map = section(body, '<svg class="map" id="locations-map"', '</svg>');
-    expect([...map.matchAll(/<text class="map-label"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]).sort()).toEqual(['Dallas DC', 'Field Drop 7', 'Irving Dock', 'Monterrey Cross-dock', 'Pasadena Yard']);
+    expect([...map.matchAll(/<text class="map-label"[^>]*>([^<]+)<\/text>/g)].map((m) => m[1]).sort()).toEqual([
+      'Dallas DC',
+      'Field Drop 7',
+      'Irving Dock',
+      'Monterrey Cross-dock',
+      'Pasadena Yard',
+    ]);
   });
 });
 

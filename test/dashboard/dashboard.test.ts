@@ -13,7 +13,21 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const PAGES = ['/', '/loads', '/loads/ANY', '/locations', '/carriers', '/customers', '/lanes', '/events', '/users', '/settings', '/settings/integrations', '/settings/api-keys', '/signout'];
+const PAGES = [
+  '/',
+  '/loads',
+  '/loads/ANY',
+  '/locations',
+  '/carriers',
+  '/customers',
+  '/lanes',
+  '/events',
+  '/users',
+  '/settings',
+  '/settings/integrations',
+  '/settings/api-keys',
+  '/signout',
+];
 
 const keyIdIn = (body: string) => /\/settings\/api-keys\/(key_[0-9a-z]+)\/revoke/.exec(body)?.[1];
 
@@ -168,10 +182,31 @@ describe('escaping', () => {
     const attr = '" onmouseover="alert(2)';
     expect((await apiPost(t, key!, '/v2/tms-api/customers', { external_reference_id: 'C<1>', name: evil, domain: attr })).statusCode).toBe(201);
     expect(
-      (await apiPost(t, key!, '/v2/tms-api/carriers', { external_reference_id: 'K"1', name: evil, dot_number: attr, contacts: [{ first_name: evil, primary_email: attr }] })).statusCode,
+      (
+        await apiPost(t, key!, '/v2/tms-api/carriers', {
+          external_reference_id: 'K"1',
+          name: evil,
+          dot_number: attr,
+          contacts: [{ first_name: evil, primary_email: attr }],
+        })
+      ).statusCode,
     ).toBe(201);
-    for (const [ref, lat] of [['L<a>', 32.7767], ['L<b>', 29.7604]] as const) {
-      expect((await apiPost(t, key!, '/v2/tms-api/locations', { external_reference_id: ref, name: evil, latitude: lat, longitude: -96.8, city: attr, weekday_open_hours: '08:00' })).statusCode).toBe(201);
+    for (const [ref, lat] of [
+      ['L<a>', 32.7767],
+      ['L<b>', 29.7604],
+    ] as const) {
+      expect(
+        (
+          await apiPost(t, key!, '/v2/tms-api/locations', {
+            external_reference_id: ref,
+            name: evil,
+            latitude: lat,
+            longitude: -96.8,
+            city: attr,
+            weekday_open_hours: '08:00',
+          })
+        ).statusCode,
+      ).toBe(201);
     }
     const load = await apiPost(t, key!, '/v2/tms-api/loads', {
       external_reference_id: `R"><img src=x onerror=alert(3)>`,
@@ -216,12 +251,15 @@ describe('events page', () => {
     const empty = await v.get('/events');
     expect(empty.statusCode).toBe(200);
     expect(empty.body).toContain('No events yet');
-    for (let i = 0; i < 52; i++) expect((await apiPost(t, key!, '/v2/tms-api/customers', { external_reference_id: `EV-${i}`, name: `Customer ${i}` })).statusCode).toBe(201);
+    for (let i = 0; i < 52; i++)
+      expect((await apiPost(t, key!, '/v2/tms-api/customers', { external_reference_id: `EV-${i}`, name: `Customer ${i}` })).statusCode).toBe(201);
     const res = await apiPost(t, key!, '/v2/tms-api/carriers', { external_reference_id: 'EV-CAR', name: 'Evented Carrier' });
     expect(res.statusCode).toBe(201);
     const first = await v.get('/events');
     expect(first.statusCode).toBe(200);
-    const rows = [...first.body.matchAll(/<tr><td class="num">(\d+)<\/td>.*?<code>([a-z_.]+)<\/code><\/td><td>(?:<a [^>]*>)?([^<]*)(?:<\/a>)?<\/td>/gs)].map((m) => [Number(m[1]), m[2], m[3]]);
+    const rows = [...first.body.matchAll(/<tr><td class="num">(\d+)<\/td>.*?<code>([a-z_.]+)<\/code><\/td><td>(?:<a [^>]*>)?([^<]*)(?:<\/a>)?<\/td>/gs)].map(
+      (m) => [Number(m[1]), m[2], m[3]],
+    );
     expect(rows).toHaveLength(50);
     expect(rows[0]).toEqual([53, 'carrier.created', 'EV-CAR']);
     expect(rows[1]).toEqual([52, 'customer.created', 'EV-51']);
@@ -243,11 +281,23 @@ describe('tenant isolation', () => {
   it("a user sees only their organization's data and cannot act on another's keys", async () => {
     const a = await signedIn();
     const b = await signedIn();
-    for (const [o, name] of [[a, 'Alpha Customer'], [b, 'Bravo Customer']] as const) {
+    for (const [o, name] of [
+      [a, 'Alpha Customer'],
+      [b, 'Bravo Customer'],
+    ] as const) {
       expect((await apiPost(t, o.key!, '/v2/tms-api/customers', { external_reference_id: 'SAME-REF', name })).statusCode).toBe(201);
       expect((await apiPost(t, o.key!, '/v2/tms-api/carriers', { external_reference_id: 'SAME-CAR', name: `${name} Carrier` })).statusCode).toBe(201);
       for (const ref of ['LA', 'LB']) {
-        expect((await apiPost(t, o.key!, '/v2/tms-api/locations', { external_reference_id: ref, name: `${name} ${ref}`, latitude: ref === 'LA' ? 32.8 : 29.8, longitude: -96 })).statusCode).toBe(201);
+        expect(
+          (
+            await apiPost(t, o.key!, '/v2/tms-api/locations', {
+              external_reference_id: ref,
+              name: `${name} ${ref}`,
+              latitude: ref === 'LA' ? 32.8 : 29.8,
+              longitude: -96,
+            })
+          ).statusCode,
+        ).toBe(201);
       }
     }
     expect(
@@ -300,7 +350,12 @@ describe('sign-in', () => {
       return { res, ms: performance.now() - started };
     };
     const messages = new Set<string>();
-    for (const [email, password] of [[o.email, 'wrong password'], ['nobody@example.com', 'whatever'], [noPassword, 'anything'], [o.email, '']]) {
+    for (const [email, password] of [
+      [o.email, 'wrong password'],
+      ['nobody@example.com', 'whatever'],
+      [noPassword, 'anything'],
+      [o.email, ''],
+    ]) {
       const { res } = await attempt(new Visitor(t, `10.0.0.${Math.floor(Math.random() * 250)}`), email!, password!);
       expect(res.statusCode).toBe(401);
       messages.add(/<div class="notice error" role="alert"><p>([^<]+)<\/p>/.exec(res.body)?.[1] ?? 'none');
@@ -352,7 +407,14 @@ describe('TMS integration and API keys', () => {
     const before = await v.get('/settings/api-keys');
     expect(before.body).toContain('API keys can be created once the TMS API integration is connected');
     expect(before.body).not.toContain('action="/settings/api-keys"');
-    const refused = await v.post('/settings/api-keys', { _csrf: csrfOf(before.body), name: 'n', external_system: 's', scopes: ['read:loads'], per_minute: '100', per_day: '1000' });
+    const refused = await v.post('/settings/api-keys', {
+      _csrf: csrfOf(before.body),
+      name: 'n',
+      external_system: 's',
+      scopes: ['read:loads'],
+      per_minute: '100',
+      per_day: '1000',
+    });
     expect(refused.statusCode).toBe(409);
     expect(refused.body).toContain('Connect the TMS API integration before creating API keys');
     expect(await t.services.accounts.listKeys(o.orgId)).toEqual([]);
@@ -386,7 +448,8 @@ describe('TMS integration and API keys', () => {
     const list = await v.get('/settings/api-keys');
     expect(list.body).not.toContain(key!);
     expect(list.body).toContain(key!.slice(0, 12));
-    for (const text of ['Production sync', 'McLeod', 'read:customers', 'write:rates', '120 / min', '5,000 / day', 'never', 'Active']) expect(list.body).toContain(text);
+    for (const text of ['Production sync', 'McLeod', 'read:customers', 'write:rates', '120 / min', '5,000 / day', 'never', 'Active'])
+      expect(list.body).toContain(text);
 
     const api = (k: string) => t.app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': k } });
     expect((await api(key!)).statusCode).toBe(200);

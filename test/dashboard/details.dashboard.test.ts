@@ -32,9 +32,36 @@ beforeAll(async () => {
   await emptyVisitor.signIn(empty.email, empty.password);
 
   const now = t.clock.now().getTime();
-  await seed('/locations', { external_reference_id: 'LOC-DAL', name: 'Dallas DC', city: 'Dallas', state: 'TX', latitude: 32.7767, longitude: -96.797, weekday_open_hours: '08:00', weekday_close_hours: '17:00', weekend_open_hours: '09:00', weekend_close_hours: '12:00' });
-  await seed('/locations', { external_reference_id: 'LOC-FTW', name: 'Fort Worth Yard', city: 'Fort Worth', state: 'TX', latitude: 32.7555, longitude: -97.3308 });
-  await seed('/locations', { external_reference_id: 'LOC-HOU', name: 'Houston Port', city: 'Houston', state: 'TX', latitude: 29.7604, longitude: -95.3698, weekday_open_hours: '06:00', weekday_close_hours: '18:00' });
+  await seed('/locations', {
+    external_reference_id: 'LOC-DAL',
+    name: 'Dallas DC',
+    city: 'Dallas',
+    state: 'TX',
+    latitude: 32.7767,
+    longitude: -96.797,
+    weekday_open_hours: '08:00',
+    weekday_close_hours: '17:00',
+    weekend_open_hours: '09:00',
+    weekend_close_hours: '12:00',
+  });
+  await seed('/locations', {
+    external_reference_id: 'LOC-FTW',
+    name: 'Fort Worth Yard',
+    city: 'Fort Worth',
+    state: 'TX',
+    latitude: 32.7555,
+    longitude: -97.3308,
+  });
+  await seed('/locations', {
+    external_reference_id: 'LOC-HOU',
+    name: 'Houston Port',
+    city: 'Houston',
+    state: 'TX',
+    latitude: 29.7604,
+    longitude: -95.3698,
+    weekday_open_hours: '06:00',
+    weekday_close_hours: '18:00',
+  });
   await seed('/locations', { external_reference_id: 'LOC-CHI', name: 'Chicago Hub', city: 'Chicago', state: 'IL', latitude: 41.8781, longitude: -87.6298 });
   await seed('/customers', { external_reference_id: 'CUST-ACME', name: 'Acme Retail' });
   await seed('/customers', { external_reference_id: 'CUST-OTHER', name: 'Other Goods' });
@@ -58,15 +85,33 @@ beforeAll(async () => {
       status: 'DELIVERED',
       financial_rates: [{ rate_entity: 'CARRIER', amount }],
       stops: [
-        { stop_type: 'Pickup', location_external_reference_id: from, early_arrival: iso(now - (daysAgo + 1) * DAY), late_arrival: iso(now - (daysAgo + 1) * DAY + 3_600_000) },
-        { stop_type: 'Delivery', location_external_reference_id: to, early_arrival: iso(now - daysAgo * DAY), late_arrival: iso(now - daysAgo * DAY + 3_600_000) },
+        {
+          stop_type: 'Pickup',
+          location_external_reference_id: from,
+          early_arrival: iso(now - (daysAgo + 1) * DAY),
+          late_arrival: iso(now - (daysAgo + 1) * DAY + 3_600_000),
+        },
+        {
+          stop_type: 'Delivery',
+          location_external_reference_id: to,
+          early_arrival: iso(now - daysAgo * DAY),
+          late_arrival: iso(now - daysAgo * DAY + 3_600_000),
+        },
       ],
     });
   await delivered('H-DAL-1', 'CAR-ALAMO', 'LOC-DAL', 'LOC-HOU', 3, 900);
   await delivered('H-DAL-2', 'CAR-ALAMO', 'LOC-DAL', 'LOC-HOU', 10, 950);
   await delivered('H-FTW-1', 'CAR-BLUE', 'LOC-FTW', 'LOC-HOU', 5, 1000);
   await delivered('H-CHI-1', 'CAR-BLUE', 'LOC-CHI', 'LOC-DAL', 8, 2100, 'REEFER');
-  await seed('/market-rates', { origin: { location_external_reference_id: 'LOC-DAL' }, destination: { location_external_reference_id: 'LOC-HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.75, rate_per_mile_high: 3.1, source: 'DAT', as_of: iso(now - 2 * DAY) });
+  await seed('/market-rates', {
+    origin: { location_external_reference_id: 'LOC-DAL' },
+    destination: { location_external_reference_id: 'LOC-HOU' },
+    equipment_type: 'DRY_VAN',
+    rate_per_mile: 2.75,
+    rate_per_mile_high: 3.1,
+    source: 'DAT',
+    as_of: iso(now - 2 * DAY),
+  });
   // Open, with a pickup at 03:00 Dallas time on a weekday-or-weekend: outside either hours.
   await seed('/loads', {
     external_reference_id: 'OPEN-1',
@@ -81,7 +126,12 @@ beforeAll(async () => {
   // Failed writes: a single 422, a batch with one bad item.
   const bad = await api('POST', '/customers', { external_reference_id: 'CUST-BAD' });
   expect(bad.statusCode).toBe(422);
-  const batch = await api('POST', '/batch/customers', { items: [{ operation: 'create', customer: { external_reference_id: 'CUST-OK', name: 'Fine' } }, { operation: 'create', customer: { external_reference_id: 'CUST-BAD-2', name: 'x'.repeat(300) } }] });
+  const batch = await api('POST', '/batch/customers', {
+    items: [
+      { operation: 'create', customer: { external_reference_id: 'CUST-OK', name: 'Fine' } },
+      { operation: 'create', customer: { external_reference_id: 'CUST-BAD-2', name: 'x'.repeat(300) } },
+    ],
+  });
   expect(batch.statusCode).toBe(200);
   expect(batch.json().error_count).toBe(1);
 }, 60_000);
@@ -145,7 +195,8 @@ describe('detail pages', () => {
     for (const ref of ['H-DAL-1', 'H-DAL-2', 'H-FTW-1']) expect(body).toContain(`href="/loads/${ref}"`);
     expect(body).not.toContain('href="/loads/H-CHI-1"');
     // The same ranking as the load's recommendations.
-    const rec = (await api('GET', '/loads/OPEN-1/carrier-recommendations')).json() as { carrier_recommendations?: { carrier_external_reference_id: string }[] } | { carrier_external_reference_id: string }[];
+    const rec = (await api('GET', '/loads/OPEN-1/carrier-recommendations')).json() as
+      { carrier_recommendations?: { carrier_external_reference_id: string }[] } | { carrier_external_reference_id: string }[];
     const ranked = (Array.isArray(rec) ? rec : (rec.carrier_recommendations ?? [])).map((r) => r.carrier_external_reference_id);
     expect(ranked).toEqual(['CAR-ALAMO', 'CAR-BLUE']);
     const table = body.slice(body.indexOf('id="lane-carriers"'), body.indexOf('id="lane-charts"'));
@@ -236,7 +287,11 @@ describe('hostile data', () => {
   it('is shown as text on the detail pages, in map titles and in the failed-writes log', async () => {
     const evil = '<script>alert(1)</script>"><img src=x onerror=alert(2)>';
     await seed('/locations', { external_reference_id: 'LOC-EVIL', name: evil, latitude: 35, longitude: -97 });
-    await seed('/carriers', { external_reference_id: 'CAR-EVIL', name: evil, contacts: [{ first_name: evil, primary_email: 'x@example.com', primary_phone: '<b>0</b>"><i>', is_primary_contact: true }] });
+    await seed('/carriers', {
+      external_reference_id: 'CAR-EVIL',
+      name: evil,
+      contacts: [{ first_name: evil, primary_email: 'x@example.com', primary_phone: '<b>0</b>"><i>', is_primary_contact: true }],
+    });
     await api('POST', '/customers', { external_reference_id: evil });
     for (const url of ['/locations/LOC-EVIL', '/locations', '/carriers/CAR-EVIL', '/']) {
       const body = await bodyOf(visitor, url);

@@ -90,8 +90,20 @@ describe('recommendation evidence on the dashboard (D14)', () => {
     await seed('/locations', { external_reference_id: 'ELP', name: 'El Paso Cross-dock', latitude: 31.7619, longitude: -106.485 });
     await seed('/carriers', { external_reference_id: 'CAR-PRICED', name: 'Priced Lines' });
     // D14's example: 2.00 $/mi on the lane before the deliveries, then 2.50 $/mi after the first.
-    await seed('/market-rates', { origin: { location_external_reference_id: 'AUS' }, destination: { location_external_reference_id: 'ELP' }, equipment_type: 'DRY_VAN', rate_per_mile: 2, as_of: iso(now - 30 * DAY) });
-    await seed('/market-rates', { origin: { location_external_reference_id: 'AUS' }, destination: { location_external_reference_id: 'ELP' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5, as_of: iso(now - 15 * DAY) });
+    await seed('/market-rates', {
+      origin: { location_external_reference_id: 'AUS' },
+      destination: { location_external_reference_id: 'ELP' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2,
+      as_of: iso(now - 30 * DAY),
+    });
+    await seed('/market-rates', {
+      origin: { location_external_reference_id: 'AUS' },
+      destination: { location_external_reference_id: 'ELP' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.5,
+      as_of: iso(now - 15 * DAY),
+    });
     const priced = (ref: string, daysAgo: number, total: number | null) =>
       seed('/loads', {
         external_reference_id: ref,
@@ -103,8 +115,18 @@ describe('recommendation evidence on the dashboard (D14)', () => {
         total_distance: 1000,
         ...(total !== null ? { financial_rates: [{ rate_entity: 'CARRIER', amount: total, currency: 'USD', rate_type: 'LINEHAUL' }] } : {}),
         stops: [
-          { stop_type: 'Pickup', location_external_reference_id: 'AUS', early_arrival: iso(now - daysAgo * DAY - 2 * DAY), late_arrival: iso(now - daysAgo * DAY - 2 * DAY + HOUR) },
-          { stop_type: 'Delivery', location_external_reference_id: 'ELP', early_arrival: iso(now - daysAgo * DAY - 2 * HOUR), late_arrival: iso(now - daysAgo * DAY) },
+          {
+            stop_type: 'Pickup',
+            location_external_reference_id: 'AUS',
+            early_arrival: iso(now - daysAgo * DAY - 2 * DAY),
+            late_arrival: iso(now - daysAgo * DAY - 2 * DAY + HOUR),
+          },
+          {
+            stop_type: 'Delivery',
+            location_external_reference_id: 'ELP',
+            early_arrival: iso(now - daysAgo * DAY - 2 * HOUR),
+            late_arrival: iso(now - daysAgo * DAY),
+          },
         ],
       });
     // Each priced at the market as of its delivery (the delivery stop's window end).

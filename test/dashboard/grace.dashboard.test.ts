@@ -20,7 +20,10 @@ describe('Settings → Recommendations', () => {
     expect(first.body).toContain('the server’s default');
     // A delivered load 20 minutes past its window's end, and an open load on its lane.
     const key = o.key!;
-    for (const [ref, city, zip] of [['GR-DAL', 'Dallas', '75201'], ['GR-HOU', 'Houston', '77002']] as const) {
+    for (const [ref, city, zip] of [
+      ['GR-DAL', 'Dallas', '75201'],
+      ['GR-HOU', 'Houston', '77002'],
+    ] as const) {
       expect((await apiPost(t, key, '/v2/tms-api/locations', { external_reference_id: ref, name: city, postal_code: zip, state: 'TX' })).statusCode).toBe(201);
     }
     expect((await apiPost(t, key, '/v2/tms-api/customers', { external_reference_id: 'GR-C', name: 'Grace Co' })).statusCode).toBe(201);
@@ -32,11 +35,26 @@ describe('Settings → Recommendations', () => {
       customer_external_reference_id: 'GR-C',
       stops: [
         { stop_type: 'PICKUP', location_external_reference_id: 'GR-DAL', early_arrival: '2026-10-01T08:00:00Z', late_arrival: '2026-10-01T10:00:00Z' },
-        { stop_type: 'DELIVERY', location_external_reference_id: 'GR-HOU', early_arrival: '2026-10-02T08:00:00Z', late_arrival: '2026-10-02T10:00:00Z', ...(extra.actual ? { actual_arrival: extra.actual } : {}) },
+        {
+          stop_type: 'DELIVERY',
+          location_external_reference_id: 'GR-HOU',
+          early_arrival: '2026-10-02T08:00:00Z',
+          late_arrival: '2026-10-02T10:00:00Z',
+          ...(extra.actual ? { actual_arrival: extra.actual } : {}),
+        },
       ],
-      ...extra.body as object,
+      ...(extra.body as object),
     });
-    expect((await apiPost(t, key, '/v2/tms-api/loads', load('GR-H', { actual: '2026-10-02T10:20:00Z', body: { status: 'DELIVERED', carrier_external_reference_id: 'GR-CAR' } }))).statusCode).toBe(201);
+    expect(
+      (
+        await apiPost(
+          t,
+          key,
+          '/v2/tms-api/loads',
+          load('GR-H', { actual: '2026-10-02T10:20:00Z', body: { status: 'DELIVERED', carrier_external_reference_id: 'GR-CAR' } }),
+        )
+      ).statusCode,
+    ).toBe(201);
     expect((await apiPost(t, key, '/v2/tms-api/loads', load('GR-OPEN', { body: {} }))).statusCode).toBe(201);
     const onTime = async () => {
       const res = await t.app.inject({ method: 'GET', url: '/v2/tms-api/loads/GR-OPEN/carrier-recommendations', headers: { 'x-api-key': key } });
@@ -65,7 +83,12 @@ describe('Settings → Recommendations', () => {
     expect(await onTime()).toMatchObject({ rate: 0, scored: 1 });
     expect((await t.services.accounts.getOrganization(o.orgId))?.on_time_grace_minutes).toBeNull();
 
-    const audit = await t.store.db.selectFrom('audit_log').select(['action', 'actor_type', 'actor_id']).where('org_id', '=', o.orgId).where('target_id', '=', 'on_time_grace_minutes').execute();
+    const audit = await t.store.db
+      .selectFrom('audit_log')
+      .select(['action', 'actor_type', 'actor_id'])
+      .where('org_id', '=', o.orgId)
+      .where('target_id', '=', 'on_time_grace_minutes')
+      .execute();
     expect(audit).toEqual([
       { action: 'settings.changed', actor_type: 'user', actor_id: o.userId },
       { action: 'settings.changed', actor_type: 'user', actor_id: o.userId },

@@ -17,7 +17,15 @@ const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_PRESENT = existsSync(CHROMIUM);
 const BROWSER_REQUIRED = Boolean(process.env.CI);
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 const WIDTHS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } } as const;
 const DAY = 86_400_000;
 
@@ -58,7 +66,16 @@ beforeAll(async () => {
     ['LOC-DEN', 'Denver Warehouse', 'CO', 39.7392, -104.9903],
   ];
   for (const [ref, name, state, latitude, longitude] of places) {
-    await seed('/locations', { external_reference_id: ref, name, city: name.split(' ')[0], state, latitude, longitude, weekday_open_hours: '07:00', weekday_close_hours: '18:00' });
+    await seed('/locations', {
+      external_reference_id: ref,
+      name,
+      city: name.split(' ')[0],
+      state,
+      latitude,
+      longitude,
+      weekday_open_hours: '07:00',
+      weekday_close_hours: '18:00',
+    });
   }
   await seed('/customers', { external_reference_id: 'CUST-ACME', name: 'Acme Retail' });
   await seed('/carriers', {
@@ -87,14 +104,31 @@ beforeAll(async () => {
         status: 'DELIVERED',
         financial_rates: [{ rate_entity: 'CARRIER', amount: 900 + i * 40 }],
         stops: [
-          { stop_type: 'Pickup', location_external_reference_id: from, early_arrival: iso(now - (daysAgo + 1) * DAY), late_arrival: iso(now - (daysAgo + 1) * DAY + 3_600_000) },
-          { stop_type: 'Delivery', location_external_reference_id: to, early_arrival: iso(now - daysAgo * DAY), late_arrival: iso(now - daysAgo * DAY + 3_600_000) },
+          {
+            stop_type: 'Pickup',
+            location_external_reference_id: from,
+            early_arrival: iso(now - (daysAgo + 1) * DAY),
+            late_arrival: iso(now - (daysAgo + 1) * DAY + 3_600_000),
+          },
+          {
+            stop_type: 'Delivery',
+            location_external_reference_id: to,
+            early_arrival: iso(now - daysAgo * DAY),
+            late_arrival: iso(now - daysAgo * DAY + 3_600_000),
+          },
         ],
       });
     }
   }
   for (let w = 0; w < 6; w++) {
-    await seed('/market-rates', { origin: { location_external_reference_id: 'LOC-DAL' }, destination: { location_external_reference_id: 'LOC-HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.4 + w * 0.05, source: 'DAT', as_of: iso(now - w * 7 * DAY) });
+    await seed('/market-rates', {
+      origin: { location_external_reference_id: 'LOC-DAL' },
+      destination: { location_external_reference_id: 'LOC-HOU' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.4 + w * 0.05,
+      source: 'DAT',
+      as_of: iso(now - w * 7 * DAY),
+    });
   }
   await seed('/loads', {
     external_reference_id: 'OPEN-1',
@@ -130,7 +164,9 @@ async function shoot(name: string) {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   expect(overflow, `${name} scrolls sideways at phone width`).toBeLessThanOrEqual(1);
   // Maps and charts fit the phone's width.
-  const wide = await page.evaluate(() => [...document.querySelectorAll('svg.map, svg.chart')].filter((s) => s.getBoundingClientRect().width > window.innerWidth).length);
+  const wide = await page.evaluate(
+    () => [...document.querySelectorAll('svg.map, svg.chart')].filter((s) => s.getBoundingClientRect().width > window.innerWidth).length,
+  );
   expect(wide).toBe(0);
   await page.screenshot({ path: join(SCREENSHOTS, `${name}-phone.png`), fullPage: true });
   await page.setViewportSize(WIDTHS.desktop);
@@ -143,7 +179,14 @@ async function visibleLines(mapId: string): Promise<number> {
     const visible = lines.filter((l) => {
       const box = l.getBoundingClientRect();
       const style = getComputedStyle(l);
-      return (box.width > 0 || box.height > 0) && style.visibility === 'visible' && style.display !== 'none' && style.stroke !== 'none' && Number(style.opacity) > 0 && l.getTotalLength() > 0;
+      return (
+        (box.width > 0 || box.height > 0) &&
+        style.visibility === 'visible' &&
+        style.display !== 'none' &&
+        style.stroke !== 'none' &&
+        Number(style.opacity) > 0 &&
+        l.getTotalLength() > 0
+      );
     });
     return visible.length === lines.length ? lines.length : -1;
   }, mapId);
@@ -157,7 +200,10 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('operations pages in Chr
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${base}/`);
     expect(await page.getByRole('heading', { name: 'Integration health' }).count()).toBe(1);
-    const keyRow = await page.getByRole('table', { name: 'Requests per key' }).getByRole('row', { name: /Ops sync/ }).textContent();
+    const keyRow = await page
+      .getByRole('table', { name: 'Requests per key' })
+      .getByRole('row', { name: /Ops sync/ })
+      .textContent();
     expect(keyRow).toMatch(/UTC/);
     expect(await page.locator('svg.chart[id^="usage-"] rect.bar').count()).toBeGreaterThan(0);
     const failed = await page.getByRole('table', { name: 'Failed writes' }).textContent();
@@ -182,7 +228,10 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('operations pages in Chr
 
   it('a D7 lane: map, carriers ranked with contacts, weekly volume and rate charts, snapshots, history', async () => {
     expect(await visibleLines('lane-map')).toBe(1);
-    const carriers = await page.getByRole('table', { name: /Carriers, ranked/ }).getByRole('row').allTextContents();
+    const carriers = await page
+      .getByRole('table', { name: /Carriers, ranked/ })
+      .getByRole('row')
+      .allTextContents();
     expect(carriers[1]).toContain('Alamo Trucking');
     expect(carriers[1]).toContain('rosa@alamo.example');
     expect(carriers[2]).toContain('Bluebonnet Freight'); // Fort Worth is within 100 miles of Dallas

@@ -66,7 +66,11 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   importsDir = mkdtempSync(join(tmpdir(), 'lanebridge-pages-imports-'));
   // First run needs a database without any organization; deliveries and imports run when drained.
-  t = await startDashboardApp({ fresh: true, config: { importsDir, webhookAllowInsecure: true }, workers: { webhookDelivery: 'manual', importRunner: 'manual' } });
+  t = await startDashboardApp({
+    fresh: true,
+    config: { importsDir, webhookAllowInsecure: true },
+    workers: { webhookDelivery: 'manual', importRunner: 'manual' },
+  });
   base = (await t.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
   page = await (await browser.newContext({ viewport: WIDTHS.desktop })).newPage();
@@ -96,7 +100,8 @@ async function problemsAtBothWidths(name: string): Promise<string[]> {
   await page.setViewportSize(WIDTHS.desktop);
   for (const chart of await chartAxes(page)) {
     if (new Set(chart.ticks).size !== chart.ticks.length) problems.push(`chart ${chart.id} repeats a value on its axis: ${chart.ticks.join(', ')}`);
-    if (chart.counts && !chart.ticks.every((tick) => /^\d[\d,]*$/.test(tick))) problems.push(`count chart ${chart.id} has a tick that is not a whole number: ${chart.ticks.join(', ')}`);
+    if (chart.counts && !chart.ticks.every((tick) => /^\d[\d,]*$/.test(tick)))
+      problems.push(`count chart ${chart.id} has a tick that is not a whole number: ${chart.ticks.join(', ')}`);
   }
   return problems;
 }
@@ -111,18 +116,42 @@ async function seed(key: string, url: string, body: unknown, status = 201) {
 async function seedOrganization(orgId: string) {
   const { accounts } = t.services;
   const expires = new Date(t.clock.now().getTime() + 400 * DAY).toISOString();
-  const created = await accounts.createKey(orgId, { name: LONG_KEY.name, externalSystem: LONG_KEY.system, scopes: [...SCOPES], perMinute: 12_000, perDay: 2_000_000, strict: true, expiresAt: expires });
+  const created = await accounts.createKey(orgId, {
+    name: LONG_KEY.name,
+    externalSystem: LONG_KEY.system,
+    scopes: [...SCOPES],
+    perMinute: 12_000,
+    perDay: 2_000_000,
+    strict: true,
+    expiresAt: expires,
+  });
   ids.key = created.id;
   const key = created.key;
-  const staging = await accounts.createKey(orgId, { name: 'Staging sandbox (decommissioned)', externalSystem: 'McLeod test instance', scopes: ['read:loads', 'read:carriers'] });
+  const staging = await accounts.createKey(orgId, {
+    name: 'Staging sandbox (decommissioned)',
+    externalSystem: 'McLeod test instance',
+    scopes: ['read:loads', 'read:carriers'],
+  });
   await accounts.revokeKey(orgId, staging.id);
-  const rotating = await accounts.createKey(orgId, { name: 'Carrier portal', externalSystem: 'Portal', scopes: ['read:carriers', 'write:carriers', 'read:loads'] });
+  const rotating = await accounts.createKey(orgId, {
+    name: 'Carrier portal',
+    externalSystem: 'Portal',
+    scopes: ['read:carriers', 'write:carriers', 'read:loads'],
+  });
   await accounts.rotateKey(orgId, rotating.id, { graceHours: 48 });
-  await accounts.createUser(orgId, { email: 'maximilian.dispatch-coordinator@lonestar-freight-brokerage.example', name: 'Maximilian Alexander Dispatch-Coordinator', password: 'member password long', role: 'member' });
+  await accounts.createUser(orgId, {
+    email: 'maximilian.dispatch-coordinator@lonestar-freight-brokerage.example',
+    name: 'Maximilian Alexander Dispatch-Coordinator',
+    password: 'member password long',
+    role: 'member',
+  });
   await accounts.createUser(orgId, { email: 'rep.only@lonestar-freight-brokerage.example', name: 'Rita Rep (no sign-in)' });
 
   // Created first, so every change below is delivered to it (and fails: nothing listens on port 9).
-  const endpoint = await t.webhooks.service.create(orgId, { url: LONG_WEBHOOK_URL, description: 'Forwards every change to the data warehouse loader of the analytics team (nightly reconciliation and the on-time dashboards)' });
+  const endpoint = await t.webhooks.service.create(orgId, {
+    url: LONG_WEBHOOK_URL,
+    description: 'Forwards every change to the data warehouse loader of the analytics team (nightly reconciliation and the on-time dashboards)',
+  });
   ids.webhook = endpoint.id;
 
   const now = t.clock.now().getTime();
@@ -136,18 +165,46 @@ async function seedOrganization(orgId: string) {
   ];
   for (const [ref, name, state, latitude, longitude] of places) {
     await seed(key, '/locations', {
-      external_reference_id: ref, name, city: name.split(' ')[0], state, latitude, longitude, address_line1: '12500 Interstate Highway 35 East Frontage Road, Building C',
-      phone_number: '+1 214 555 0142', email: `receiving.appointments.${ref.toLowerCase()}@lonestar-freight-brokerage.example`,
-      weekday_open_hours: '07:00', weekday_close_hours: '18:00', weekend_open_hours: '08:00', weekend_close_hours: '12:00',
+      external_reference_id: ref,
+      name,
+      city: name.split(' ')[0],
+      state,
+      latitude,
+      longitude,
+      address_line1: '12500 Interstate Highway 35 East Frontage Road, Building C',
+      phone_number: '+1 214 555 0142',
+      email: `receiving.appointments.${ref.toLowerCase()}@lonestar-freight-brokerage.example`,
+      weekday_open_hours: '07:00',
+      weekday_close_hours: '18:00',
+      weekend_open_hours: '08:00',
+      weekend_close_hours: '12:00',
     });
   }
-  await seed(key, '/customers', { external_reference_id: 'CUST-ACME', name: 'Acme Consolidated Southwestern Grocery Distribution Cooperative, Inc.', reference_number: 'ACME-000123456789', customer_type: 'Retail grocery', domain: 'acme-consolidated-southwestern-grocery.example', phone: '+1 972 555 0100' });
+  await seed(key, '/customers', {
+    external_reference_id: 'CUST-ACME',
+    name: 'Acme Consolidated Southwestern Grocery Distribution Cooperative, Inc.',
+    reference_number: 'ACME-000123456789',
+    customer_type: 'Retail grocery',
+    domain: 'acme-consolidated-southwestern-grocery.example',
+    phone: '+1 972 555 0100',
+  });
   await seed(key, '/customers', { external_reference_id: 'CUST-BOLT', name: 'Bolt Hardware' });
   await seed(key, '/carriers', {
-    external_reference_id: 'CAR-ALAMO', name: 'Alamo Trucking & Refrigerated Logistics of South Texas, LLC', dot_number: 'DOT100001', mc_number: 'MC-7654321', phone_number: '+1 210 555 0199',
-    email: 'dispatch.operations.after-hours@alamo-trucking-refrigerated.example', address: { city: 'San Antonio', state: 'TX' },
+    external_reference_id: 'CAR-ALAMO',
+    name: 'Alamo Trucking & Refrigerated Logistics of South Texas, LLC',
+    dot_number: 'DOT100001',
+    mc_number: 'MC-7654321',
+    phone_number: '+1 210 555 0199',
+    email: 'dispatch.operations.after-hours@alamo-trucking-refrigerated.example',
+    address: { city: 'San Antonio', state: 'TX' },
     contacts: [
-      { first_name: 'Rosalind', last_name: 'Diaz-Montgomery', primary_email: 'rosalind.diaz-montgomery@alamo-trucking-refrigerated.example', primary_phone: '+1 214 555 0100', is_primary_contact: true },
+      {
+        first_name: 'Rosalind',
+        last_name: 'Diaz-Montgomery',
+        primary_email: 'rosalind.diaz-montgomery@alamo-trucking-refrigerated.example',
+        primary_phone: '+1 214 555 0100',
+        is_primary_contact: true,
+      },
       { first_name: 'Bo', last_name: 'Nguyen', primary_email: 'bo@alamo.example', primary_phone: '+1 214 555 0101' },
     ],
   });
@@ -163,22 +220,58 @@ async function seedOrganization(orgId: string) {
       const daysAgo = 3 + i * 9;
       const delivery = now - daysAgo * DAY;
       await seed(key, '/loads', {
-        external_reference_id: `HIST-2026-${String(++n).padStart(6, '0')}`, equipment_type: equipment, transport_mode: 'FTL', customer_external_reference_id: 'CUST-ACME',
-        carrier_external_reference_id: carrier, status: 'DELIVERED', financial_rates: [{ rate_entity: 'CARRIER', amount: 900 + i * 40 }, { rate_entity: 'CUSTOMER', amount: 1200 + i * 40, description: 'Linehaul including fuel surcharge at the DOE weekly average' }],
+        external_reference_id: `HIST-2026-${String(++n).padStart(6, '0')}`,
+        equipment_type: equipment,
+        transport_mode: 'FTL',
+        customer_external_reference_id: 'CUST-ACME',
+        carrier_external_reference_id: carrier,
+        status: 'DELIVERED',
+        financial_rates: [
+          { rate_entity: 'CARRIER', amount: 900 + i * 40 },
+          { rate_entity: 'CUSTOMER', amount: 1200 + i * 40, description: 'Linehaul including fuel surcharge at the DOE weekly average' },
+        ],
         stops: [
-          { stop_type: 'Pickup', location_external_reference_id: from, early_arrival: iso(delivery - DAY), late_arrival: iso(delivery - DAY + 3_600_000), actual_arrival: iso(delivery - DAY + 600_000) },
-          { stop_type: 'Delivery', location_external_reference_id: to, early_arrival: iso(delivery), late_arrival: iso(delivery + 3_600_000), actual_arrival: iso(delivery + (i % 2 ? 7_200_000 : 900_000)) },
+          {
+            stop_type: 'Pickup',
+            location_external_reference_id: from,
+            early_arrival: iso(delivery - DAY),
+            late_arrival: iso(delivery - DAY + 3_600_000),
+            actual_arrival: iso(delivery - DAY + 600_000),
+          },
+          {
+            stop_type: 'Delivery',
+            location_external_reference_id: to,
+            early_arrival: iso(delivery),
+            late_arrival: iso(delivery + 3_600_000),
+            actual_arrival: iso(delivery + (i % 2 ? 7_200_000 : 900_000)),
+          },
         ],
       });
     }
   }
   for (let w = 0; w < 6; w++) {
-    await seed(key, '/market-rates', { origin: { location_external_reference_id: 'LOC-DAL' }, destination: { location_external_reference_id: 'LOC-HOU' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.4 + w * 0.05, source: 'DAT', as_of: iso(now - w * 7 * DAY) });
+    await seed(key, '/market-rates', {
+      origin: { location_external_reference_id: 'LOC-DAL' },
+      destination: { location_external_reference_id: 'LOC-HOU' },
+      equipment_type: 'DRY_VAN',
+      rate_per_mile: 2.4 + w * 0.05,
+      source: 'DAT',
+      as_of: iso(now - w * 7 * DAY),
+    });
   }
   await seed(key, '/loads', {
-    external_reference_id: 'OPEN-DAL-HOU-0001', equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'CUST-ACME', weight: 42_000, weight_uom: 'lbs',
+    external_reference_id: 'OPEN-DAL-HOU-0001',
+    equipment_type: 'DRY_VAN',
+    transport_mode: 'FTL',
+    customer_external_reference_id: 'CUST-ACME',
+    weight: 42_000,
+    weight_uom: 'lbs',
     description: 'Palletised dry grocery, 26 pallets, floor-loaded at the origin; appointment required at every stop, lumper paid by the receiver.',
-    sales_rep: { name: 'Maximilian Alexander Dispatch-Coordinator', email: 'maximilian.dispatch-coordinator@lonestar-freight-brokerage.example', external_reference_id: 'REP-000042' },
+    sales_rep: {
+      name: 'Maximilian Alexander Dispatch-Coordinator',
+      email: 'maximilian.dispatch-coordinator@lonestar-freight-brokerage.example',
+      external_reference_id: 'REP-000042',
+    },
     dispatcher_rep: { name: 'Rita Rep (no sign-in)', email: 'rep.only@lonestar-freight-brokerage.example' },
     stops: [
       { stop_type: 'Pickup', location_external_reference_id: 'LOC-DAL', early_arrival: '2026-03-04T09:00:00Z', late_arrival: '2026-03-04T10:00:00Z' },
@@ -192,8 +285,17 @@ async function seedOrganization(orgId: string) {
   // An import with a refused row (its errors are a download).
   const imp = await seed(key, '/imports', { resource: 'customers', format: 'ndjson' });
   ids.importWithErrors = (imp.json() as { id: string }).id;
-  const rows = [{ external_reference_id: 'IMP-1', name: 'Imported One' }, { external_reference_id: 'IMP-2' }, { external_reference_id: 'IMP-3', name: 'Imported Three' }];
-  const part = await t.app.inject({ method: 'PUT', url: `/v2/tms-api/imports/${ids.importWithErrors}/parts/1`, headers: { 'x-api-key': key, 'content-type': 'application/x-ndjson' }, payload: `${rows.map((r) => JSON.stringify(r)).join('\n')}\n` });
+  const rows = [
+    { external_reference_id: 'IMP-1', name: 'Imported One' },
+    { external_reference_id: 'IMP-2' },
+    { external_reference_id: 'IMP-3', name: 'Imported Three' },
+  ];
+  const part = await t.app.inject({
+    method: 'PUT',
+    url: `/v2/tms-api/imports/${ids.importWithErrors}/parts/1`,
+    headers: { 'x-api-key': key, 'content-type': 'application/x-ndjson' },
+    payload: `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`,
+  });
   expect(part.statusCode, part.body).toBe(200);
   await seed(key, `/imports/${ids.importWithErrors}/complete`, undefined, 200);
   await t.imports.runner.drain();
@@ -216,9 +318,19 @@ const heading = async () => (await page.getByRole('heading', { level: 1 }).textC
 
 /** Every page of a signed-in admin (the sign-in and first-run pages are visited on their own). */
 const PAGES: PageVisit[] = [
-  { route: '/', name: 'overview', path: () => '/', check: async () => expect((await chartAxes(page)).filter((c) => c.id.startsWith('usage-') && c.counts).length).toBeGreaterThan(0) },
+  {
+    route: '/',
+    name: 'overview',
+    path: () => '/',
+    check: async () => expect((await chartAxes(page)).filter((c) => c.id.startsWith('usage-') && c.counts).length).toBeGreaterThan(0),
+  },
   { route: '/loads', name: 'loads', path: () => '/loads' },
-  { route: '/loads/:ref', name: 'load-open', path: () => '/loads/OPEN-DAL-HOU-0001', check: async () => expect(await page.getByRole('table', { name: 'Carrier recommendations' }).count()).toBe(1) },
+  {
+    route: '/loads/:ref',
+    name: 'load-open',
+    path: () => '/loads/OPEN-DAL-HOU-0001',
+    check: async () => expect(await page.getByRole('table', { name: 'Carrier recommendations' }).count()).toBe(1),
+  },
   { route: '/loads/:ref', name: 'load-delivered', path: () => '/loads/HIST-2026-000001' },
   { route: '/customers', name: 'customers', path: () => '/customers' },
   { route: '/customers/:ref', name: 'customer', path: () => '/customers/CUST-ACME' },
@@ -236,8 +348,18 @@ const PAGES: PageVisit[] = [
   // At most one delivery a week: a count axis topped at 1 (it read 0, 1, 1).
   { route: '/lanes/:origin/:destination/:equipment', name: 'lane-weekly', path: () => '/lanes/LOC-CHI/LOC-ATL/REEFER' },
   { route: '/events', name: 'events', path: () => '/events' },
-  { route: '/imports', name: 'imports', path: () => '/imports', check: async () => expect(await page.getByRole('link', { name: /Download 1 \(NDJSON\)/ }).count()).toBe(1) },
-  { route: '/users', name: 'users', path: () => '/users', check: async () => expect(await page.getByText('Maximilian Alexander Dispatch-Coordinator').count()).toBeGreaterThan(0) },
+  {
+    route: '/imports',
+    name: 'imports',
+    path: () => '/imports',
+    check: async () => expect(await page.getByRole('link', { name: /Download 1 \(NDJSON\)/ }).count()).toBe(1),
+  },
+  {
+    route: '/users',
+    name: 'users',
+    path: () => '/users',
+    check: async () => expect(await page.getByText('Maximilian Alexander Dispatch-Coordinator').count()).toBeGreaterThan(0),
+  },
   { route: '/account/password', name: 'account-password', path: () => '/account/password' },
   { route: '/signout', name: 'signout', path: () => '/signout' },
   { route: '/settings/integrations', name: 'settings-integrations', path: () => '/settings/integrations' },
@@ -249,12 +371,27 @@ const PAGES: PageVisit[] = [
     // The scopes and the strict checkbox.
     check: async () => expect((await checkboxProblems(page)).checkboxes).toBe(SCOPES.length + 1),
   },
-  { route: '/settings/api-keys/:id/limits', name: 'settings-api-key-limits', path: () => `${keyPath()}/limits`, check: async () => expect((await checkboxProblems(page)).checkboxes).toBe(1) },
+  {
+    route: '/settings/api-keys/:id/limits',
+    name: 'settings-api-key-limits',
+    path: () => `${keyPath()}/limits`,
+    check: async () => expect((await checkboxProblems(page)).checkboxes).toBe(1),
+  },
   { route: '/settings/api-keys/:id/rotate', name: 'settings-api-key-rotate', path: () => `${keyPath()}/rotate` },
   { route: '/settings/api-keys/:id/revoke', name: 'settings-api-key-revoke', path: () => `${keyPath()}/revoke` },
   { route: '/settings/audit-log', name: 'settings-audit-log', path: () => '/settings/audit-log' },
-  { route: '/settings/webhooks', name: 'settings-webhooks', path: () => '/settings/webhooks', check: async () => expect((await checkboxProblems(page)).checkboxes).toBeGreaterThanOrEqual(10) },
-  { route: '/settings/webhooks/:id', name: 'settings-webhook', path: webhookPath, check: async () => expect(await page.locator('caption', { hasText: 'Attempts to send' }).count()).toBeGreaterThan(0) },
+  {
+    route: '/settings/webhooks',
+    name: 'settings-webhooks',
+    path: () => '/settings/webhooks',
+    check: async () => expect((await checkboxProblems(page)).checkboxes).toBeGreaterThanOrEqual(10),
+  },
+  {
+    route: '/settings/webhooks/:id',
+    name: 'settings-webhook',
+    path: webhookPath,
+    check: async () => expect(await page.locator('caption', { hasText: 'Attempts to send' }).count()).toBeGreaterThan(0),
+  },
   { route: '/settings/webhooks/:id/rotate', name: 'settings-webhook-rotate', path: () => `${webhookPath()}/rotate` },
   { route: '/settings/webhooks/:id/delete', name: 'settings-webhook-delete', path: () => `${webhookPath()}/delete` },
   {
@@ -265,7 +402,10 @@ const PAGES: PageVisit[] = [
       expect(await heading()).toBe('Not found');
       // The browser logs the 404 it was answered: expected here, so not counted at the end.
       await expect.poll(() => consoleErrors.findIndex((e) => e.includes('404'))).toBeGreaterThanOrEqual(0);
-      consoleErrors.splice(consoleErrors.findIndex((e) => e.includes('404')), 1);
+      consoleErrors.splice(
+        consoleErrors.findIndex((e) => e.includes('404')),
+        1,
+      );
     },
   },
 ];

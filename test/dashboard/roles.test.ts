@@ -44,14 +44,33 @@ describe('roles (D17)', () => {
 
     // The table comes from the routes the dashboard registered: a new route is in it without anyone adding it.
     const routes = t.dashboardWriteRoutes;
-    expect(routes.filter((r) => r.member).map((r) => `${r.method} ${r.url}`).sort()).toEqual(['POST /account/password', 'POST /signin', 'POST /signout']);
+    expect(
+      routes
+        .filter((r) => r.member)
+        .map((r) => `${r.method} ${r.url}`)
+        .sort(),
+    ).toEqual(['POST /account/password', 'POST /signin', 'POST /signout']);
     const adminOnly = routes.filter((r) => !r.member);
     expect(adminOnly.length).toBeGreaterThanOrEqual(15);
     // A form as an admin would send it, so only the role can be why it is refused.
     const form = {
-      _csrf: csrf, name: 'Eve', email: `eve-${o.orgId}@example.com`, role: 'admin', password: 'a password of length', user_id: o.userId, new_password: 'another long password',
-      external_system: 'X', scopes: 'read:loads', per_minute: '5', per_day: '50', grace_hours: '0', url: 'https://93.184.216.34/other', status: 'disabled', after_sequence: '0',
-      organization_name: 'Evil', setup_code: 'x',
+      _csrf: csrf,
+      name: 'Eve',
+      email: `eve-${o.orgId}@example.com`,
+      role: 'admin',
+      password: 'a password of length',
+      user_id: o.userId,
+      new_password: 'another long password',
+      external_system: 'X',
+      scopes: 'read:loads',
+      per_minute: '5',
+      per_day: '50',
+      grace_hours: '0',
+      url: 'https://93.184.216.34/other',
+      status: 'disabled',
+      after_sequence: '0',
+      organization_name: 'Evil',
+      setup_code: 'x',
     };
     const before = await stateOf(o.orgId);
     for (const r of adminOnly) {
@@ -79,14 +98,32 @@ describe('roles (D17)', () => {
     // member may use (their password, signing out).
     const memberPosts = routes.filter((r) => r.member).map((r) => r.url);
     for (const path of [
-      '/', '/users', '/settings/api-keys', `/settings/api-keys/${key.id}/limits`, `/settings/api-keys/${key.id}/rotate`, `/settings/api-keys/${key.id}/revoke`,
-      '/settings/webhooks', `/settings/webhooks/${endpoint.id}`, `/settings/webhooks/${endpoint.id}/rotate`, `/settings/webhooks/${endpoint.id}/delete`,
-      '/settings/integrations', '/settings/recommendations', '/settings/audit-log', '/events', '/imports', '/account/password',
+      '/',
+      '/users',
+      '/settings/api-keys',
+      `/settings/api-keys/${key.id}/limits`,
+      `/settings/api-keys/${key.id}/rotate`,
+      `/settings/api-keys/${key.id}/revoke`,
+      '/settings/webhooks',
+      `/settings/webhooks/${endpoint.id}`,
+      `/settings/webhooks/${endpoint.id}/rotate`,
+      `/settings/webhooks/${endpoint.id}/delete`,
+      '/settings/integrations',
+      '/settings/recommendations',
+      '/settings/audit-log',
+      '/events',
+      '/imports',
+      '/account/password',
     ]) {
       const res = await v.get(path);
       expect(res.statusCode, path).toBe(200);
-      const posts = [...res.body.matchAll(/<form[^>]*method="post"[^>]*action="([^"]+)"|<form[^>]*action="([^"]+)"[^>]*method="post"/g)].map((m) => m[1] ?? m[2]);
-      expect(posts.filter((a) => !memberPosts.includes(a!)), path).toEqual([]);
+      const posts = [...res.body.matchAll(/<form[^>]*method="post"[^>]*action="([^"]+)"|<form[^>]*action="([^"]+)"[^>]*method="post"/g)].map(
+        (m) => m[1] ?? m[2],
+      );
+      expect(
+        posts.filter((a) => !memberPosts.includes(a!)),
+        path,
+      ).toEqual([]);
     }
     const usersPage = (await v.get('/users')).body;
     expect(usersPage).not.toContain('action="/users"');
@@ -138,10 +175,18 @@ describe('own password (D17)', () => {
     // The admin's "Set a password" form does not take the admin's own account.
     const admin = new Visitor(t);
     await admin.signIn(o.email, o.password);
-    const self = await admin.post('/users/password', { _csrf: csrfOf((await admin.get('/users')).body), user_id: o.userId, new_password: 'set without the current' });
+    const self = await admin.post('/users/password', {
+      _csrf: csrfOf((await admin.get('/users')).body),
+      user_id: o.userId,
+      new_password: 'set without the current',
+    });
     expect(self.statusCode).toBe(403);
     expect(await t.services.accounts.verifyCredentials(o.email, 'set without the current')).toBeNull();
-    const other = await admin.post('/users/password', { _csrf: csrfOf((await admin.get('/users')).body), user_id: o.member.id, new_password: 'reset by the admin' });
+    const other = await admin.post('/users/password', {
+      _csrf: csrfOf((await admin.get('/users')).body),
+      user_id: o.member.id,
+      new_password: 'reset by the admin',
+    });
     expect(other.statusCode).toBe(303);
   });
 });
@@ -155,13 +200,24 @@ describe('audit log in the dashboard (D17)', () => {
     const started = t.clock.now().toISOString();
     const csrf = () => v.get('/users').then((r) => csrfOf(r.body));
     expect((await v.post('/settings/integrations', { _csrf: await csrf() })).statusCode).toBe(303);
-    expect((await v.post('/users', { _csrf: await csrf(), name: 'Mo', email: `mo-${o.orgId}@example.com`, role: 'member', password: 'member password 1' })).statusCode).toBe(303);
+    expect(
+      (await v.post('/users', { _csrf: await csrf(), name: 'Mo', email: `mo-${o.orgId}@example.com`, role: 'member', password: 'member password 1' }))
+        .statusCode,
+    ).toBe(303);
     const mo = (await t.services.accounts.listUsers(o.orgId)).find((u) => u.name === 'Mo')!;
     expect(mo.role).toBe('member');
     expect((await v.post(`/users/${mo.id}/role`, { _csrf: await csrf(), role: 'admin' })).statusCode).toBe(303);
     expect((await v.post('/users/password', { _csrf: await csrf(), user_id: mo.id, new_password: 'member password 2' })).statusCode).toBe(303);
     expect((await v.post('/account/password', { _csrf: await csrf(), current_password: o.password, new_password: 'owner password 2!' })).statusCode).toBe(303);
-    const keyPage = await v.post('/settings/api-keys', { _csrf: await csrf(), name: 'TMS', external_system: 'McLeod', scopes: ['read:loads', 'read:audit'], per_minute: '100', per_day: '1000', expires_at: '2099-12-31' });
+    const keyPage = await v.post('/settings/api-keys', {
+      _csrf: await csrf(),
+      name: 'TMS',
+      external_system: 'McLeod',
+      scopes: ['read:loads', 'read:audit'],
+      per_minute: '100',
+      per_day: '1000',
+      expires_at: '2099-12-31',
+    });
     expect(keyPage.statusCode).toBe(200);
     expect(keyPage.body).toContain('API key created');
     const key = (await t.services.accounts.listKeys(o.orgId))[0]!;
@@ -184,7 +240,9 @@ describe('audit log in the dashboard (D17)', () => {
     expect((await v.post(`/settings/webhooks/${ep}/rotate`, { _csrf: await csrf() })).statusCode).toBeLessThan(400);
     expect((await v.post(`/settings/webhooks/${ep}/delete`, { _csrf: await csrf() })).statusCode).toBe(303);
 
-    const rows = (await t.store.db.selectFrom('audit_log').selectAll().where('org_id', '=', o.orgId).orderBy('at').orderBy('id').execute()).filter((r) => r.at >= started);
+    const rows = (await t.store.db.selectFrom('audit_log').selectAll().where('org_id', '=', o.orgId).orderBy('at').orderBy('id').execute()).filter(
+      (r) => r.at >= started,
+    );
     expect(rows.map((r) => [r.action, r.target_type, r.target_id])).toEqual([
       ['settings.changed', 'settings', 'tms_integration'],
       ['user.created', 'user', mo.id],

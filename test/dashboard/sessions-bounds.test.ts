@@ -72,7 +72,9 @@ describe('sessions end with their password', () => {
     await laptop.signIn(o.member.email, o.member.password);
     const res = await admin.submit('/users', '/users/password', { user_id: o.member.id, new_password: 'reset by the admin' });
     expect(res.statusCode).toBe(303);
-    expect((await admin.get(res.headers.location!)).body).toContain('The password is set: that user can sign in with it. Their sessions have ended everywhere.');
+    expect((await admin.get(res.headers.location!)).body).toContain(
+      'The password is set: that user can sign in with it. Their sessions have ended everywhere.',
+    );
     expect(await signedIn(phone)).toBe(false);
     expect(await signedIn(laptop)).toBe(false);
     expect(await signedIn(admin)).toBe(true);
@@ -92,7 +94,10 @@ describe("an admin ends a user's sessions and removes users", () => {
     expect((await admin.get(res.headers.location!)).body).toContain('That user is signed out everywhere: their sessions have ended.');
     expect(await signedIn(member)).toBe(false);
     expect(await auditEntries(o.orgId, 'user.sessions_ended')).toEqual([
-      expect.objectContaining({ actor: { type: 'user', id: o.userId, name: expect.stringMatching(/^Owner /) }, target: { type: 'user', id: o.member.id, name: `Mo Member <${o.member.email}>` } }),
+      expect.objectContaining({
+        actor: { type: 'user', id: o.userId, name: expect.stringMatching(/^Owner /) },
+        target: { type: 'user', id: o.member.id, name: `Mo Member <${o.member.email}>` },
+      }),
     ]);
   });
 
@@ -115,7 +120,11 @@ describe("an admin ends a user's sessions and removes users", () => {
     expect((await t.app.inject({ method: 'GET', url: '/v2/tms-api/customers', headers: { 'x-api-key': o.key! } })).statusCode).toBe(200);
     const entries = await auditEntries(o.orgId, 'user.removed');
     expect(entries).toEqual([
-      expect.objectContaining({ action: 'user.removed', actor: { type: 'user', id: o.userId, name: expect.stringMatching(/^Owner /) }, target: { type: 'user', id: o.member.id, name: `Mo Member <${o.member.email}>` } }),
+      expect.objectContaining({
+        action: 'user.removed',
+        actor: { type: 'user', id: o.userId, name: expect.stringMatching(/^Owner /) },
+        target: { type: 'user', id: o.member.id, name: `Mo Member <${o.member.email}>` },
+      }),
     ]);
     expect((await admin.get('/settings/audit-log?action=user.removed')).body).toContain(`Mo Member &lt;${o.member.email}&gt;`);
   });
@@ -137,7 +146,12 @@ describe("an admin ends a user's sessions and removes users", () => {
   it('two admins removing each other at once, or demoting each other: one is refused 409, one admin is left', async () => {
     for (let round = 0; round < 10; round++) {
       const o = await orgWithUser(t);
-      const second = await t.services.accounts.createUser(o.orgId, { email: `second-${round}-${o.orgId}@example.com`, name: 'Second Admin', password: 'second password 1', role: 'admin' });
+      const second = await t.services.accounts.createUser(o.orgId, {
+        email: `second-${round}-${o.orgId}@example.com`,
+        name: 'Second Admin',
+        password: 'second password 1',
+        role: 'admin',
+      });
       const removals = [t.services.accounts.removeUser(o.orgId, o.userId), t.services.accounts.removeUser(o.orgId, second.id)];
       const settled = await Promise.allSettled(removals);
       expect(settled.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
@@ -146,8 +160,16 @@ describe("an admin ends a user's sessions and removes users", () => {
       const admins = await t.store.db.selectFrom('users').select('id').where('org_id', '=', o.orgId).where('role', '=', 'admin').execute();
       expect(admins).toHaveLength(1);
 
-      const third = await t.services.accounts.createUser(o.orgId, { email: `third-${round}-${o.orgId}@example.com`, name: 'Third Admin', password: 'third password 1', role: 'admin' });
-      const demotions = await Promise.allSettled([t.services.accounts.setRole(o.orgId, admins[0]!.id, 'member', cliActor()), t.services.accounts.setRole(o.orgId, third.id, 'member', cliActor())]);
+      const third = await t.services.accounts.createUser(o.orgId, {
+        email: `third-${round}-${o.orgId}@example.com`,
+        name: 'Third Admin',
+        password: 'third password 1',
+        role: 'admin',
+      });
+      const demotions = await Promise.allSettled([
+        t.services.accounts.setRole(o.orgId, admins[0]!.id, 'member', cliActor()),
+        t.services.accounts.setRole(o.orgId, third.id, 'member', cliActor()),
+      ]);
       expect(demotions.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect(await t.store.db.selectFrom('users').select('id').where('org_id', '=', o.orgId).where('role', '=', 'admin').execute()).toHaveLength(1);
     }

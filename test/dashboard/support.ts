@@ -109,7 +109,9 @@ export class Visitor {
   }
 
   async get(url: string, headers: Record<string, string> = {}) {
-    return this.remember(await this.t.app.inject({ method: 'GET', url, remoteAddress: this.remoteAddress, headers: { cookie: this.cookieHeader, ...headers } }));
+    return this.remember(
+      await this.t.app.inject({ method: 'GET', url, remoteAddress: this.remoteAddress, headers: { cookie: this.cookieHeader, ...headers } }),
+    );
   }
 
   async post(url: string, form: Form, headers: Record<string, string> = {}) {
@@ -148,7 +150,13 @@ export async function orgWithUser(t: TestApp, opts: { connect?: boolean } = {}) 
   const user = await t.services.accounts.createUser(org.id, { email, name: `Owner ${n}`, password });
   let key: string | null = null;
   if (opts.connect !== false) {
-    key = (await t.services.accounts.createKey(org.id, { name: 'seed', externalSystem: 'vitest', scopes: ['read:customers', 'write:customers', 'read:loads', 'write:loads', 'read:locations', 'write:locations', 'read:carriers', 'write:carriers'] })).key;
+    key = (
+      await t.services.accounts.createKey(org.id, {
+        name: 'seed',
+        externalSystem: 'vitest',
+        scopes: ['read:customers', 'write:customers', 'read:loads', 'write:loads', 'read:locations', 'write:locations', 'read:carriers', 'write:carriers'],
+      })
+    ).key;
   }
   return { orgId: org.id, orgName: `Org ${n}`, email, password, userId: user.id, key };
 }
@@ -199,7 +207,15 @@ export const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
 export const CHROMIUM_PRESENT = existsSync(CHROMIUM);
 /** On CI a missing Chromium fails the browser tests instead of skipping them. */
 export const BROWSER_REQUIRED = Boolean(process.env.CI);
-export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+export const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 /** Where the browser tests save their screenshots (gitignored). */
 export const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
 /** A laptop and a phone. */
@@ -236,8 +252,13 @@ export async function layoutProblems(p: Page, o: { tablesMayScroll: boolean }): 
       const culprits = [...document.body.querySelectorAll('*')]
         .filter((el) => out(el) && (getComputedStyle(el).position === 'absolute' || (!out(el.parentElement) && !contained(el))))
         .slice(0, 4)
-        .map((el) => `<${el.tagName.toLowerCase()}${el.className && typeof el.className === 'string' ? ` class="${el.className}"` : ''}> ${Math.round(el.getBoundingClientRect().width)} px wide`);
-      problems.push(`the page scrolls sideways: ${root.scrollWidth} px wide in a ${window.innerWidth} px window (${sideways} px too wide): ${culprits.join(', ')}`);
+        .map(
+          (el) =>
+            `<${el.tagName.toLowerCase()}${el.className && typeof el.className === 'string' ? ` class="${el.className}"` : ''}> ${Math.round(el.getBoundingClientRect().width)} px wide`,
+        );
+      problems.push(
+        `the page scrolls sideways: ${root.scrollWidth} px wide in a ${window.innerWidth} px window (${sideways} px too wide): ${culprits.join(', ')}`,
+      );
     }
     const contentWidth = (el: Element) => {
       const style = getComputedStyle(el);
@@ -245,7 +266,8 @@ export async function layoutProblems(p: Page, o: { tablesMayScroll: boolean }): 
     };
     const nameOf = (table: HTMLTableElement) => {
       const labelledBy = table.getAttribute('aria-labelledby');
-      const text = table.caption?.textContent ?? (labelledBy ? document.getElementById(labelledBy)?.textContent : null) ?? table.querySelector('th')?.textContent ?? '';
+      const text =
+        table.caption?.textContent ?? (labelledBy ? document.getElementById(labelledBy)?.textContent : null) ?? table.querySelector('th')?.textContent ?? '';
       return text.trim().replace(/\s+/g, ' ').slice(0, 60);
     };
     for (const table of document.querySelectorAll('table')) {
@@ -255,17 +277,25 @@ export async function layoutProblems(p: Page, o: { tablesMayScroll: boolean }): 
       const tooWide = Math.ceil(table.getBoundingClientRect().width) - Math.floor(contentWidth(holder));
       const scrolls = ['auto', 'scroll'].includes(overflowX(holder));
       if (tooWide > 1 && !(tablesMayScroll && scrolls)) {
-        const columns = [...(table.tHead?.rows[0]?.cells ?? [])].map((c) => `${(c.textContent ?? '').trim()} ${Math.round(c.getBoundingClientRect().width)}`).join(', ');
-        problems.push(`table "${name}" is ${tooWide} px wider than its container <${holder.tagName.toLowerCase()} class="${holder.className}">${scrolls ? ' (it scrolls)' : ', which does not scroll'}; columns: ${columns}`);
+        const columns = [...(table.tHead?.rows[0]?.cells ?? [])]
+          .map((c) => `${(c.textContent ?? '').trim()} ${Math.round(c.getBoundingClientRect().width)}`)
+          .join(', ');
+        problems.push(
+          `table "${name}" is ${tooWide} px wider than its container <${holder.tagName.toLowerCase()} class="${holder.className}">${scrolls ? ' (it scrolls)' : ', which does not scroll'}; columns: ${columns}`,
+        );
       }
       for (let el: Element | null = holder; el && el !== root; el = el.parentElement) {
         const clipped = el.scrollWidth - el.clientWidth;
-        if (['hidden', 'clip'].includes(overflowX(el)) && clipped > 1) problems.push(`<${el.tagName.toLowerCase()} class="${el.className}"> around table "${name}" cuts off ${clipped} px of it`);
+        if (['hidden', 'clip'].includes(overflowX(el)) && clipped > 1)
+          problems.push(`<${el.tagName.toLowerCase()} class="${el.className}"> around table "${name}" cuts off ${clipped} px of it`);
       }
       for (const row of table.rows) {
         for (const cell of row.cells) {
           const spill = cell.scrollWidth - cell.clientWidth;
-          if (spill > 1) problems.push(`a cell of table "${name}" spills ${spill} px out of its column: "${(cell.textContent ?? '').trim().replace(/\s+/g, ' ').slice(0, 50)}"`);
+          if (spill > 1)
+            problems.push(
+              `a cell of table "${name}" spills ${spill} px out of its column: "${(cell.textContent ?? '').trim().replace(/\s+/g, ' ').slice(0, 50)}"`,
+            );
         }
       }
     }
@@ -285,10 +315,13 @@ export async function checkboxProblems(p: Page, min = 13): Promise<{ checkboxes:
     for (const box of boxes) {
       const name = `checkbox ${box.name}=${box.value}`;
       const r = box.getBoundingClientRect();
-      if (Math.min(r.width, r.height) < minSize || Math.abs(r.width - r.height) > 0.5) problems.push(`${name} is ${r.width.toFixed(1)} × ${r.height.toFixed(1)} px (a square of at least ${minSize} px expected)`);
+      if (Math.min(r.width, r.height) < minSize || Math.abs(r.width - r.height) > 0.5)
+        problems.push(`${name} is ${r.width.toFixed(1)} × ${r.height.toFixed(1)} px (a square of at least ${minSize} px expected)`);
       const label = box.labels?.[0];
       if (!label) continue;
-      const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT, { acceptNode: (n) => ((n.textContent ?? '').trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP) });
+      const walker = document.createTreeWalker(label, NodeFilter.SHOW_TEXT, {
+        acceptNode: (n) => ((n.textContent ?? '').trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP),
+      });
       const text = walker.nextNode();
       if (!text) continue;
       const range = document.createRange();
@@ -320,7 +353,12 @@ export async function chartAxes(p: Page): Promise<{ id: string; counts: boolean;
 
 /** A request to the API as the key `key`, through the app (no network). */
 export function apiAs(t: TestApp, key: string, method: string, url: string, body?: unknown) {
-  return t.app.inject({ method: method as 'POST', url: `/v2/tms-api${url}`, headers: { 'x-api-key': key }, ...(body === undefined ? {} : { payload: body as never }) });
+  return t.app.inject({
+    method: method as 'POST',
+    url: `/v2/tms-api${url}`,
+    headers: { 'x-api-key': key },
+    ...(body === undefined ? {} : { payload: body as never }),
+  });
 }
 
 /** A record created through the API as the key `key` (201, else the test fails with the answer). */

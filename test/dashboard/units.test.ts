@@ -21,7 +21,13 @@ describe('html', () => {
 
 describe('format', () => {
   it('names lane cells by their box, inverse of the grid', () => {
-    for (const [lat, lon] of [[32.7767, -96.797], [29.76, -95.37], [-33.9, 151.2], [0.5, 0.5], [45.0, -179.5]] as const) {
+    for (const [lat, lon] of [
+      [32.7767, -96.797],
+      [29.76, -95.37],
+      [-33.9, 151.2],
+      [0.5, 0.5],
+      [45.0, -179.5],
+    ] as const) {
       const b = cellBox(cellOf(lat, lon));
       expect(lat).toBeGreaterThanOrEqual(b.south);
       expect(lat).toBeLessThan(b.north);
@@ -58,7 +64,11 @@ describe('sign-in throttle', () => {
   it('doubles the wait after the free failures, caps it, forgets after a while, and resets on success', async () => {
     let clock = 0;
     const waits: number[] = [];
-    const th = signInThrottle({}, () => clock, async (ms) => void waits.push(ms));
+    const th = signInThrottle(
+      {},
+      () => clock,
+      async (ms) => void waits.push(ms),
+    );
     const fail = () => th.attempt('A@x.example', '1.2.3.4', async () => null);
     for (let i = 0; i < 10; i++) await fail();
     expect(waits).toEqual([500, 1000, 2000, 4000, 8000, 16000, 16000]);

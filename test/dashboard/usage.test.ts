@@ -18,8 +18,20 @@ afterAll(async () => {
 });
 
 async function usageRows(orgId: string) {
-  const r = await sql<{ key_id: string; ok: number; client_errors: number; server_errors: number; rate_limited: number }>`select key_id, ok, client_errors, server_errors, rate_limited from api_usage_hourly where org_id = ${orgId}`.execute(t.store.db);
-  return r.rows.map((x) => ({ ...x, ok: Number(x.ok), client_errors: Number(x.client_errors), server_errors: Number(x.server_errors), rate_limited: Number(x.rate_limited) }));
+  const r = await sql<{
+    key_id: string;
+    ok: number;
+    client_errors: number;
+    server_errors: number;
+    rate_limited: number;
+  }>`select key_id, ok, client_errors, server_errors, rate_limited from api_usage_hourly where org_id = ${orgId}`.execute(t.store.db);
+  return r.rows.map((x) => ({
+    ...x,
+    ok: Number(x.ok),
+    client_errors: Number(x.client_errors),
+    server_errors: Number(x.server_errors),
+    rate_limited: Number(x.rate_limited),
+  }));
 }
 
 describe('usage counters', () => {
@@ -46,7 +58,7 @@ describe('usage counters', () => {
     expect(again.find((r) => r.key_id === limited.id)!.ok).toBe(1);
   });
 
-  it('a key pasted into a failed write\'s URL or body is kept masked, and the Overview never shows it', async () => {
+  it("a key pasted into a failed write's URL or body is kept masked, and the Overview never shows it", async () => {
     const org = await orgWithUser(t);
     const key = org.key!;
     const headers = { 'x-api-key': key, 'content-type': 'application/json' };
@@ -57,7 +69,11 @@ describe('usage counters', () => {
     const page = await v.get('/');
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain(key.slice(4));
-    const rows = await sql<{ path: string; reference: string | null; detail: string }>`select path, reference, detail from failed_writes where org_id = ${org.orgId}`.execute(t.store.db);
+    const rows = await sql<{
+      path: string;
+      reference: string | null;
+      detail: string;
+    }>`select path, reference, detail from failed_writes where org_id = ${org.orgId}`.execute(t.store.db);
     expect(rows.rows).toHaveLength(2);
     for (const r of rows.rows) expect(JSON.stringify(r)).not.toContain(key.slice(4));
     expect(rows.rows.map((r) => r.reference).sort()).toEqual(['lbk_[redacted]', 'lbk_[redacted]']);
@@ -71,7 +87,11 @@ describe('usage counters', () => {
       expect((await a.post('/v2/tms-api/customers', { external_reference_id: 'NO-NAME' })).statusCode).toBe(422);
       await off.app.close();
       const org = a.orgId;
-      const rows = await sql<{ n: number }>`select (select count(*) from api_usage_hourly where org_id = ${org}) + (select count(*) from failed_writes where org_id = ${org}) as n`.execute(off.store.db);
+      const rows = await sql<{
+        n: number;
+      }>`select (select count(*) from api_usage_hourly where org_id = ${org}) + (select count(*) from failed_writes where org_id = ${org}) as n`.execute(
+        off.store.db,
+      );
       expect(Number(rows.rows[0]!.n)).toBe(0);
     } finally {
       await off.close();
@@ -102,7 +122,15 @@ describe('usage counters', () => {
     expect(usage.pendingSize().counters).toBe(0);
     const rows = await usage.hourly(org.orgId, '2026-03-04T00:00:00.000Z');
     const shape = rows
-      .map((r) => ({ key: r.key_id, hour: r.hour, ok: Number(r.ok), c4: Number(r.client_errors), c5: Number(r.server_errors), c429: Number(r.rate_limited), last: r.last_request_at }))
+      .map((r) => ({
+        key: r.key_id,
+        hour: r.hour,
+        ok: Number(r.ok),
+        c4: Number(r.client_errors),
+        c5: Number(r.server_errors),
+        c429: Number(r.rate_limited),
+        last: r.last_request_at,
+      }))
       .sort((x, y) => `${x.hour}${x.key}`.localeCompare(`${y.hour}${y.key}`));
     expect(shape).toEqual([
       { key: 'key_a', hour: '2026-03-04T13:00:00Z', ok: 1, c4: 1, c5: 1, c429: 0, last: '2026-03-04T13:59:59.250Z' },
@@ -118,7 +146,15 @@ describe('usage counters', () => {
     const usage = usageRecorder({ db: t.store.db, clock: { now: () => new Date(at) }, flushMs: 0, maxFailedPerOrg: 3, retentionDays: 7 });
     const fake = (ref: string) =>
       usage.captureFailures(
-        { principal: { orgId: org.orgId, keyId: 'key_x' }, method: 'POST', url: '/v2/tms-api/customers', routeOptions: { url: '/v2/tms-api/customers' }, params: {}, body: { external_reference_id: ref }, id: 'req' } as never,
+        {
+          principal: { orgId: org.orgId, keyId: 'key_x' },
+          method: 'POST',
+          url: '/v2/tms-api/customers',
+          routeOptions: { url: '/v2/tms-api/customers' },
+          params: {},
+          body: { external_reference_id: ref },
+          id: 'req',
+        } as never,
         { statusCode: 422, getHeader: () => undefined } as never,
         JSON.stringify({ detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required' }] }),
       );
@@ -138,7 +174,13 @@ describe('usage counters', () => {
 });
 
 describe('stop outside the location hours', () => {
-  const dallas = { timezone: 'America/Chicago', weekday_open_hours: '08:00', weekday_close_hours: '17:00', weekend_open_hours: null, weekend_close_hours: null };
+  const dallas = {
+    timezone: 'America/Chicago',
+    weekday_open_hours: '08:00',
+    weekday_close_hours: '17:00',
+    weekend_open_hours: null,
+    weekend_close_hours: null,
+  };
   it('reads the window on the location clock, weekday or weekend, and skips hours not given', () => {
     // Wed 2026-03-04: 14:00Z = 08:00 CST, 23:00Z = 17:00 CST.
     expect(outsideHours('2026-03-04T14:00:00Z', '2026-03-04T23:00:00Z', dallas)).toBeNull();

@@ -16,7 +16,15 @@ import { checkPageStructure } from './support.js';
 const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_PRESENT = existsSync(CHROMIUM);
 const BROWSER_REQUIRED = Boolean(process.env.CI);
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 const OWNER = { email: 'webhooks@lonestar.example', name: 'Wes Hooks', password: 'webhook browser password' };
 
 let t: TestApp;
@@ -119,7 +127,11 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('Settings → Webhooks i
     const status = await page.getByRole('status').first().textContent();
     expect(status).toMatch(/Test event evt_[0-9a-z]+ delivered: HTTP 200 in \d+ ms\./);
     const r = rx.received.at(-1)!;
-    expect(new Webhook(secret).verify(r.body, r.headers)).toMatchObject({ type: 'webhook.test', sequence: 0, data: { endpoint_id: endpointPath.split('/').pop() } });
+    expect(new Webhook(secret).verify(r.body, r.headers)).toMatchObject({
+      type: 'webhook.test',
+      sequence: 0,
+      data: { endpoint_id: endpointPath.split('/').pop() },
+    });
     expect(await page.locator('table tbody tr').first().textContent()).toContain('webhook.test');
   });
 
@@ -199,6 +211,9 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('Settings → Webhooks i
     expect(await page.getByText('No endpoints yet.').count()).toBe(1);
     expect(await t.webhooks.service.overview(orgId)).toEqual([]);
     // The two refused forms (422) are logged by Chromium as failed loads; nothing else may be.
-    expect(consoleErrors.filter((e) => !e.includes('status of 422')), consoleErrors.join('\n')).toEqual([]);
+    expect(
+      consoleErrors.filter((e) => !e.includes('status of 422')),
+      consoleErrors.join('\n'),
+    ).toEqual([]);
   });
 });

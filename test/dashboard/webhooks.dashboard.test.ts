@@ -40,9 +40,15 @@ describe('Settings → Webhooks', () => {
 
   it('explains a refused URL next to the field (422), and keeps what was typed', async () => {
     const { v } = await signedIn();
-    const res = await v.submit('/settings/webhooks', '/settings/webhooks', { url: 'http://10.0.0.8/hooks', event_types: ['load.created'], description: 'Internal' });
+    const res = await v.submit('/settings/webhooks', '/settings/webhooks', {
+      url: 'http://10.0.0.8/hooks',
+      event_types: ['load.created'],
+      description: 'Internal',
+    });
     expect(res.statusCode).toBe(422);
-    expect(res.body).toContain('<span class="field-error" id="f-url-error">URL scheme should be https (for development only, the server setting WEBHOOK_ALLOW_INSECURE=on allows http)</span>');
+    expect(res.body).toContain(
+      '<span class="field-error" id="f-url-error">URL scheme should be https (for development only, the server setting WEBHOOK_ALLOW_INSECURE=on allows http)</span>',
+    );
     expect(res.body).toContain('value="http://10.0.0.8/hooks"');
     expect(res.body).toMatch(/value="load.created" checked/);
     const private_ = await v.submit('/settings/webhooks', '/settings/webhooks', { url: 'https://10.0.0.8/hooks' });

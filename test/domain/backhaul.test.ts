@@ -3,7 +3,12 @@ import { backhaulFor, backhaulWindow, underwayByCarrier, type UnderwayLoad } fro
 
 // Distances along one meridian: a degree of latitude is 3,958.76 × π / 180 = 69.09 miles.
 const PICKUP = { loadId: 'L0', origin: { latitude: 40, longitude: -90 }, pickupAt: '2026-06-10T12:00:00.000Z' };
-const load = (id: string, ref: string, latitude: number, deadline: string): UnderwayLoad => ({ id, ref, destination: { latitude, longitude: -90 }, deadlineMs: Date.parse(deadline) });
+const load = (id: string, ref: string, latitude: number, deadline: string): UnderwayLoad => ({
+  id,
+  ref,
+  destination: { latitude, longitude: -90 },
+  deadlineMs: Date.parse(deadline),
+});
 
 describe('backhaul', () => {
   it('is the load due latest within 100 miles, 0–48 h before the pickup; miles and hours to a tenth', () => {
@@ -20,7 +25,11 @@ describe('backhaul', () => {
 
   it('takes the lower reference when two are due at once, and the 48 h edge counts', () => {
     const edge = '2026-06-08T12:00:00.000Z';
-    expect(backhaulFor(PICKUP, [load('y', 'Y', 40, edge), load('x', 'X', 40, edge)])).toEqual({ load_external_reference_id: 'X', miles_to_origin: 0, hours_before_pickup: 48 });
+    expect(backhaulFor(PICKUP, [load('y', 'Y', 40, edge), load('x', 'X', 40, edge)])).toEqual({
+      load_external_reference_id: 'X',
+      miles_to_origin: 0,
+      hours_before_pickup: 48,
+    });
   });
 
   it('is none without a pickup time or a load in the window', () => {
@@ -29,7 +38,10 @@ describe('backhaul', () => {
   });
 
   it('window: from 48 h before the earliest pickup to the latest', () => {
-    expect(backhaulWindow(['2026-06-12T00:00:00.000Z', '2026-06-10T12:00:00.000Z'])).toEqual({ from: '2026-06-08T12:00:00.000Z', to: '2026-06-12T00:00:00.000Z' });
+    expect(backhaulWindow(['2026-06-12T00:00:00.000Z', '2026-06-10T12:00:00.000Z'])).toEqual({
+      from: '2026-06-08T12:00:00.000Z',
+      to: '2026-06-12T00:00:00.000Z',
+    });
   });
 
   it('a load on its way is its last delivery stop (late_arrival, else early_arrival), by carrier', () => {
@@ -44,7 +56,14 @@ describe('backhaul', () => {
       latitude,
       longitude: -90,
     });
-    const byCarrier = underwayByCarrier([stop('x', 3, 'Delivery', 42, null), stop('x', 1, 'Pickup', 40, '2026-05-30T00:00:00.000Z'), stop('x', 2, 'Delivery', 41, '2026-06-02T00:00:00.000Z'), stop('y', 1, 'Pickup', 40, '2026-06-01T00:00:00.000Z')]);
-    expect(byCarrier.get('c1')).toEqual([{ id: 'x', ref: 'R-x', destination: { latitude: 42, longitude: -90 }, deadlineMs: Date.parse('2026-06-01T00:00:00.000Z') }]);
+    const byCarrier = underwayByCarrier([
+      stop('x', 3, 'Delivery', 42, null),
+      stop('x', 1, 'Pickup', 40, '2026-05-30T00:00:00.000Z'),
+      stop('x', 2, 'Delivery', 41, '2026-06-02T00:00:00.000Z'),
+      stop('y', 1, 'Pickup', 40, '2026-06-01T00:00:00.000Z'),
+    ]);
+    expect(byCarrier.get('c1')).toEqual([
+      { id: 'x', ref: 'R-x', destination: { latitude: 42, longitude: -90 }, deadlineMs: Date.parse('2026-06-01T00:00:00.000Z') },
+    ]);
   });
 });

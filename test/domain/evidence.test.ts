@@ -18,11 +18,17 @@ const NOW = new Date('2026-06-01T00:00:00.000Z');
 const opts = { graceMinutes: 15, now: NOW, backhaul: null, marketAt: () => 2, laneLoadCount: 1, lastDeliveredAt: '2026-05-01T00:00:00.000Z' };
 
 describe('stop outcomes', () => {
-  it('keep each stop\'s lateness against the deadline recorded with the arrival, in stop order', () => {
+  it("keep each stop's lateness against the deadline recorded with the arrival, in stop order", () => {
     const text = stopOutcomes([
       { stop_number: 2, stop_type: 'Delivery', late_arrival: '2026-03-02T10:00:00.000Z', actual_arrival: '2026-03-02T10:10:00.000Z' },
       { stop_number: 1, stop_type: 'Pickup', late_arrival: '2026-03-01T10:00:00.000Z', actual_arrival: '2026-03-01T07:30:00.000Z' },
-      { stop_number: 3, stop_type: 'Both', late_arrival: '2026-03-03T11:00:00.000Z', actual_arrival: '2026-03-03T10:16:00.000Z', arrival_deadline: '2026-03-03T10:00:00.000Z' },
+      {
+        stop_number: 3,
+        stop_type: 'Both',
+        late_arrival: '2026-03-03T11:00:00.000Z',
+        actual_arrival: '2026-03-03T10:16:00.000Z',
+        arrival_deadline: '2026-03-03T10:00:00.000Z',
+      },
       { stop_number: 4, stop_type: 'Delivery', late_arrival: '2026-03-04T10:00:00.000Z', actual_arrival: null },
     ]);
     expect(text).toBe('p-9000,d600,d960,d');
@@ -44,8 +50,18 @@ describe('evidence', () => {
 
   it('weighted median: the smallest value where the cumulative weight reaches half', () => {
     expect(weightedMedian([{ value: 0.95, w: 1 }])).toBe(0.95);
-    expect(weightedMedian([{ value: 1.2, w: 1 }, { value: 0.8, w: 3 }])).toBe(0.8);
-    expect(weightedMedian([{ value: 1.2, w: 3 }, { value: 0.8, w: 1 }])).toBe(1.2);
+    expect(
+      weightedMedian([
+        { value: 1.2, w: 1 },
+        { value: 0.8, w: 3 },
+      ]),
+    ).toBe(0.8);
+    expect(
+      weightedMedian([
+        { value: 1.2, w: 3 },
+        { value: 0.8, w: 1 },
+      ]),
+    ).toBe(1.2);
     expect(weightedMedian([])).toBeNull();
   });
 
@@ -67,12 +83,20 @@ describe('evidence', () => {
     expect(confidenceOf(0, [], null, null)).toBe(50);
   });
 
-  it('reasons: at most three, in D14\'s order', () => {
+  it("reasons: at most three, in D14's order", () => {
     const e = carrierEvidence(
-      [row({ stopOutcomes: 'p,d0', carrierRateTotal: 1800, totalDistance: 1000 }), row({ stopOutcomes: 'p,d0', carrierRateTotal: 1800, totalDistance: 1000 }), row({ stopOutcomes: 'p,d9999', carrierRateTotal: 1800, totalDistance: 1000 })],
+      [
+        row({ stopOutcomes: 'p,d0', carrierRateTotal: 1800, totalDistance: 1000 }),
+        row({ stopOutcomes: 'p,d0', carrierRateTotal: 1800, totalDistance: 1000 }),
+        row({ stopOutcomes: 'p,d9999', carrierRateTotal: 1800, totalDistance: 1000 }),
+      ],
       { ...opts, laneLoadCount: 3, backhaul: { load_external_reference_id: 'L-9', miles_to_origin: 12.4, hours_before_pickup: 9.6 } },
     );
-    expect(e.reasons).toEqual(['Delivers 12 mi from this pickup 10 h before it (L-9)', 'Ran this lane 3 times in the last 90 days', 'On time at 2 of 3 deliveries']);
+    expect(e.reasons).toEqual([
+      'Delivers 12 mi from this pickup 10 h before it (L-9)',
+      'Ran this lane 3 times in the last 90 days',
+      'On time at 2 of 3 deliveries',
+    ]);
     expect(e.evidence.price).toEqual({ rate_vs_market: 0.9, priced_loads: 3 });
   });
 });

@@ -34,7 +34,13 @@ function everyPointWithin(lonRange: number, holds: (lat: number, lon: number, mi
       fc.double({ min: -89, max: 89, noNaN: true }),
       fc.double({ min: -lonRange, max: lonRange - 0.001, noNaN: true }),
       fc.constantFrom(25, 50, 100, 150, 250, 330),
-      fc.array(fc.tuple(fc.double({ min: 0, max: 360, noNaN: true }), fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.97, max: 1, noNaN: true }))), { minLength: 1, maxLength: 60 }),
+      fc.array(
+        fc.tuple(
+          fc.double({ min: 0, max: 360, noNaN: true }),
+          fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0.97, max: 1, noNaN: true })),
+        ),
+        { minLength: 1, maxLength: 60 },
+      ),
       (lat, lon, miles, probes) => {
         // A neighbourhood holding a pole is left aside: the box's longitudes are capped there (as before
         // the corners were trimmed), and no freight lane starts within miles of a pole.
@@ -56,7 +62,18 @@ describe('cellsWithin', () => {
   });
 
   it('names every cell a point at the radius itself lies in (the edge of the circle, all round)', () => {
-    for (const [lat, lon, miles] of [[32.78, -96.8, 100], [47.61, -122.33, 100], [25.76, -80.19, 100], [0.5, 179.6, 100], [-33.9, 151.2, 100], [64.8, -147.7, 100], [80.25, -150.2, 250], [84.2, 10, 150], [86.6, -40, 100], [-88.9, 120, 250]] as const) {
+    for (const [lat, lon, miles] of [
+      [32.78, -96.8, 100],
+      [47.61, -122.33, 100],
+      [25.76, -80.19, 100],
+      [0.5, 179.6, 100],
+      [-33.9, 151.2, 100],
+      [64.8, -147.7, 100],
+      [80.25, -150.2, 250],
+      [84.2, 10, 150],
+      [86.6, -40, 100],
+      [-88.9, 120, 250],
+    ] as const) {
       const cells = new Set(cellsWithin(lat, lon, miles));
       for (let bearing = 0; bearing < 360; bearing += 0.5) {
         const p = destination(lat, lon, bearing, miles - 0.001);
@@ -69,7 +86,8 @@ describe('cellsWithin', () => {
     // Dallas at 100 miles: a box of 4 × 5 cells around it; its far corners hold no point within 100 miles.
     const cells = cellsWithin(32.78, -96.8, 100);
     const box = new Set<number>();
-    for (let lat = 32.78 - 1.45; lat <= 32.78 + 1.45 + 1; lat += 1) for (let lon = -96.8 - 1.73; lon <= -96.8 + 1.73 + 1; lon += 1) box.add(cellOf(Math.min(lat, 34.23), Math.min(lon, -95.07)));
+    for (let lat = 32.78 - 1.45; lat <= 32.78 + 1.45 + 1; lat += 1)
+      for (let lon = -96.8 - 1.73; lon <= -96.8 + 1.73 + 1; lon += 1) box.add(cellOf(Math.min(lat, 34.23), Math.min(lon, -95.07)));
     expect(cells.length).toBeLessThan(box.size);
     for (const c of cells) expect(box.has(c)).toBe(true);
     // The cell 2 degrees south-west of the centre's cell: its nearest corner is about 130 miles away.
@@ -84,7 +102,12 @@ describe('nearWithin', () => {
       const near = nearWithin(lat, lon, miles);
       return !near || mayBeWithin(near, p.latitude, p.longitude);
     });
-    for (const [lat, lon] of [[32.78, -96.8], [47.61, -122.33], [64.8, -147.7], [-33.9, 151.2]] as const) {
+    for (const [lat, lon] of [
+      [32.78, -96.8],
+      [47.61, -122.33],
+      [64.8, -147.7],
+      [-33.9, 151.2],
+    ] as const) {
       const near = nearWithin(lat, lon, 100)!;
       for (let bearing = 0; bearing < 360; bearing += 0.5) {
         const edge = destination(lat, lon, bearing, 99.999);

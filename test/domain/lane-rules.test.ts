@@ -6,10 +6,18 @@ import { rankLanes } from '../../src/domain/scoring.js';
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const O = { latitude: 40, longitude: -90 };
 const D = { latitude: 45, longitude: -90 };
-const row = (carrierId: string, deliveredAt: string, carrierRateTotal: number | null = null) => ({ carrierId, origin: O, destination: D, deliveredAt, carrierRateTotal, totalDistance: 300, stopOutcomes: 'p,d' });
+const row = (carrierId: string, deliveredAt: string, carrierRateTotal: number | null = null) => ({
+  carrierId,
+  origin: O,
+  destination: D,
+  deliveredAt,
+  carrierRateTotal,
+  totalDistance: 300,
+  stopOutcomes: 'p,d',
+});
 
 describe('lane rules', () => {
-  it('the grace: the organization\'s own (0 included), else the server\'s, else 15', () => {
+  it("the grace: the organization's own (0 included), else the server's, else 15", () => {
     expect(graceMinutesFor(0, 20)).toBe(0);
     expect(graceMinutesFor(30, 20)).toBe(30);
     expect(graceMinutesFor(null, 20)).toBe(20);
@@ -20,7 +28,12 @@ describe('lane rules', () => {
   it('ranks each lane once per (places, assigned carrier): score = Σ proximity × 0.5^(age/90 d)', () => {
     // A: today (1) + 90 days ago (0.5) = 1.5; B: today (1) + a day ago (0.5^(1/90) = 0.992328) = 1.992328,
     // average rate (100 + 300) ÷ 2 = 200.
-    const history = [row('A', '2026-06-01T00:00:00.000Z'), row('A', '2026-03-03T00:00:00.000Z'), row('B', '2026-05-31T00:00:00.000Z', 100), row('B', '2026-06-01T00:00:00.000Z', 300)];
+    const history = [
+      row('A', '2026-06-01T00:00:00.000Z'),
+      row('A', '2026-03-03T00:00:00.000Z'),
+      row('B', '2026-05-31T00:00:00.000Z', 100),
+      row('B', '2026-06-01T00:00:00.000Z', 300),
+    ];
     const lanes = [
       { origin: O, destination: D, assignedCarrierId: null },
       { origin: O, destination: D, assignedCarrierId: null },
@@ -37,7 +50,13 @@ describe('lane rules', () => {
   });
 
   it('weighted rows: proximity × recency per row of the wanted carriers, weight 0 and the assigned carrier left out', () => {
-    const history = [row('A', '2026-05-01T00:00:00.000Z'), row('A', '2026-04-01T00:00:00.000Z'), row('A', '2026-03-01T00:00:00.000Z'), row('B', '2026-05-01T00:00:00.000Z'), row('C', '2026-05-01T00:00:00.000Z')];
+    const history = [
+      row('A', '2026-05-01T00:00:00.000Z'),
+      row('A', '2026-04-01T00:00:00.000Z'),
+      row('A', '2026-03-01T00:00:00.000Z'),
+      row('B', '2026-05-01T00:00:00.000Z'),
+      row('C', '2026-05-01T00:00:00.000Z'),
+    ];
     const weights = { proximity: Float64Array.from([1, 0, 0.4, 1, 1]), recency: Float64Array.from([0.5, 1, 0.25, 1, 1]) };
     const out = weightedRows(history, new Set(['A', 'B']), 'B', weights);
     expect([...out.keys()]).toEqual(['A']);
@@ -53,7 +72,7 @@ describe('lane rules', () => {
     expect(sorted.map((x) => x.carrier_external_reference_id)).toEqual(['B', 'D', 'A', 'C']);
   });
 
-  it('a cell\'s centre is half a degree into it', () => {
+  it("a cell's centre is half a degree into it", () => {
     const cell = cellOf(40.2, -89.7);
     expect(cell).toBe(130 * 360 + 90);
     expect(cellCentre(cell)).toEqual({ latitude: 40.5, longitude: -89.5 });

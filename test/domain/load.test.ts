@@ -31,7 +31,14 @@ const stop = (type: string, ref: string, early: string, late = early, n?: number
 
 describe('planStops (D4)', () => {
   it('numbers stops by position, orders them, finds the first pickup and estimates road miles', () => {
-    const plan = planStops([stop('Delivery', 'HOU', '2026-03-03T08:00:00.000Z', '2026-03-03T12:00:00.000Z', 2), stop('Pickup', 'DAL', '2026-03-02T08:00:00.000Z', '2026-03-02T10:00:00.000Z', 1)], places, 1.2);
+    const plan = planStops(
+      [
+        stop('Delivery', 'HOU', '2026-03-03T08:00:00.000Z', '2026-03-03T12:00:00.000Z', 2),
+        stop('Pickup', 'DAL', '2026-03-02T08:00:00.000Z', '2026-03-02T10:00:00.000Z', 1),
+      ],
+      places,
+      1.2,
+    );
     expect(plan.issues).toEqual([]);
     expect(plan.stops.map((s) => [s.stop_number, s.stop_type, s.location_id])).toEqual([
       [1, 'Pickup', 'loc_dal'],
@@ -66,7 +73,12 @@ describe('planStops (D4)', () => {
   it('an unchanged stop list is recognised (not rewritten)', () => {
     const a = planStops([stop('Pickup', 'DAL', '2026-03-02T08:00:00.000Z'), stop('Delivery', 'HOU', '2026-03-03T08:00:00.000Z')], places, 1.2).stops;
     const b = planStops([stop('Pickup', 'DAL', '2026-03-02T08:00:00.000Z'), stop('Delivery', 'HOU', '2026-03-03T09:00:00.000Z')], places, 1.2).stops;
-    expect(sameStops(a, a.map((s) => ({ ...s })))).toBe(true);
+    expect(
+      sameStops(
+        a,
+        a.map((s) => ({ ...s })),
+      ),
+    ).toBe(true);
     expect(sameStops(a, b)).toBe(false);
   });
 });
@@ -124,12 +136,20 @@ describe('team members (D4)', () => {
 
 describe('financial rates (D4)', () => {
   it('defaults USD and LINEHAUL, keeps order, and compares by value', () => {
-    const rates = normalizeRates([{ rate_entity: 'CARRIER', amount: 900, currency: 'cad' }, { rate_entity: 'CUSTOMER', amount: 1200, rate_type: 'FUEL_SURCHARGE' }]);
+    const rates = normalizeRates([
+      { rate_entity: 'CARRIER', amount: 900, currency: 'cad' },
+      { rate_entity: 'CUSTOMER', amount: 1200, rate_type: 'FUEL_SURCHARGE' },
+    ]);
     expect(rates).toEqual([
       { position: 0, rate_entity: 'CARRIER', amount: 900, currency: 'CAD', rate_type: 'LINEHAUL', description: null },
       { position: 1, rate_entity: 'CUSTOMER', amount: 1200, currency: 'USD', rate_type: 'FUEL_SURCHARGE', description: null },
     ]);
-    expect(sameRates(rates, rates.map((r) => ({ ...r })))).toBe(true);
+    expect(
+      sameRates(
+        rates,
+        rates.map((r) => ({ ...r })),
+      ),
+    ).toBe(true);
     expect(sameRates(rates, [rates[1]!, rates[0]!])).toBe(false);
   });
 });

@@ -21,11 +21,14 @@ describe('subdivisionAt on both sides of state and national lines', () => {
     ['San Diego (San Ysidro), California', 32.555, -117.04, 'US-CA'],
     ['Tijuana, Baja California', 32.5, -117.03, 'MX-BCN'],
   ];
-  it.each(pairs.map(([place, latitude, longitude, expected]) => ({ place, latitude, longitude, expected })))('$place is $expected', ({ latitude, longitude, expected }) => {
-    expect(subdivisionAt(latitude, longitude)).toBe(expected);
-    expect(subdivisionAt(latitude, longitude, expected.slice(0, 2))).toBe(expected);
-    expect(locateSubdivision(latitude, longitude)?.distanceKm).toBe(0);
-  });
+  it.each(pairs.map(([place, latitude, longitude, expected]) => ({ place, latitude, longitude, expected })))(
+    '$place is $expected',
+    ({ latitude, longitude, expected }) => {
+      expect(subdivisionAt(latitude, longitude)).toBe(expected);
+      expect(subdivisionAt(latitude, longitude, expected.slice(0, 2))).toBe(expected);
+      expect(locateSubdivision(latitude, longitude)?.distanceKm).toBe(0);
+    },
+  );
 });
 
 describe('subdivisionAt, Natural Earth quirks', () => {
@@ -78,13 +81,16 @@ describe('subdivisionAt just off a simplified coastline', () => {
     ['Cancun hotel zone, Quintana Roo', 21.135, -86.745, 'MX-ROO'],
     ['Ensenada port, Baja California', 31.85, -116.63, 'MX-BCN'],
   ];
-  it.each(coastal.map(([place, latitude, longitude, expected]) => ({ place, latitude, longitude, expected })))('$place is $expected', ({ latitude, longitude, expected }) => {
-    const located = locateSubdivision(latitude, longitude);
-    expect(located?.code).toBe(expected);
-    expect(located?.distanceKm).toBeGreaterThan(0);
-    expect(located?.distanceKm).toBeLessThanOrEqual(COASTAL_SEARCH_RADIUS_KM);
-    expect(subdivisionAt(latitude, longitude, expected.slice(0, 2))).toBe(expected);
-  });
+  it.each(coastal.map(([place, latitude, longitude, expected]) => ({ place, latitude, longitude, expected })))(
+    '$place is $expected',
+    ({ latitude, longitude, expected }) => {
+      const located = locateSubdivision(latitude, longitude);
+      expect(located?.code).toBe(expected);
+      expect(located?.distanceKm).toBeGreaterThan(0);
+      expect(located?.distanceKm).toBeLessThanOrEqual(COASTAL_SEARCH_RADIUS_KM);
+      expect(subdivisionAt(latitude, longitude, expected.slice(0, 2))).toBe(expected);
+    },
+  );
 
   it('gives up in open water', () => {
     expect(subdivisionAt(40.0, -72.5)).toBeNull(); // 60 km off Long Island
@@ -126,7 +132,9 @@ describe('polygon index', () => {
   it('answers exactly like an index over the uncut polygons', () => {
     // The runtime cuts large polygons into small pieces for speed; this checks the cut against
     // which-polygon over the committed polygons as they are, on random points near North America.
-    const collection = JSON.parse(readFileSync(new URL('../../src/geo/data/admin1-us-ca-mx.geojson', import.meta.url), 'utf8')) as whichPolygon.FeatureCollection<{ code: string }>;
+    const collection = JSON.parse(
+      readFileSync(new URL('../../src/geo/data/admin1-us-ca-mx.geojson', import.meta.url), 'utf8'),
+    ) as whichPolygon.FeatureCollection<{ code: string }>;
     const uncut = whichPolygon(collection);
     let seed = 12345;
     const random = (): number => {

@@ -45,7 +45,9 @@ describe('timezoneAt', () => {
 });
 
 describe('BoundedTileCache', () => {
-  const tile = (vertices: number): unknown => ({ features: [{ geometry: { type: 'Polygon', coordinates: [Array.from({ length: vertices }, () => [0, 0])] } }] });
+  const tile = (vertices: number): unknown => ({
+    features: [{ geometry: { type: 'Polygon', coordinates: [Array.from({ length: vertices }, () => [0, 0])] } }],
+  });
 
   it('drops the least recently used tiles once over its vertex budget', () => {
     const cache = new BoundedTileCache(100);

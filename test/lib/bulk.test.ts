@@ -13,7 +13,16 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
   afterAll(() => t.close());
 
   it('write every row: a set of up to 100 rows in one statement, a larger one with 8 statement texts per table whatever its count', async () => {
-    const insert = bulkInsert('lane_stats', ['org_id', 'equipment_type', 'origin_cell', 'destination_cell', 'load_count', 'carrier_count', 'last_delivered_at', 'refreshed_at']);
+    const insert = bulkInsert('lane_stats', [
+      'org_id',
+      'equipment_type',
+      'origin_cell',
+      'destination_cell',
+      'load_count',
+      'carrier_count',
+      'last_delivered_at',
+      'refreshed_at',
+    ]);
     const texts = new Set<string>();
     const stop = t.store.statements.watch((s) => {
       if (s.includes('insert into "lane_stats"')) texts.add(s);
@@ -38,7 +47,11 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
     } finally {
       stop();
     }
-    const stored = await t.store.db.selectFrom('lane_stats').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', 'org_bulk_test').executeTakeFirstOrThrow();
+    const stored = await t.store.db
+      .selectFrom('lane_stats')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('org_id', '=', 'org_bulk_test')
+      .executeTakeFirstOrThrow();
     expect(Number(stored.n)).toBe(total);
     // 100 rows, then 64, 32, 16, 8, 4, 2, 1.
     expect(texts.size).toBe(8);
@@ -49,7 +62,19 @@ describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
     });
     try {
       await t.store.db.transaction().execute((tx) =>
-        insert(tx, Array.from({ length: 90 }, (_, i) => ({ org_id: 'org_bulk_test', equipment_type: 'REEFER', origin_cell: i, destination_cell: 2, load_count: 1, carrier_count: 1, last_delivered_at: '2026-01-01T00:00:00Z', refreshed_at: '2026-01-01T00:00:00Z' }))),
+        insert(
+          tx,
+          Array.from({ length: 90 }, (_, i) => ({
+            org_id: 'org_bulk_test',
+            equipment_type: 'REEFER',
+            origin_cell: i,
+            destination_cell: 2,
+            load_count: 1,
+            carrier_count: 1,
+            last_delivered_at: '2026-01-01T00:00:00Z',
+            refreshed_at: '2026-01-01T00:00:00Z',
+          })),
+        ),
       );
     } finally {
       stopSingle();

@@ -4,7 +4,16 @@ import { isDatabaseUnavailable, isTransactionConflict } from '../../src/lib/db/e
 // A database that cannot take the request now is a 503 (retry later), never a 500; an import pauses.
 describe('database errors that mean "not now"', () => {
   it('include SQLite’s extended busy, locked and I/O codes, not its constraint codes', () => {
-    for (const code of ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_FULL']) {
+    for (const code of [
+      'SQLITE_BUSY',
+      'SQLITE_BUSY_SNAPSHOT',
+      'SQLITE_BUSY_TIMEOUT',
+      'SQLITE_LOCKED',
+      'SQLITE_LOCKED_SHAREDCACHE',
+      'SQLITE_IOERR',
+      'SQLITE_IOERR_WRITE',
+      'SQLITE_FULL',
+    ]) {
       expect(isDatabaseUnavailable({ code, message: 'x' }), code).toBe(true);
     }
     for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_ERROR', 'SQLITE_BUSYNESS', '23505']) {

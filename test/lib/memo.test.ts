@@ -24,7 +24,10 @@ describe('boundedMemo', () => {
     expect([m.get('a'), m.get('b')?.length, m.get('c')?.length]).toEqual([undefined, 4, 3]);
     expect(m.weight).toBe(7);
     // Heavier than the bound on its own: not kept, and nothing else is pushed out for it.
-    m.set('huge', Array.from({ length: 11 }, (_, i) => i));
+    m.set(
+      'huge',
+      Array.from({ length: 11 }, (_, i) => i),
+    );
     expect(m.get('huge')).toBeUndefined();
     expect([m.size, m.weight]).toEqual([2, 7]);
     // Set again many times over (concurrent misses of one lane): the total never drifts.

@@ -29,7 +29,13 @@ describe('statements compiled once per shape', () => {
     preparedByShape<Input, unknown>(
       ({ cells }) => String(cells.length),
       (tx, { equipment, cells }) =>
-        tx.selectFrom('lane_stats').select(['origin_cell', 'load_count']).where('org_id', '=', org).where('equipment_type', '=', equipment).where('origin_cell', 'in', cells).orderBy('origin_cell'),
+        tx
+          .selectFrom('lane_stats')
+          .select(['origin_cell', 'load_count'])
+          .where('org_id', '=', org)
+          .where('equipment_type', '=', equipment)
+          .where('origin_cell', 'in', cells)
+          .orderBy('origin_cell'),
       ({ equipment, cells }) => [org, equipment, ...cells],
       { arrayRows: byPosition },
     );
@@ -75,7 +81,8 @@ describe('statements compiled once per shape', () => {
   it('refuses parameters listed out of the compiled order at the first compile of a shape', async () => {
     const misordered = preparedByShape<Input, unknown>(
       ({ cells }) => String(cells.length),
-      (tx, { equipment, cells }) => tx.selectFrom('lane_stats').select(['origin_cell']).where('org_id', '=', org).where('equipment_type', '=', equipment).where('origin_cell', 'in', cells),
+      (tx, { equipment, cells }) =>
+        tx.selectFrom('lane_stats').select(['origin_cell']).where('org_id', '=', org).where('equipment_type', '=', equipment).where('origin_cell', 'in', cells),
       ({ equipment, cells }) => [equipment, org, ...cells],
     );
     await expect(misordered(t.store.db, { equipment: 'DRY_VAN', cells: [0] })).rejects.toThrow(/not in the compiled order/);
@@ -83,13 +90,15 @@ describe('statements compiled once per shape', () => {
 
   it('gives rows as arrays of the selected columns on SQLite when asked (objects on PostgreSQL)', async () => {
     const rows = await build(true)(t.store.db, { equipment: 'DRY_VAN', cells: [2, 4] });
-    if (isPostgres()) expect(rows).toEqual([
-      { origin_cell: 2, load_count: 12 },
-      { origin_cell: 4, load_count: 14 },
-    ]);
-    else expect(rows).toEqual([
-      [2, 12],
-      [4, 14],
-    ]);
+    if (isPostgres())
+      expect(rows).toEqual([
+        { origin_cell: 2, load_count: 12 },
+        { origin_cell: 4, load_count: 14 },
+      ]);
+    else
+      expect(rows).toEqual([
+        [2, 12],
+        [4, 14],
+      ]);
   });
 });

@@ -58,7 +58,7 @@ describe('timestamps an offset or a zone moves outside years 0000–9999 in UTC'
   });
 });
 
-describe('wall-clock times in a zone (tracking events\' occurred_at_local)', () => {
+describe("wall-clock times in a zone (tracking events' occurred_at_local)", () => {
   it.each([
     ['2026-03-02T10:10', 'America/Chicago', '2026-03-02T16:10:00.000Z'], // CST, −6
     ['2026-07-02T10:10:30', 'America/Chicago', '2026-07-02T15:10:30.000Z'], // CDT, −5
@@ -81,7 +81,7 @@ describe('wall-clock times in a zone (tracking events\' occurred_at_local)', () 
     expect(instantOfWallTime('2026-03-02T10:10:00Z', 'America/Chicago')).toEqual({ refused: 'invalid' });
   });
 
-  it('writes a local year before 0000 in ISO 8601\'s expanded form', () => {
+  it("writes a local year before 0000 in ISO 8601's expanded form", () => {
     expect(wallTimeOf('0000-01-01T00:00:00.000Z', 'America/Chicago')).toBe('-000001-12-31T18:09:24');
   });
 });

@@ -232,7 +232,11 @@ async function crashScenario(databaseUrl: string, dialect: 'sqlite' | 'postgres'
         'loads.carrier_id',
         eb.selectFrom('load_stops').whereRef('load_stops.load_id', '=', 'loads.id').select(eb.fn.countAll<number>().as('n')).as('stops'),
         eb.selectFrom('load_rates').whereRef('load_rates.load_id', '=', 'loads.id').select(eb.fn.countAll<number>().as('n')).as('rates'),
-        eb.selectFrom('load_stops').whereRef('load_stops.load_id', '=', 'loads.id').select((e) => e.fn.max<number>('stop_number').as('m')).as('max_stop'),
+        eb
+          .selectFrom('load_stops')
+          .whereRef('load_stops.load_id', '=', 'loads.id')
+          .select((e) => e.fn.max<number>('stop_number').as('m'))
+          .as('max_stop'),
         eb.selectFrom('lane_history').whereRef('lane_history.load_id', '=', 'loads.id').select(eb.fn.countAll<number>().as('n')).as('history'),
       ])
       .where('loads.org_id', '=', tenant.orgId)
@@ -254,8 +258,16 @@ async function crashScenario(databaseUrl: string, dialect: 'sqlite' | 'postgres'
     const sentRefs = new Set(log.loads.keys());
     for (const l of loads) expect(sentRefs.has(l.external_reference_id), l.external_reference_id).toBe(true);
     // D11: every committed change has its event, written in its transaction; nothing else has one.
-    const events = await db.selectFrom('events').select(['sequence', 'type', 'record_id', 'data']).where('org_id', '=', tenant.orgId).orderBy('sequence').execute();
-    expect(events.map((e) => Number(e.sequence)), 'sequences without gaps').toEqual(events.map((_, i) => i + 1));
+    const events = await db
+      .selectFrom('events')
+      .select(['sequence', 'type', 'record_id', 'data'])
+      .where('org_id', '=', tenant.orgId)
+      .orderBy('sequence')
+      .execute();
+    expect(
+      events.map((e) => Number(e.sequence)),
+      'sequences without gaps',
+    ).toEqual(events.map((_, i) => i + 1));
     const loadEvents = new Map<string, { type: string; description: string }[]>();
     for (const e of events.filter((e) => e.type === 'load.created' || e.type === 'load.updated')) {
       const data = JSON.parse(e.data) as { id: string; description: string };
@@ -274,7 +286,11 @@ async function crashScenario(databaseUrl: string, dialect: 'sqlite' | 'postgres'
     }
     // Every acknowledged version has its event.
     const refToId = new Map(loads.map((l) => [l.external_reference_id, l.id]));
-    for (const [ref, sent] of ackedLoads) expect((loadEvents.get(refToId.get(ref)!) ?? []).map((e) => e.description), ref).toContain(sent.versions[sent.acked]);
+    for (const [ref, sent] of ackedLoads)
+      expect(
+        (loadEvents.get(refToId.get(ref)!) ?? []).map((e) => e.description),
+        ref,
+      ).toContain(sent.versions[sent.acked]);
     const orphans = await sql<{ n: number }>`
       select (select count(*) from load_stops s where not exists (select 1 from loads l where l.id = s.load_id))
            + (select count(*) from load_rates r where not exists (select 1 from loads l where l.id = r.load_id))
@@ -301,10 +317,14 @@ describe('crash safety: SIGKILL in the middle of batch writes', () => {
   }, 120_000);
 
   const admin = pgAdminUrl();
-  it.skipIf(!admin)('PostgreSQL (fresh database): every answered write survives, every load is whole or absent', async () => {
-    const db = await freshPgDatabase(admin!, `lanebridge_rel_crash_${process.pid}`);
-    cleanups.push(() => db.drop());
-    const figures = await crashScenario(db.url, 'postgres');
-    console.log('crash postgres', figures);
-  }, 120_000);
+  it.skipIf(!admin)(
+    'PostgreSQL (fresh database): every answered write survives, every load is whole or absent',
+    async () => {
+      const db = await freshPgDatabase(admin!, `lanebridge_rel_crash_${process.pid}`);
+      cleanups.push(() => db.drop());
+      const figures = await crashScenario(db.url, 'postgres');
+      console.log('crash postgres', figures);
+    },
+    120_000,
+  );
 });

@@ -8,7 +8,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/lib/http/errors.js';
 import { json, newTenant, startApp, type TestApp } from '../helpers.js';
 import { createTenant } from './support.js';
-import { INJECTIONS, UNICODE, dereference, enc, mutateBody, mutateQuery, pathRefArb, validArb, validQueryArb, type Hints, type JsonSchema } from './schema-arb.js';
+import {
+  INJECTIONS,
+  UNICODE,
+  dereference,
+  enc,
+  mutateBody,
+  mutateQuery,
+  pathRefArb,
+  validArb,
+  validQueryArb,
+  type Hints,
+  type JsonSchema,
+} from './schema-arb.js';
 
 const TOTAL_REQUESTS = Number(process.env.RELIABILITY_HOSTILE_REQUESTS ?? 10_200);
 const WORKERS = 3;
@@ -90,13 +102,23 @@ async function seedWorker(ops: Operation[]): Promise<Worker> {
   }
   for (let i = 1; i <= 3; i++) {
     const load = await post('/v2/tms-api/loads', {
-      external_reference_id: `LD-${i}`, equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'C-1',
-      carrier_external_reference_id: 'K-1', status: i === 1 ? 'DELIVERED' : 'ACTIVE', stops: stops('L-1', `L-${i === 3 ? 3 : 2}`),
+      external_reference_id: `LD-${i}`,
+      equipment_type: 'DRY_VAN',
+      transport_mode: 'FTL',
+      customer_external_reference_id: 'C-1',
+      carrier_external_reference_id: 'K-1',
+      status: i === 1 ? 'DELIVERED' : 'ACTIVE',
+      stops: stops('L-1', `L-${i === 3 ? 3 : 2}`),
       financial_rates: [{ rate_entity: 'CARRIER', amount: 1200 }],
     });
     ids.push(load.id);
   }
-  await post('/v2/tms-api/market-rates', { origin: { location_external_reference_id: 'L-1' }, destination: { postal_code: '77002', state: 'TX' }, equipment_type: 'DRY_VAN', rate_per_mile: 2.5 });
+  await post('/v2/tms-api/market-rates', {
+    origin: { location_external_reference_id: 'L-1' },
+    destination: { postal_code: '77002', state: 'TX' },
+    equipment_type: 'DRY_VAN',
+    rate_per_mile: 2.5,
+  });
   const refs = ['C-1', 'C-2', 'C-3', 'K-1', 'K-2', 'K-3', 'L-1', 'L-2', 'L-3', 'LD-1', 'LD-2', 'LD-3'];
   const schemaOf = (method: string, url: string) => ops.find((o) => o.method === method && o.url === url)?.body;
   const batchData: Hints['batchData'] = {};
@@ -130,7 +152,7 @@ async function seedWorker(ops: Operation[]): Promise<Worker> {
  */
 async function snapshot(orgId: string): Promise<string> {
   const own = (table: string, cols: string[]) =>
-    sql`(select ${sql.raw(["cast(count(*) as text)", ...cols.map((c) => `coalesce(max(${c}), '')`)].join(" || '|' || "))} from ${sql.raw(table)} where org_id = ${orgId})`;
+    sql`(select ${sql.raw(['cast(count(*) as text)', ...cols.map((c) => `coalesce(max(${c}), '')`)].join(" || '|' || "))} from ${sql.raw(table)} where org_id = ${orgId})`;
   const child = (table: string, parent: string, fk: string) =>
     sql`(select cast(count(*) as text) || '|' || coalesce(max(x.id), '') from ${sql.raw(table)} x join ${sql.raw(parent)} p on p.id = x.${sql.raw(fk)} where p.org_id = ${orgId})`;
   const parts = [
@@ -167,9 +189,38 @@ interface Req {
   authMutated: boolean;
 }
 
-const CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json-patch+json', 'application/jsonx', 'APPLICATION/JSON; charset=utf-16', ''];
-const RAW_BODIES = ['{', '{"a":', '[1,2', 'null null', '{"a":1}garbage', '\u0000', '{"__proto__":{"admin":true}}', `${'['.repeat(5000)}${']'.repeat(5000)}`, `{"items":${'['.repeat(3000)}${']'.repeat(3000)}}`, '"\\ud800"', '1e99999'];
-const BAD_KEYS = ['', 'lbk_', `lbk_${'0'.repeat(64)}`, `LBK_${'a'.repeat(64)}`, `lbk_${'g'.repeat(64)}`, `lbk_${'a'.repeat(65)}`, "lbk_' OR 1=1 --", `Bearer lbk_${'a'.repeat(64)}`];
+const CONTENT_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json-patch+json',
+  'application/jsonx',
+  'APPLICATION/JSON; charset=utf-16',
+  '',
+];
+const RAW_BODIES = [
+  '{',
+  '{"a":',
+  '[1,2',
+  'null null',
+  '{"a":1}garbage',
+  '\u0000',
+  '{"__proto__":{"admin":true}}',
+  `${'['.repeat(5000)}${']'.repeat(5000)}`,
+  `{"items":${'['.repeat(3000)}${']'.repeat(3000)}}`,
+  '"\\ud800"',
+  '1e99999',
+];
+const BAD_KEYS = [
+  '',
+  'lbk_',
+  `lbk_${'0'.repeat(64)}`,
+  `LBK_${'a'.repeat(64)}`,
+  `lbk_${'g'.repeat(64)}`,
+  `lbk_${'a'.repeat(65)}`,
+  "lbk_' OR 1=1 --",
+  `Bearer lbk_${'a'.repeat(64)}`,
+];
 
 function requestArb(ops: Operation[], w: Worker): fc.Arbitrary<Req> {
   return fc.constantFrom(...ops).chain((op) => {
@@ -181,12 +232,25 @@ function requestArb(ops: Operation[], w: Worker): fc.Arbitrary<Req> {
       const url = (qs: string) => `${op.url.replace(/:[a-z_]+/, r.ref)}${qs ? `?${qs}` : ''}`;
       const validQs = new URLSearchParams(q).toString();
       const json = b === undefined ? undefined : JSON.stringify(b);
-      const base: Req = { method: op.method, url: url(validQs), headers: json === undefined ? headers : { ...headers, 'content-type': 'application/json' }, route: `${op.method} ${op.url}`, mutation: r.mutated ? `path ${r.ref.slice(0, 60)}` : 'valid', authMutated: false };
+      const base: Req = {
+        method: op.method,
+        url: url(validQs),
+        headers: json === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+        route: `${op.method} ${op.url}`,
+        mutation: r.mutated ? `path ${r.ref.slice(0, 60)}` : 'valid',
+        authMutated: false,
+      };
       if (json !== undefined) base.payload = json;
       const choices: { weight: number; arbitrary: fc.Arbitrary<Req> }[] = [{ weight: 3, arbitrary: fc.constant(base) }];
       if (op.body) {
-        choices.push({ weight: 6, arbitrary: mutateBody(b, op.body, w.hints).map((m) => ({ ...base, payload: JSON.stringify(m.body) ?? 'null', mutation: m.mutation })) });
-        choices.push({ weight: 1, arbitrary: fc.constantFrom(...RAW_BODIES).map((raw) => ({ ...base, payload: raw, mutation: `raw body ${raw.slice(0, 30)}` })) });
+        choices.push({
+          weight: 6,
+          arbitrary: mutateBody(b, op.body, w.hints).map((m) => ({ ...base, payload: JSON.stringify(m.body) ?? 'null', mutation: m.mutation })),
+        });
+        choices.push({
+          weight: 1,
+          arbitrary: fc.constantFrom(...RAW_BODIES).map((raw) => ({ ...base, payload: raw, mutation: `raw body ${raw.slice(0, 30)}` })),
+        });
         choices.push({
           weight: 1,
           arbitrary: fc.constantFrom(...CONTENT_TYPES).map((ct) => {
@@ -196,9 +260,15 @@ function requestArb(ops: Operation[], w: Worker): fc.Arbitrary<Req> {
           }),
         });
       }
-      if (op.query.length > 0) choices.push({ weight: 5, arbitrary: mutateQuery(q, op.query).map((m) => ({ ...base, url: url(m.query), mutation: `query ${m.mutation}` })) });
+      if (op.query.length > 0)
+        choices.push({ weight: 5, arbitrary: mutateQuery(q, op.query).map((m) => ({ ...base, url: url(m.query), mutation: `query ${m.mutation}` })) });
       if (op.method === 'GET' && op.pathParams.length === 0) {
-        choices.push({ weight: 1, arbitrary: fc.constantFrom(...INJECTIONS, ...UNICODE).map((s) => ({ ...base, url: url(`sort=${enc(s)}&name_contains=${enc(s)}&status=${enc(s)}`), mutation: `filters and sort ${s}` })) });
+        choices.push({
+          weight: 1,
+          arbitrary: fc
+            .constantFrom(...INJECTIONS, ...UNICODE)
+            .map((s) => ({ ...base, url: url(`sort=${enc(s)}&name_contains=${enc(s)}&status=${enc(s)}`), mutation: `filters and sort ${s}` })),
+        });
       }
       choices.push({
         weight: 1,
@@ -219,8 +289,16 @@ function requestArb(ops: Operation[], w: Worker): fc.Arbitrary<Req> {
 
 // Every status the error table has, but 5xx (never for input), 403 and 429 (the sweep's keys have every
 // scope and no effective limit): one set for the fixed corpus and the generated requests alike.
-const DOCUMENTED = new Set([200, 201, 204, ...Object.values(ERRORS).map((e) => e.status).filter((s) => s < 500 && s !== 403 && s !== 429)]);
-const LEAKS = /\bat [\w.<>$]+ \(|node_modules|SQLITE_|sqlite_|syntax error|pg_catalog|relation "|duplicate key|violates|ECONNREFUSED|TypeError|RangeError|ReferenceError/;
+const DOCUMENTED = new Set([
+  200,
+  201,
+  204,
+  ...Object.values(ERRORS)
+    .map((e) => e.status)
+    .filter((s) => s < 500 && s !== 403 && s !== 429),
+]);
+const LEAKS =
+  /\bat [\w.<>$]+ \(|node_modules|SQLITE_|sqlite_|syntax error|pg_catalog|relation "|duplicate key|violates|ECONNREFUSED|TypeError|RangeError|ReferenceError/;
 
 function assertAnswer(req: Req, res: { statusCode: number; body: string; headers: Record<string, unknown> }) {
   const label = `${req.method} ${req.url.slice(0, 200)} [${req.mutation}] → ${res.statusCode} ${res.body.slice(0, 300)}`;
@@ -291,7 +369,12 @@ describe('hostile input generated from the OpenAPI document', () => {
         w.snapshot = await snapshot(w.orgId);
         await fc.assert(
           fc.asyncProperty(requestArb(ops, w), async (req) => {
-            const res = await t.app.inject({ method: req.method as never, url: req.url, headers: req.headers, ...(req.payload !== undefined ? { payload: req.payload } : {}) });
+            const res = await t.app.inject({
+              method: req.method as never,
+              url: req.url,
+              headers: req.headers,
+              ...(req.payload !== undefined ? { payload: req.payload } : {}),
+            });
             stats.requests++;
             stats.byStatus[res.statusCode] = (stats.byStatus[res.statusCode] ?? 0) + 1;
             stats.perRoute[req.route] = (stats.perRoute[req.route] ?? 0) + 1;
@@ -321,9 +404,25 @@ describe('hostile input generated from the OpenAPI document', () => {
 // A fixed corpus of hostile bodies, raw texts and queries on every route, checked by the same rules
 
 const CORPUS_HUGE = 'x'.repeat(300_000);
-const CORPUS_INJECTIONS = ["' OR 1=1 --", '"; DROP TABLE customers; --', '%', '_', '\\', '\u0000', '💥🚚', '../../etc/passwd', '<script>alert(1)</script>', '${jndi:ldap://x}'];
+const CORPUS_INJECTIONS = [
+  "' OR 1=1 --",
+  '"; DROP TABLE customers; --',
+  '%',
+  '_',
+  '\\',
+  '\u0000',
+  '💥🚚',
+  '../../etc/passwd',
+  '<script>alert(1)</script>',
+  '${jndi:ldap://x}',
+];
 const CORPUS_BODIES: unknown[] = [
-  null, 42, 'text', [], [{}], true,
+  null,
+  42,
+  'text',
+  [],
+  [{}],
+  true,
   { external_reference_id: 1, name: 2 },
   { external_reference_id: CORPUS_HUGE, name: CORPUS_HUGE },
   { external_reference_id: '', name: '' },
@@ -331,7 +430,9 @@ const CORPUS_BODIES: unknown[] = [
   { external_reference_id: 'ok', name: 'n', is_active: 'maybe', contacts: 'none', address: [1] },
   { external_reference_id: 'ok', name: 'n', contacts: [{ id: 5 }, null, 'x'] },
   { external_reference_id: 'ok', name: 'n', contacts: Array.from({ length: 500 }, () => ({})) },
-  { items: 'x' }, { items: [null, 1, 'x'] }, { items: [{ operation: 'explode' }] },
+  { items: 'x' },
+  { items: [null, 1, 'x'] },
+  { items: [{ operation: 'explode' }] },
   { items: [{ operation: 'create', customer: 'x', carrier: 7 }] },
   { items: [{ operation: 'create', external_reference_id: CORPUS_HUGE }] },
   { __proto__: { admin: true }, constructor: { prototype: { polluted: true } } },
@@ -339,9 +440,24 @@ const CORPUS_BODIES: unknown[] = [
 ];
 const CORPUS_RAW = ['{', '{"a":', '[1,2', 'null null', '\u0000', '{"a":1}garbage', '{"__proto__": {"polluted": 1}}'];
 const CORPUS_QUERIES = [
-  'page=-1', 'page=1e9', 'page=abc', 'page_size=0', 'page_size=101', 'page_size=1.5', 'page=99999999999999999999',
-  'sort=', 'sort=--name', 'sort=name;drop', 'sort=id', 'is_active=perhaps', 'updated_since=tomorrow', 'created_since=2024-13-45',
-  ...CORPUS_INJECTIONS.map((s) => `name_contains=${encodeURIComponent(s)}&dot_number=${encodeURIComponent(s)}&mc_number=${encodeURIComponent(s)}&customer_type=${encodeURIComponent(s)}`),
+  'page=-1',
+  'page=1e9',
+  'page=abc',
+  'page_size=0',
+  'page_size=101',
+  'page_size=1.5',
+  'page=99999999999999999999',
+  'sort=',
+  'sort=--name',
+  'sort=name;drop',
+  'sort=id',
+  'is_active=perhaps',
+  'updated_since=tomorrow',
+  'created_since=2024-13-45',
+  ...CORPUS_INJECTIONS.map(
+    (s) =>
+      `name_contains=${encodeURIComponent(s)}&dot_number=${encodeURIComponent(s)}&mc_number=${encodeURIComponent(s)}&customer_type=${encodeURIComponent(s)}`,
+  ),
   `name_contains=${'y'.repeat(5000)}`,
 ];
 
@@ -354,8 +470,18 @@ describe('hostile input: a fixed corpus on every route', () => {
     const before = { customer: json(await a.get('/v2/tms-api/customers/KEEP')), carrier: json(await a.get('/v2/tms-api/carriers/KEEP')) };
     let count = 0;
     const send = async (req: Omit<Req, 'headers' | 'route' | 'authMutated'>, route: string) => {
-      const full: Req = { ...req, route, authMutated: false, headers: { ...a.headers, ...(req.payload !== undefined ? { 'content-type': 'application/json' } : {}) } };
-      const res = await t.app.inject({ method: full.method as never, url: full.url, headers: full.headers, ...(full.payload !== undefined ? { payload: full.payload } : {}) });
+      const full: Req = {
+        ...req,
+        route,
+        authMutated: false,
+        headers: { ...a.headers, ...(req.payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+      };
+      const res = await t.app.inject({
+        method: full.method as never,
+        url: full.url,
+        headers: full.headers,
+        ...(full.payload !== undefined ? { payload: full.payload } : {}),
+      });
       assertAnswer(full, res);
       count++;
       return res;
@@ -366,12 +492,14 @@ describe('hostile input: a fixed corpus on every route', () => {
         ? ['KEEP', ...CORPUS_INJECTIONS.map(encodeURIComponent), 'x'.repeat(300), '%ZZ'].map((r) => route.url.replace(':external_reference_id', r))
         : [route.url];
       for (const url of urls) {
-        if (route.method === 'GET') for (const q of CORPUS_QUERIES) await send({ method: 'GET', url: `${url}?${q}`, mutation: `query ${q.slice(0, 60)}` }, name);
+        if (route.method === 'GET')
+          for (const q of CORPUS_QUERIES) await send({ method: 'GET', url: `${url}?${q}`, mutation: `query ${q.slice(0, 60)}` }, name);
         else if (route.method === 'DELETE') {
           // KEEP stays; the injection strings may have been created by the POST sweep, so 204 is legitimate.
           if (!url.endsWith('/KEEP')) expect([204, 400, 404, 422]).toContain((await send({ method: 'DELETE', url, mutation: 'delete' }, name)).statusCode);
         } else {
-          for (const body of CORPUS_BODIES) await send({ method: route.method, url, payload: JSON.stringify(body), mutation: `body ${JSON.stringify(body)?.slice(0, 60)}` }, name);
+          for (const body of CORPUS_BODIES)
+            await send({ method: route.method, url, payload: JSON.stringify(body), mutation: `body ${JSON.stringify(body)?.slice(0, 60)}` }, name);
           for (const raw of CORPUS_RAW) await send({ method: route.method, url, payload: raw, mutation: `raw ${raw}` }, name);
         }
       }
@@ -397,7 +525,8 @@ describe('hostile input: a fixed corpus on every route', () => {
       expect(res.statusCode, s).toBe(201);
       expect(json(res).name).toBe(`name ${s}`);
     }
-    const names = async (needle: string) => json(await b.get(`/v2/tms-api/customers?name_contains=${encodeURIComponent(needle)}`)).items.map((c: any) => c.name);
+    const names = async (needle: string) =>
+      json(await b.get(`/v2/tms-api/customers?name_contains=${encodeURIComponent(needle)}`)).items.map((c: any) => c.name);
     expect(await names('%')).toEqual(['name %']);
     expect(await names('_')).toEqual(['name _']);
     expect(await names("' OR 1=1")).toHaveLength(1);

@@ -39,7 +39,12 @@ beforeAll(async () => {
   const tenant = await createTenantInDb(cluster.url, 'Outage');
   headers = { 'x-api-key': tenant.key };
   server = await startReadyServer({ databaseUrl: cluster.url });
-  const seeded = await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: 'KEEP', name: 'Keep' }, headers });
+  const seeded = await httpRequest(server.port, {
+    method: 'POST',
+    path: '/v2/tms-api/customers',
+    body: { external_reference_id: 'KEEP', name: 'Keep' },
+    headers,
+  });
   expect(seeded.status, seeded.text).toBe(201);
 }, 120_000);
 
@@ -53,7 +58,10 @@ let seq = 0;
 const REQUESTS: { label: string; make: () => { method: string; path: string; body?: unknown } }[] = [
   { label: 'get', make: () => ({ method: 'GET', path: '/v2/tms-api/customers/KEEP' }) },
   { label: 'list', make: () => ({ method: 'GET', path: '/v2/tms-api/customers?page_size=5' }) },
-  { label: 'create', make: () => ({ method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: `O-${process.pid}-${++seq}`, name: 'During outage' } }) },
+  {
+    label: 'create',
+    make: () => ({ method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: `O-${process.pid}-${++seq}`, name: 'During outage' } }),
+  },
   {
     label: 'batch',
     make: () => ({
@@ -138,7 +146,10 @@ describe.skipIf(!PG_BIN)('database outage on a PostgreSQL cluster of our own', (
     const all = traffic.outcomes;
     // Nothing hung, nothing failed at the transport level, nothing was a 500.
     expect(Math.max(...all.map((o) => o.ms))).toBeLessThan(10_000);
-    expect(all.filter((o) => typeof o.status !== 'number'), 'transport failures').toEqual([]);
+    expect(
+      all.filter((o) => typeof o.status !== 'number'),
+      'transport failures',
+    ).toEqual([]);
     expect(all.filter((o) => o.status === 500).map((o) => o.res?.text)).toEqual([]);
     const before = all.filter((o) => o.at + o.ms < stoppedAt);
     const during = all.filter((o) => o.at > stoppedAt + 200 && o.at + o.ms < restartedAt);

@@ -44,7 +44,10 @@ interface RawResult {
  * takes them (`Content-Length`, or chunked when `chunked`), reading the answer meanwhile. Done when the
  * answer is whole and the body is sent, or the connection is gone; at most `timeoutMs`.
  */
-function rawPost(port: number, o: { path: string; headers: Record<string, string>; bytes: number; chunked?: boolean; intervalMs?: number; timeoutMs?: number }): Promise<RawResult> {
+function rawPost(
+  port: number,
+  o: { path: string; headers: Record<string, string>; bytes: number; chunked?: boolean; intervalMs?: number; timeoutMs?: number },
+): Promise<RawResult> {
   const started = Date.now();
   return new Promise((resolve) => {
     const socket: Socket = connect(port, '127.0.0.1');
@@ -169,14 +172,22 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
     const failures: string[] = [];
     let runs = 0;
     const started = Date.now();
-    for (const [mib, repeats] of [[2, 100], [12, 10], [60, 2]] as const) {
-      for (const [path, detail] of [[SINGLE, DETAIL_SINGLE], [BATCH, DETAIL_BATCH]] as const) {
+    for (const [mib, repeats] of [
+      [2, 100],
+      [12, 10],
+      [60, 2],
+    ] as const) {
+      for (const [path, detail] of [
+        [SINGLE, DETAIL_SINGLE],
+        [BATCH, DETAIL_BATCH],
+      ] as const) {
         for (let i = 0; i < repeats; i++) {
           runs++;
           try {
             const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { ...json, 'x-api-key': key }, body: bodyOf(mib) });
             const body = await res.json();
-            if (res.status !== 413 || body.detail !== detail || !res.headers.get('x-request-id')) failures.push(`fetch ${mib} MiB ${path}: ${res.status} ${JSON.stringify(body)}`);
+            if (res.status !== 413 || body.detail !== detail || !res.headers.get('x-request-id'))
+              failures.push(`fetch ${mib} MiB ${path}: ${res.status} ${JSON.stringify(body)}`);
           } catch (err) {
             failures.push(`fetch ${mib} MiB ${path}: ${String((err as Error).cause ?? err)}`);
           }
@@ -184,13 +195,16 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
             runs++;
             const r = await rawPost(server.port, { path, headers: { ...json, 'x-api-key': key }, bytes: mib * MiB, chunked });
             const ok = r.status === 413 && JSON.parse(r.body || '{}').detail === detail && !!r.headers['x-request-id'] && r.sentAll && r.error === null;
-            if (!ok) failures.push(`raw ${chunked ? 'chunked' : 'length'} ${mib} MiB ${path}: ${r.status} ${r.body} sent ${r.sent} all ${r.sentAll} error ${r.error}`);
+            if (!ok)
+              failures.push(`raw ${chunked ? 'chunked' : 'length'} ${mib} MiB ${path}: ${r.status} ${r.body} sent ${r.sent} all ${r.sentAll} error ${r.error}`);
           }
         }
       }
     }
     const loadStatuses = await load.stop();
-    console.log(`refused bodies: ${runs} oversized requests in ${Date.now() - started} ms, ${failures.length} failed; parallel load ${JSON.stringify(loadStatuses)}`);
+    console.log(
+      `refused bodies: ${runs} oversized requests in ${Date.now() - started} ms, ${failures.length} failed; parallel load ${JSON.stringify(loadStatuses)}`,
+    );
     expect(failures).toEqual([]);
     expect(Object.keys(loadStatuses)).toEqual(['200']);
     expect(loadStatuses[200]).toBeGreaterThan(10);
@@ -199,8 +213,18 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
   it('401, 403 and 415 decided before the body is read reach a client sending 12 MiB', async () => {
     const load = backgroundLoad(server.port, key, 1);
     const cases = [
-      { name: '401', headers: { ...json, 'x-api-key': 'lbk_wrong' }, status: 401, body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } } },
-      { name: '403', headers: { ...json, 'x-api-key': readOnlyKey }, status: 403, body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:customers' } } },
+      {
+        name: '401',
+        headers: { ...json, 'x-api-key': 'lbk_wrong' },
+        status: 401,
+        body: { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } },
+      },
+      {
+        name: '403',
+        headers: { ...json, 'x-api-key': readOnlyKey },
+        status: 403,
+        body: { error: { code: 'FORBIDDEN', message: 'API key does not have the required scope: write:customers' } },
+      },
       {
         name: '415',
         headers: { 'content-type': 'text/plain', 'x-api-key': key },
@@ -214,12 +238,14 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
         try {
           const res = await fetch(`http://127.0.0.1:${server.port}${SINGLE}`, { method: 'POST', headers: c.headers, body: bodyOf(12) });
           const body = await res.json();
-          if (res.status !== c.status || JSON.stringify(body) !== JSON.stringify(c.body)) failures.push(`fetch ${c.name}: ${res.status} ${JSON.stringify(body)}`);
+          if (res.status !== c.status || JSON.stringify(body) !== JSON.stringify(c.body))
+            failures.push(`fetch ${c.name}: ${res.status} ${JSON.stringify(body)}`);
         } catch (err) {
           failures.push(`fetch ${c.name}: ${String((err as Error).cause ?? err)}`);
         }
         const r = await rawPost(server.port, { path: SINGLE, headers: c.headers, bytes: 12 * MiB, chunked: i % 2 === 1 });
-        if (r.status !== c.status || r.body !== JSON.stringify(c.body) || !r.sentAll || r.error) failures.push(`raw ${c.name}: ${r.status} ${r.body} ${r.error}`);
+        if (r.status !== c.status || r.body !== JSON.stringify(c.body) || !r.sentAll || r.error)
+          failures.push(`raw ${c.name}: ${r.status} ${r.body} ${r.error}`);
       }
     }
     await load.stop();
@@ -240,10 +266,14 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
       { path: SINGLE, key: 'lbk_wrong', status: 401 },
       { path: SINGLE, key, status: 413 },
     ];
-    const results = await Promise.all(cases.map((c) => rawPost(server.port, { path: c.path, headers: { ...json, 'x-api-key': c.key }, bytes: 256 * MiB, timeoutMs: 30_000 })));
+    const results = await Promise.all(
+      cases.map((c) => rawPost(server.port, { path: c.path, headers: { ...json, 'x-api-key': c.key }, bytes: 256 * MiB, timeoutMs: 30_000 })),
+    );
     clearInterval(sampler);
     peak = Math.max(peak, rssOf(pid));
-    console.log(`past the bound: sent ${results.map((r) => (r.sent / MiB).toFixed(1)).join(', ')} MiB before the cut (${results.map((r) => r.ms).join(', ')} ms); server RSS ${(before / MiB).toFixed(1)} → peak ${(peak / MiB).toFixed(1)} MiB`);
+    console.log(
+      `past the bound: sent ${results.map((r) => (r.sent / MiB).toFixed(1)).join(', ')} MiB before the cut (${results.map((r) => r.ms).join(', ')} ms); server RSS ${(before / MiB).toFixed(1)} → peak ${(peak / MiB).toFixed(1)} MiB`,
+    );
     for (const [i, r] of results.entries()) {
       // The answer came first; the connection was cut once the drain passed 64 MiB.
       expect(r.status).toBe(cases[i]!.status);
@@ -278,7 +308,13 @@ describe('the drain bounds (in process)', () => {
   });
 
   it('a client trickling a refused body is cut off after the drain time (config.refusedBodyDrainMs), having read its 413', async () => {
-    const r = await rawPost(port, { path: SINGLE, headers: { 'content-type': 'application/json', 'x-api-key': key }, bytes: 64 * MiB, intervalMs: 50, timeoutMs: 10_000 });
+    const r = await rawPost(port, {
+      path: SINGLE,
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      bytes: 64 * MiB,
+      intervalMs: 50,
+      timeoutMs: 10_000,
+    });
     expect(r.status).toBe(413);
     expect(JSON.parse(r.body).detail).toBe(DETAIL_SINGLE);
     expect(r.sentAll).toBe(false);
@@ -313,7 +349,9 @@ describe('the drain bounds (in process)', () => {
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     socket.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
     const closed = new Promise((r) => socket.once('close', r));
-    socket.write(`POST ${SINGLE} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nConnection: close\r\nContent-Length: ${12 * MiB}\r\n\r\n`);
+    socket.write(
+      `POST ${SINGLE} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nConnection: close\r\nContent-Length: ${12 * MiB}\r\n\r\n`,
+    );
     for (let sent = 0; sent < 12 * MiB; sent += CHUNK.length) {
       if (!socket.write(CHUNK)) await new Promise((r) => socket.once('drain', r));
     }

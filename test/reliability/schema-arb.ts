@@ -28,8 +28,27 @@ export interface JsonSchema {
 }
 
 const KNOWN_KEYWORDS = new Set([
-  'type', 'enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'minItems', 'maxItems',
-  'required', 'properties', 'items', 'default', 'description', 'deprecated', 'title', 'examples', 'example', 'anyOf',
+  'type',
+  'enum',
+  'format',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'minItems',
+  'maxItems',
+  'required',
+  'properties',
+  'items',
+  'default',
+  'description',
+  'deprecated',
+  'title',
+  'examples',
+  'example',
+  'anyOf',
   // A map (D15's csv.columns): generated as an object of its listed properties (none), which it accepts.
   'additionalProperties',
 ]);
@@ -45,7 +64,10 @@ export function dereference<T>(doc: T): T {
     if (typeof obj.$ref === 'string' && obj.$ref.startsWith('#/')) {
       const target = obj.$ref;
       if (!seen.has(target)) {
-        const found = target.slice(2).split('/').reduce<any>((at, key) => at?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], root);
+        const found = target
+          .slice(2)
+          .split('/')
+          .reduce<any>((at, key) => at?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], root);
         seen.set(target, walk(found));
       }
       const { $ref: _ref, ...siblings } = obj;
@@ -61,7 +83,8 @@ function branchFor(schema: JsonSchema | undefined, value: unknown): JsonSchema |
   if (!schema?.anyOf) return schema;
   const fits = (b: JsonSchema) => {
     if (value === null) return types(b).includes('null');
-    if (typeof value === 'string') return types(b).includes('string') && (!b.enum || b.enum.includes(value)) && (!b.pattern || new RegExp(b.pattern).test(value));
+    if (typeof value === 'string')
+      return types(b).includes('string') && (!b.enum || b.enum.includes(value)) && (!b.pattern || new RegExp(b.pattern).test(value));
     if (value && typeof value === 'object' && !Array.isArray(value)) {
       return types(b).includes('object') && (b.required ?? []).every((k) => k in value) && Object.keys(value).every((k) => k in (b.properties ?? {}));
     }
@@ -71,16 +94,76 @@ function branchFor(schema: JsonSchema | undefined, value: unknown): JsonSchema |
 }
 
 export const INJECTIONS = [
-  "' OR 1=1 --", "'; DROP TABLE loads; --", '" OR ""="', '1; SELECT pg_sleep(10)', "') UNION SELECT key_hash FROM api_keys --",
-  '%', '_', '%%', '\\', '\\\\%', '*', '$where', '{"$ne":null}', '../../etc/passwd', '..%2F..%2F', '<script>alert(1)</script>',
-  '${jndi:ldap://127.0.0.1/x}', '{{7*7}}', '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf',
-  'null', 'undefined', 'NaN', 'true', '[]', '{}', '-', '--', '+', ',', ',,,', 'id', 'org_id', 'created_at;', 'name desc',
+  "' OR 1=1 --",
+  "'; DROP TABLE loads; --",
+  '" OR ""="',
+  '1; SELECT pg_sleep(10)',
+  "') UNION SELECT key_hash FROM api_keys --",
+  '%',
+  '_',
+  '%%',
+  '\\',
+  '\\\\%',
+  '*',
+  '$where',
+  '{"$ne":null}',
+  '../../etc/passwd',
+  '..%2F..%2F',
+  '<script>alert(1)</script>',
+  '${jndi:ldap://127.0.0.1/x}',
+  '{{7*7}}',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  'null',
+  'undefined',
+  'NaN',
+  'true',
+  '[]',
+  '{}',
+  '-',
+  '--',
+  '+',
+  ',',
+  ',,,',
+  'id',
+  'org_id',
+  'created_at;',
+  'name desc',
 ];
 
 export const UNICODE = [
-  '💥🚚', 'Ünïcödé', 'ﬃ', 'ß', 'İstanbul', 'ı', 'Ǆ', '\u202eevil', 'a\u200bb', '\ufeffbom', 'e\u0301', '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', '日本語のテキスト',
-  'עברית', 'العربية', '\ud800', '\udfff', 'a\ud83d', '\u0000', 'tab\there', 'new\nline', 'cr\rlf', '\u0085', '\u2028', '０１２３',
-  'Ⅻ', '🏳️‍🌈', 'Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǫ̗̻',
+  '💥🚚',
+  'Ünïcödé',
+  'ﬃ',
+  'ß',
+  'İstanbul',
+  'ı',
+  'Ǆ',
+  '\u202eevil',
+  'a\u200bb',
+  '\ufeffbom',
+  'e\u0301',
+  '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+  '日本語のテキスト',
+  'עברית',
+  'العربية',
+  '\ud800',
+  '\udfff',
+  'a\ud83d',
+  '\u0000',
+  'tab\there',
+  'new\nline',
+  'cr\rlf',
+  '\u0085',
+  '\u2028',
+  '０１２３',
+  'Ⅻ',
+  '🏳️‍🌈',
+  'Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǫ̗̻',
 ];
 
 const WRONG_TYPED: unknown[] = [0, -1, 1.5, 1e308, true, false, null, '', 'text', [], [1, 'a'], {}, { nested: { deeper: true } }];
@@ -118,10 +201,9 @@ function validString(schema: JsonSchema): fc.Arbitrary<string> {
   if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= (schema.maxLength ?? Infinity));
   const minLength = schema.minLength ?? 0;
   const maxLength = Math.min(schema.maxLength ?? 40, Math.max(minLength, 40));
-  return fc.oneof(
-    { weight: 4, arbitrary: fc.string({ minLength, maxLength }) },
-    { weight: 1, arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }) },
-  ).filter((s) => s.trim().length >= minLength);
+  return fc
+    .oneof({ weight: 4, arbitrary: fc.string({ minLength, maxLength }) }, { weight: 1, arbitrary: fc.string({ minLength, maxLength, unit: 'grapheme' }) })
+    .filter((s) => s.trim().length >= minLength);
 }
 
 /** Values that the schema accepts (and, with hints, values the data makes meaningful). */
@@ -246,7 +328,7 @@ export function mutateBody(valid: unknown, schema: JsonSchema, hints: Hints): fc
   if (withRequired.length > 0) {
     kinds.push(
       pick(withRequired).chain((n) =>
-        fc.constantFrom(...(n.schema!.required!.filter((k) => k in (n.value as object)))).map((k) => ({
+        fc.constantFrom(...n.schema!.required!.filter((k) => k in (n.value as object))).map((k) => ({
           body: setAt(valid, [...n.path, k], REMOVE),
           mutation: `missing ${[...n.path, k].join('.')}`,
         })),
@@ -255,14 +337,22 @@ export function mutateBody(valid: unknown, schema: JsonSchema, hints: Hints): fc
   }
   if (leaves.length > 0) {
     kinds.push(
-      fc.tuple(pick(leaves), fc.constantFrom(...WRONG_TYPED)).map(([n, v]) => ({ body: setAt(valid, n.path, v), mutation: `wrong type at ${n.path.join('.')}: ${JSON.stringify(v)}` })),
-      pick(leaves).chain((n) => boundaryValues(n.schema).map((v) => ({ body: setAt(valid, n.path, v), mutation: `boundary at ${n.path.join('.')}: ${describe(v)}` }))),
+      fc
+        .tuple(pick(leaves), fc.constantFrom(...WRONG_TYPED))
+        .map(([n, v]) => ({ body: setAt(valid, n.path, v), mutation: `wrong type at ${n.path.join('.')}: ${JSON.stringify(v)}` })),
+      pick(leaves).chain((n) =>
+        boundaryValues(n.schema).map((v) => ({ body: setAt(valid, n.path, v), mutation: `boundary at ${n.path.join('.')}: ${describe(v)}` })),
+      ),
     );
   }
   if (objects.length > 0) {
     kinds.push(
       fc
-        .tuple(pick(objects), fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'org_id', 'created_at', 'updated_at', 'key_hash', 'zzz', '💥', ''), fc.constantFrom(...WRONG_TYPED, 'x'))
+        .tuple(
+          pick(objects),
+          fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'org_id', 'created_at', 'updated_at', 'key_hash', 'zzz', '💥', ''),
+          fc.constantFrom(...WRONG_TYPED, 'x'),
+        )
         .map(([n, k, v]) => {
           // JSON text, so that a "__proto__" key really is an own property in the request.
           const obj = { ...(n.value as object) } as Record<string, unknown>;
@@ -273,8 +363,12 @@ export function mutateBody(valid: unknown, schema: JsonSchema, hints: Hints): fc
   }
   if (strings.length > 0) {
     kinds.push(
-      fc.tuple(pick(strings), fc.constantFrom(...UNICODE)).map(([n, s]) => ({ body: setAt(valid, n.path, s), mutation: `unicode at ${n.path.join('.')}: ${JSON.stringify(s)}` })),
-      fc.tuple(pick(strings), fc.constantFrom(...INJECTIONS)).map(([n, s]) => ({ body: setAt(valid, n.path, s), mutation: `injection at ${n.path.join('.')}: ${s}` })),
+      fc
+        .tuple(pick(strings), fc.constantFrom(...UNICODE))
+        .map(([n, s]) => ({ body: setAt(valid, n.path, s), mutation: `unicode at ${n.path.join('.')}: ${JSON.stringify(s)}` })),
+      fc
+        .tuple(pick(strings), fc.constantFrom(...INJECTIONS))
+        .map(([n, s]) => ({ body: setAt(valid, n.path, s), mutation: `injection at ${n.path.join('.')}: ${s}` })),
     );
   }
   return fc.oneof(...kinds);
@@ -290,15 +384,28 @@ function describe(v: unknown): string {
 function boundaryValues(schema: JsonSchema | undefined): fc.Arbitrary<unknown> {
   const out: unknown[] = ['x'.repeat(100_000), 1e308, -1e308, 2 ** 53 + 1, -(2 ** 63), 5e-324, -0, []];
   if (schema) {
-    if (schema.maxLength !== undefined) out.push('y'.repeat(schema.maxLength), 'y'.repeat(schema.maxLength + 1), '🚚'.repeat(schema.maxLength), '🚚'.repeat(schema.maxLength + 1));
+    if (schema.maxLength !== undefined)
+      out.push('y'.repeat(schema.maxLength), 'y'.repeat(schema.maxLength + 1), '🚚'.repeat(schema.maxLength), '🚚'.repeat(schema.maxLength + 1));
     if (schema.minLength !== undefined && schema.minLength > 0) out.push('', ' '.repeat(schema.minLength), '\t'.repeat(schema.minLength));
     if (schema.minimum !== undefined) out.push(schema.minimum, schema.minimum - 1, schema.minimum - 1e-9);
     if (schema.maximum !== undefined) out.push(schema.maximum, schema.maximum + 1, schema.maximum + 1e-9);
     if (schema.exclusiveMinimum !== undefined) out.push(schema.exclusiveMinimum, schema.exclusiveMinimum + 5e-324);
     if (types(schema).includes('integer')) out.push(1.5, 2 ** 31, -(2 ** 31) - 1, 1e21);
     if (schema.format === 'date-time' || schema.pattern === ACCEPTED_TIMESTAMP_PATTERN) {
-      out.push('2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', '+275760-09-13T00:00:00.001Z',
-        '-271821-04-20T00:00:00Z', '9999-12-31T23:59:59.999999999Z', '2024-01-01T24:00:00Z', '2024-01-01T00:00:00+25:00', 'tomorrow', '1e10', '');
+      out.push(
+        '2024-02-30T00:00:00Z',
+        '2024-13-01T00:00:00Z',
+        '0000-01-01T00:00:00Z',
+        '+275760-09-13T00:00:00.000Z',
+        '+275760-09-13T00:00:00.001Z',
+        '-271821-04-20T00:00:00Z',
+        '9999-12-31T23:59:59.999999999Z',
+        '2024-01-01T24:00:00Z',
+        '2024-01-01T00:00:00+25:00',
+        'tomorrow',
+        '1e10',
+        '',
+      );
     }
     if (schema.pattern) out.push('24:00', '23:60', '9:00', '00:00:00', 'AB', 'ABCD', '12', '');
     if (schema.maxItems !== undefined) out.push(Array.from({ length: schema.maxItems + 1 }, () => ({})));
@@ -312,7 +419,10 @@ function boundaryValues(schema: JsonSchema | undefined): fc.Arbitrary<unknown> {
 
 export function validQueryArb(params: { name: string; schema: JsonSchema }[], hints: Hints): fc.Arbitrary<Record<string, string>> {
   const model: Record<string, fc.Arbitrary<string>> = {};
-  for (const p of params) model[p.name] = validArb(p.schema, hints, p.name).filter((v) => v !== null).map((v) => String(v));
+  for (const p of params)
+    model[p.name] = validArb(p.schema, hints, p.name)
+      .filter((v) => v !== null)
+      .map((v) => String(v));
   return fc.record(model, { requiredKeys: [] }) as fc.Arbitrary<Record<string, string>>;
 }
 
@@ -325,23 +435,53 @@ export function mutateQuery(valid: Record<string, string>, params: { name: strin
   const names = params.map((p) => p.name);
   const encode = (q: Record<string, string>) => new URLSearchParams(q).toString();
   const bad = fc.constantFrom(
-    ...INJECTIONS, ...UNICODE, '', ' ', 'abc', '-1', '0', '1.5', '1e309', '99999999999999999999', '-0', '0x10', 'Infinity', 'NaN',
-    '2024-13-45', '+275760-09-13T00:00:00.001Z', '-271821-04-20T00:00:00Z', 'x'.repeat(5000), '--created_at', 'created_at,name', '-', 'ID',
+    ...INJECTIONS,
+    ...UNICODE,
+    '',
+    ' ',
+    'abc',
+    '-1',
+    '0',
+    '1.5',
+    '1e309',
+    '99999999999999999999',
+    '-0',
+    '0x10',
+    'Infinity',
+    'NaN',
+    '2024-13-45',
+    '+275760-09-13T00:00:00.001Z',
+    '-271821-04-20T00:00:00Z',
+    'x'.repeat(5000),
+    '--created_at',
+    'created_at,name',
+    '-',
+    'ID',
   );
   return fc.oneof(
     fc.tuple(fc.constantFrom(...names), bad).map(([n, v]) => ({ query: encode({ ...valid, [n]: v }), mutation: `${n}=${v.slice(0, 40)}` })),
     // Repeated parameters arrive as arrays.
     fc.tuple(fc.constantFrom(...names), bad, bad).map(([n, a, b]) => ({ query: `${encode(valid)}&${n}=${enc(a)}&${n}=${enc(b)}`, mutation: `repeated ${n}` })),
     fc.tuple(fc.constantFrom(...names), bad).map(([n, v]) => ({ query: `${encode(valid)}&${n}[]=${enc(v)}&${n}[$ne]=1`, mutation: `bracketed ${n}` })),
-    fc.tuple(fc.string({ minLength: 1, maxLength: 20, unit: 'grapheme' }), bad).map(([k, v]) => ({ query: `${encode(valid)}&${enc(k)}=${enc(v)}`, mutation: `unknown parameter ${k}` })),
-    fc.constantFrom('%', '%ZZ', '&&&', '==', 'page', 'page=', `page_size=${'9'.repeat(400)}`, 'a=%00', 'sort=%00name').map((raw) => ({ query: raw, mutation: `raw query ${raw.slice(0, 40)}` })),
+    fc
+      .tuple(fc.string({ minLength: 1, maxLength: 20, unit: 'grapheme' }), bad)
+      .map(([k, v]) => ({ query: `${encode(valid)}&${enc(k)}=${enc(v)}`, mutation: `unknown parameter ${k}` })),
+    fc
+      .constantFrom('%', '%ZZ', '&&&', '==', 'page', 'page=', `page_size=${'9'.repeat(400)}`, 'a=%00', 'sort=%00name')
+      .map((raw) => ({ query: raw, mutation: `raw query ${raw.slice(0, 40)}` })),
   );
 }
 
 export function pathRefArb(known: readonly string[]): fc.Arbitrary<{ ref: string; mutated: boolean }> {
   return fc.oneof(
     { weight: 6, arbitrary: fc.constantFrom(...known).map((ref) => ({ ref: enc(ref), mutated: false })) },
-    { weight: 2, arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((s) => s.trim() !== '' && s !== '.' && s !== '..').map((s) => ({ ref: enc(s), mutated: false })) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .string({ minLength: 1, maxLength: 30 })
+        .filter((s) => s.trim() !== '' && s !== '.' && s !== '..')
+        .map((s) => ({ ref: enc(s), mutated: false })),
+    },
     {
       weight: 3,
       arbitrary: fc

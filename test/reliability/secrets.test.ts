@@ -128,7 +128,14 @@ describe('secrets stay out of the logs and out of the database', () => {
         (await api(all.key, 'POST', '/v2/tms-api/customers', { external_reference_id: 'C-1', name: 'Acme' })).statusCode,
         (await api(all.key, 'GET', '/v2/tms-api/customers?name_contains=acme')).statusCode,
         (await api(all.key, 'POST', '/v2/tms-api/customers', { external_reference_id: 5 })).statusCode,
-        (await t.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': all.key, 'content-type': 'application/json' }, payload: '{not json' })).statusCode,
+        (
+          await t.app.inject({
+            method: 'POST',
+            url: '/v2/tms-api/customers',
+            headers: { 'x-api-key': all.key, 'content-type': 'application/json' },
+            payload: '{not json',
+          })
+        ).statusCode,
         (await api(all.key, 'GET', '/v2/tms-api/customers/NOPE')).statusCode,
         (await api(narrow.key, 'POST', '/v2/tms-api/customers', { external_reference_id: 'C-2', name: 'n' })).statusCode,
         (await api(revoked.key, 'GET', '/v2/tms-api/customers')).statusCode,
@@ -151,7 +158,14 @@ describe('secrets stay out of the logs and out of the database', () => {
       expect(session).toBeTruthy();
       const settings = await v.get('/settings/api-keys');
       const csrf = csrfOf(settings.body);
-      const created = await v.post('/settings/api-keys', { _csrf: csrf, name: 'From the dashboard', external_system: 'Web', scopes: ['read:loads'], per_minute: '10', per_day: '100' });
+      const created = await v.post('/settings/api-keys', {
+        _csrf: csrf,
+        name: 'From the dashboard',
+        external_system: 'Web',
+        scopes: ['read:loads'],
+        per_minute: '10',
+        per_day: '100',
+      });
       const dashboardKey = /id="new-key"[^>]*value="(lbk_[0-9a-f]{64})"/.exec(created.body)?.[1];
       expect(dashboardKey).toBeDefined();
       const rotated = await v.post(`/settings/api-keys/${narrow.id}/rotate`, { _csrf: csrfOf((await v.get(`/settings/api-keys/${narrow.id}/rotate`)).body) });
@@ -160,8 +174,13 @@ describe('secrets stay out of the logs and out of the database', () => {
       const userPassword = 'An0ther user password 3#';
       await v.submit('/users', '/users', { name: 'Dana', email: `dana-${process.pid}@example.test`, password: userPassword });
       // A forged session and a bad CSRF token.
-      expect((await t.app.inject({ method: 'GET', url: '/settings/api-keys', headers: { cookie: `lb_session=${session.slice(0, -3)}abc` } })).statusCode).toBeGreaterThanOrEqual(300);
-      expect((await v.post('/settings/api-keys', { _csrf: `${csrf}x`, name: 'x', external_system: 'x', scopes: ['read:loads'], per_minute: '1', per_day: '1' })).statusCode).toBe(403);
+      expect(
+        (await t.app.inject({ method: 'GET', url: '/settings/api-keys', headers: { cookie: `lb_session=${session.slice(0, -3)}abc` } })).statusCode,
+      ).toBeGreaterThanOrEqual(300);
+      expect(
+        (await v.post('/settings/api-keys', { _csrf: `${csrf}x`, name: 'x', external_system: 'x', scopes: ['read:loads'], per_minute: '1', per_day: '1' }))
+          .statusCode,
+      ).toBe(403);
       await v.submit('/settings/api-keys', '/signout', {});
 
       const secrets: Record<string, string> = {
@@ -220,23 +239,43 @@ describe('secrets stay out of the logs and out of the database', () => {
 
     const server = await startReadyServer({ databaseUrl, logLevel: 'trace' });
     const h = (k: string) => ({ 'x-api-key': k });
-    expect((await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: 'C', name: 'C' }, headers: h(newKey) })).status).toBe(201);
+    expect(
+      (await httpRequest(server.port, { method: 'POST', path: '/v2/tms-api/customers', body: { external_reference_id: 'C', name: 'C' }, headers: h(newKey) }))
+        .status,
+    ).toBe(201);
     expect((await httpRequest(server.port, { path: '/v2/tms-api/customers', headers: h(key) })).status).toBe(401);
     expect((await httpRequest(server.port, { path: `/v2/tms-api/customers?api_key=${newKey}` })).status).toBe(401);
     expect((await httpRequest(server.port, { path: '/v2/tms-api/customers', headers: { authorization: `Bearer ${newKey}` } })).status).toBe(401);
     // Sign in through the dashboard with the CLI user's password (cookies kept by hand).
     const signinPage = await httpRequest(server.port, { path: '/signin' });
-    const cookie = [signinPage.headers['set-cookie']].flat().filter(Boolean).map((c) => String(c).split(';')[0]).join('; ');
+    const cookie = [signinPage.headers['set-cookie']]
+      .flat()
+      .filter(Boolean)
+      .map((c) => String(c).split(';')[0])
+      .join('; ');
     const form = new URLSearchParams({ _csrf: csrfOf(signinPage.text), email: `cli-${process.pid}@example.test`, password }).toString();
-    const signedIn = await httpRequest(server.port, { method: 'POST', path: '/signin', body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie } });
+    const signedIn = await httpRequest(server.port, {
+      method: 'POST',
+      path: '/signin',
+      body: form,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    });
     expect(signedIn.status).toBe(303);
-    const session = [signedIn.headers['set-cookie']].flat().map(String).find((c) => c.startsWith('lb_session='))!.split(';')[0]!;
+    const session = [signedIn.headers['set-cookie']]
+      .flat()
+      .map(String)
+      .find((c) => c.startsWith('lb_session='))!
+      .split(';')[0]!;
     expect((await httpRequest(server.port, { path: '/settings/api-keys', headers: { cookie: session } })).status).toBe(200);
     server.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);
     const logs = server.output();
     expect(logs).toContain('incoming request');
-    expectNoSecrets(logs, { 'the password': password, 'the revoked key': key, 'the key': newKey, 'the session cookie': session.slice('lb_session='.length) }, 'the serve logs');
+    expectNoSecrets(
+      logs,
+      { 'the password': password, 'the revoked key': key, 'the key': newKey, 'the session cookie': session.slice('lb_session='.length) },
+      'the serve logs',
+    );
   }, 180_000);
 });
 
@@ -272,7 +311,10 @@ describe('security headers on every dashboard page', () => {
       await post('/v2/tms-api/locations', { external_reference_id: 'L1', name: 'L1', postal_code: '75201', state: 'TX' });
       await post('/v2/tms-api/locations', { external_reference_id: 'L2', name: 'L2', postal_code: '77002', state: 'TX' });
       const load = await post('/v2/tms-api/loads', {
-        external_reference_id: 'LD/1 ü', equipment_type: 'DRY_VAN', transport_mode: 'FTL', customer_external_reference_id: 'C',
+        external_reference_id: 'LD/1 ü',
+        equipment_type: 'DRY_VAN',
+        transport_mode: 'FTL',
+        customer_external_reference_id: 'C',
         stops: [
           { stop_type: 'Pickup', location_external_reference_id: 'L1', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },
           { stop_type: 'Delivery', location_external_reference_id: 'L2', early_arrival: '2026-03-03T08:00:00Z', late_arrival: '2026-03-03T10:00:00Z' },
@@ -282,12 +324,32 @@ describe('security headers on every dashboard page', () => {
       const v = new Visitor(t);
       const anonymous = new Visitor(t);
       const pages: [Visitor, string][] = [
-        [anonymous, '/signin'], [anonymous, '/'], [anonymous, '/loads'],
+        [anonymous, '/signin'],
+        [anonymous, '/'],
+        [anonymous, '/loads'],
       ];
       await v.signIn(email, 'headers password 123');
-      for (const p of ['/', '/settings', '/settings/integrations', '/settings/api-keys', `/settings/api-keys/${key.id}/limits`, `/settings/api-keys/${key.id}/rotate`,
-        `/settings/api-keys/${key.id}/revoke`, '/settings/api-keys/key_nope/limits', '/users', '/loads', '/loads?status=open', `/loads/${encodeURIComponent('LD/1 ü')}`, '/loads/NOPE',
-        '/locations', '/carriers', '/customers', '/lanes', '/signout']) pages.push([v, p]);
+      for (const p of [
+        '/',
+        '/settings',
+        '/settings/integrations',
+        '/settings/api-keys',
+        `/settings/api-keys/${key.id}/limits`,
+        `/settings/api-keys/${key.id}/rotate`,
+        `/settings/api-keys/${key.id}/revoke`,
+        '/settings/api-keys/key_nope/limits',
+        '/users',
+        '/loads',
+        '/loads?status=open',
+        `/loads/${encodeURIComponent('LD/1 ü')}`,
+        '/loads/NOPE',
+        '/locations',
+        '/carriers',
+        '/customers',
+        '/lanes',
+        '/signout',
+      ])
+        pages.push([v, p]);
       for (const [who, path] of pages) {
         const res = await who.get(path);
         const label = `${who === v ? 'signed in' : 'signed out'} ${path} → ${res.statusCode}`;
@@ -318,7 +380,9 @@ describe('npm audit --omit=dev', () => {
   it('reports no high or critical finding that docs/reliability.md does not explain', async (ctx) => {
     let report: { vulnerabilities?: Record<string, { severity: string; name: string }> };
     try {
-      const r = await run('npm', ['audit', '--omit=dev', '--json'], { timeout: 60_000, maxBuffer: 20 * 1024 * 1024 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+      const r = await run('npm', ['audit', '--omit=dev', '--json'], { timeout: 60_000, maxBuffer: 20 * 1024 * 1024 }).catch((err: { stdout?: string }) => ({
+        stdout: err.stdout ?? '',
+      }));
       report = JSON.parse(r.stdout || '{}');
     } catch {
       report = {};

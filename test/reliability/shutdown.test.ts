@@ -28,7 +28,14 @@ afterAll(async () => {
 });
 
 const ZIPS = [
-  ['75201', 'TX'], ['77002', 'TX'], ['60601', 'IL'], ['30303', 'GA'], ['90012', 'CA'], ['80202', 'CO'], ['98101', 'WA'], ['10001', 'NY'],
+  ['75201', 'TX'],
+  ['77002', 'TX'],
+  ['60601', 'IL'],
+  ['30303', 'GA'],
+  ['90012', 'CA'],
+  ['80202', 'CO'],
+  ['98101', 'WA'],
+  ['10001', 'NY'],
 ] as const;
 
 /** 100 loads with 25 stops and 10 rates each: about a second or more of work on either engine. */
@@ -164,12 +171,16 @@ describe('graceful shutdown on SIGTERM', () => {
   }, 120_000);
 
   const admin = pgAdminUrl();
-  it.skipIf(!admin)('PostgreSQL: finishes the batch in flight, closes its connections, exits 0 within 10 s', async () => {
-    const db = await freshPgDatabase(admin!, `lanebridge_rel_shutdown_${process.pid}`);
-    cleanups.push(() => db.drop());
-    const figures = await shutdownScenario(`${db.url}?application_name=lanebridge_shutdown_${process.pid}`, 'postgres');
-    console.log('shutdown postgres', figures);
-  }, 120_000);
+  it.skipIf(!admin)(
+    'PostgreSQL: finishes the batch in flight, closes its connections, exits 0 within 10 s',
+    async () => {
+      const db = await freshPgDatabase(admin!, `lanebridge_rel_shutdown_${process.pid}`);
+      cleanups.push(() => db.drop());
+      const figures = await shutdownScenario(`${db.url}?application_name=lanebridge_shutdown_${process.pid}`, 'postgres');
+      console.log('shutdown postgres', figures);
+    },
+    120_000,
+  );
 });
 
 describe('draining', () => {
@@ -182,7 +193,15 @@ describe('draining', () => {
       for (const [url, payload] of [
         ['/v2/tms-api/customers', { external_reference_id: 'CUST', name: 'C' }],
         ['/v2/tms-api/carriers', { external_reference_id: 'CAR', name: 'C' }],
-        ['/v2/tms-api/batch/locations', { items: ZIPS.map(([zip, state], i) => ({ operation: 'create', location: { external_reference_id: `LOC-${i}`, name: `L${i}`, postal_code: zip, state } })) }],
+        [
+          '/v2/tms-api/batch/locations',
+          {
+            items: ZIPS.map(([zip, state], i) => ({
+              operation: 'create',
+              location: { external_reference_id: `LOC-${i}`, name: `L${i}`, postal_code: zip, state },
+            })),
+          },
+        ],
       ] as const) {
         const r = await t.app.inject({ method: 'POST', url, headers: h, payload });
         expect(r.statusCode, r.body).toBeLessThan(300);

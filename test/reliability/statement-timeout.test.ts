@@ -21,7 +21,9 @@ describe.skipIf(!pgUrl)('statement timeout (PostgreSQL)', () => {
       expect(isDatabaseUnavailable(err)).toBe(true);
       expect(Date.now() - started).toBeLessThan(2000);
       // The server is no longer running it (a client-side timeout alone would leave it sleeping).
-      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where query = 'select pg_sleep(5)' and state = 'active'`.execute(store.db);
+      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where query = 'select pg_sleep(5)' and state = 'active'`.execute(
+        store.db,
+      );
       expect(Number(rows[0]!.n)).toBe(0);
       const { rows: ok } = await sql<{ one: number }>`select 1 as one`.execute(store.db);
       expect(ok).toEqual([{ one: 1 }]);

@@ -61,8 +61,34 @@ const actor = fc.constantFrom<Actor>('A', 'B');
 const kind = fc.constantFrom(...KINDS);
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.tuple(actor, kind).chain(([a, k]) => fc.record({ t: fc.constant('create' as const), actor: fc.constant(a), kind: fc.constant(k), ref: ownRef(k, a), links, zip: fc.nat(2), delivered: fc.boolean() })) },
-  { weight: 4, arbitrary: fc.tuple(actor, kind).chain(([a, k]) => fc.record({ t: fc.constant('update' as const), actor: fc.constant(a), kind: fc.constant(k), ref: anyRef(k), links, zip: fc.nat(2), delivered: fc.boolean() })) },
+  {
+    weight: 8,
+    arbitrary: fc.tuple(actor, kind).chain(([a, k]) =>
+      fc.record({
+        t: fc.constant('create' as const),
+        actor: fc.constant(a),
+        kind: fc.constant(k),
+        ref: ownRef(k, a),
+        links,
+        zip: fc.nat(2),
+        delivered: fc.boolean(),
+      }),
+    ),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.tuple(actor, kind).chain(([a, k]) =>
+      fc.record({
+        t: fc.constant('update' as const),
+        actor: fc.constant(a),
+        kind: fc.constant(k),
+        ref: anyRef(k),
+        links,
+        zip: fc.nat(2),
+        delivered: fc.boolean(),
+      }),
+    ),
+  },
   {
     weight: 3,
     arbitrary: fc.tuple(actor, kind).chain(([a, k]) =>
@@ -70,12 +96,31 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
         t: fc.constant('batch' as const),
         actor: fc.constant(a),
         kind: fc.constant(k),
-        items: fc.uniqueArray(fc.record({ ref: ownRef(k, a), links, zip: fc.nat(2), delivered: fc.boolean() }), { minLength: 1, maxLength: 4, selector: (i) => i.ref }),
+        items: fc.uniqueArray(fc.record({ ref: ownRef(k, a), links, zip: fc.nat(2), delivered: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 4,
+          selector: (i) => i.ref,
+        }),
       }),
     ),
   },
-  { weight: 3, arbitrary: fc.tuple(actor, kind).chain(([a, k]) => fc.record({ t: fc.constantFrom('delete' as const, 'get' as const), actor: fc.constant(a), kind: fc.constant(k), ref: anyRef(k) })) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('byId' as const), actor, kind, owner: actor, index: fc.nat(20), method: fc.constantFrom<'GET' | 'DELETE' | 'PUT'>('GET', 'DELETE', 'PUT') }) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(actor, kind)
+      .chain(([a, k]) => fc.record({ t: fc.constantFrom('delete' as const, 'get' as const), actor: fc.constant(a), kind: fc.constant(k), ref: anyRef(k) })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('byId' as const),
+      actor,
+      kind,
+      owner: actor,
+      index: fc.nat(20),
+      method: fc.constantFrom<'GET' | 'DELETE' | 'PUT'>('GET', 'DELETE', 'PUT'),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('list' as const), actor, kind }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('rate' as const), actor, origin: anyRef('locations'), destination: anyRef('locations') }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('rates' as const), actor }) },
@@ -109,7 +154,11 @@ class Org {
 
   /** Whether the load's references all exist in this organization. */
   resolves(l: LoadLinks) {
-    return this.records.customers.has(l.customer) && (l.carrier === null || this.records.carriers.has(l.carrier)) && l.locations.every((r) => this.records.locations.has(r));
+    return (
+      this.records.customers.has(l.customer) &&
+      (l.carrier === null || this.records.carriers.has(l.carrier)) &&
+      l.locations.every((r) => this.records.locations.has(r))
+    );
   }
 
   /** Whether a load of this organization still uses the record (delete is then 409). */
@@ -167,7 +216,12 @@ async function send(org: Org, method: string, url: string, payload?: unknown) {
     headers: { 'x-api-key': org.key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(payload !== undefined ? { payload: JSON.stringify(payload) } : {}),
   });
-  return { status: res.statusCode, text: res.body, json: res.body ? JSON.parse(res.body) : null, request: `${method} ${url} ${payload === undefined ? '' : JSON.stringify(payload)}` };
+  return {
+    status: res.statusCode,
+    text: res.body,
+    json: res.body ? JSON.parse(res.body) : null,
+    request: `${method} ${url} ${payload === undefined ? '' : JSON.stringify(payload)}`,
+  };
 }
 
 /** The response to `org` carries nothing of `foe` that the request did not name itself. */
@@ -179,7 +233,8 @@ function assertNoLeak(org: Org, foe: Org, res: { text: string; request: string }
   }
   for (const k of KINDS) {
     for (const r of refs(k, foe.name)) {
-      if (res.text.includes(`"${r}"`) || res.text.includes(`'${r}'`)) expect(res.request.includes(r), `${label}: response carries the other organization's reference ${r}`).toBe(true);
+      if (res.text.includes(`"${r}"`) || res.text.includes(`'${r}'`))
+        expect(res.request.includes(r), `${label}: response carries the other organization's reference ${r}`).toBe(true);
     }
   }
 }
@@ -201,7 +256,10 @@ async function apply(op: Op, orgs: Record<Actor, Org>, log: string[]) {
       const marker = me.marker();
       const exists = me.records[op.kind].has(op.ref);
       const ok = op.kind !== 'loads' || me.resolves(op.links);
-      const res = check(await send(me, 'POST', base(op.kind), body(op.kind, op.ref, marker, op.links, op.zip, op.delivered)), exists ? (ok ? 409 : [409, 422]) : ok ? 201 : 422);
+      const res = check(
+        await send(me, 'POST', base(op.kind), body(op.kind, op.ref, marker, op.links, op.zip, op.delivered)),
+        exists ? (ok ? 409 : [409, 422]) : ok ? 201 : 422,
+      );
       if (res.status === 201) me.records[op.kind].set(op.ref, { id: res.json.id, marker, links: op.links });
       return;
     }
@@ -209,14 +267,21 @@ async function apply(op: Op, orgs: Record<Actor, Org>, log: string[]) {
       const marker = me.marker();
       const existing = me.records[op.kind].get(op.ref);
       const ok = op.kind !== 'loads' || me.resolves(op.links);
-      const res = check(await send(me, 'PUT', `${base(op.kind)}/${op.ref}`, body(op.kind, null, marker, op.links, op.zip, op.delivered)), !existing ? 404 : ok ? 200 : 422);
+      const res = check(
+        await send(me, 'PUT', `${base(op.kind)}/${op.ref}`, body(op.kind, null, marker, op.links, op.zip, op.delivered)),
+        !existing ? 404 : ok ? 200 : 422,
+      );
       if (res.status === 200) me.records[op.kind].set(op.ref, { id: existing!.id, marker, links: op.links });
       return;
     }
     case 'batch': {
       const key = op.kind.replace(/s$/, '');
       const markers = op.items.map(() => me.marker());
-      const items = op.items.map((it, i) => ({ operation: 'upsert', external_reference_id: it.ref, [key]: body(op.kind, null, markers[i]!, it.links, it.zip, it.delivered) }));
+      const items = op.items.map((it, i) => ({
+        operation: 'upsert',
+        external_reference_id: it.ref,
+        [key]: body(op.kind, null, markers[i]!, it.links, it.zip, it.delivered),
+      }));
       const res = check(await send(me, 'POST', `/v2/tms-api/batch/${op.kind}`, { items }), 200);
       op.items.forEach((it, i) => {
         const r = res.json.results[i];
@@ -338,11 +403,23 @@ function preamble(): Op[] {
   const ops: Op[] = [];
   for (const a of ['A', 'B'] as const) {
     const L = (customer: string, carrier: string | null, locations: string[]) => ({ customer, carrier, locations });
-    const create = (kind: Kind, ref: string, l: LoadLinks = L('', null, []), delivered = false, zip = 0): Op => ({ t: 'create', actor: a, kind, ref, links: l, zip, delivered });
+    const create = (kind: Kind, ref: string, l: LoadLinks = L('', null, []), delivered = false, zip = 0): Op => ({
+      t: 'create',
+      actor: a,
+      kind,
+      ref,
+      links: l,
+      zip,
+      delivered,
+    });
     ops.push(
-      create('customers', 'S-CU1'), create('customers', `${a}-CU1`),
-      create('carriers', 'S-CA1'), create('carriers', `${a}-CA1`),
-      create('locations', 'S-LO1', undefined, false, 0), create('locations', 'S-LO2', undefined, false, 1), create('locations', `${a}-LO1`, undefined, false, 2),
+      create('customers', 'S-CU1'),
+      create('customers', `${a}-CU1`),
+      create('carriers', 'S-CA1'),
+      create('carriers', `${a}-CA1`),
+      create('locations', 'S-LO1', undefined, false, 0),
+      create('locations', 'S-LO2', undefined, false, 1),
+      create('locations', `${a}-LO1`, undefined, false, 2),
       create('loads', `${a}-LD1`, L(`${a}-CU1`, `${a}-CA1`, ['S-LO1', 'S-LO2']), true),
       create('loads', 'S-LD1', L('S-CU1', 'S-CA1', ['S-LO1', 'S-LO2']), true),
       create('loads', 'S-LD2', L('S-CU1', null, ['S-LO1', 'S-LO2']), false),

@@ -14,7 +14,16 @@ import addFormatsModule from 'ajv-formats';
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** Headers the service itself sets: when one is sent, the response must declare it. */
-export const SERVICE_HEADERS = ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after', 'idempotent-replayed', 'x-events-kept-after', 'allow'];
+export const SERVICE_HEADERS = [
+  'x-request-id',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'retry-after',
+  'idempotent-replayed',
+  'x-events-kept-after',
+  'allow',
+];
 
 export interface ObservedResponse {
   method: string;
@@ -32,7 +41,11 @@ export interface Violation {
 }
 
 type OperationObject = { operationId?: string; responses?: Record<string, ResponseObject> };
-type ResponseObject = { description?: string; content?: Record<string, { schema?: unknown }>; headers?: Record<string, { required?: boolean; schema?: unknown }> };
+type ResponseObject = {
+  description?: string;
+  content?: Record<string, { schema?: unknown }>;
+  headers?: Record<string, { required?: boolean; schema?: unknown }>;
+};
 
 export interface ContractChecker {
   /** null when the route is not in the document (the docs page, the dashboard, ops routes). */
@@ -174,4 +187,3 @@ export function installContractHook(app: FastifyInstance): FastifyInstance {
   });
   return app;
 }
-

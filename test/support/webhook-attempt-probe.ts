@@ -30,7 +30,12 @@ const worker = built.webhooks.worker;
 const service = built.webhooks.service;
 let n = 0;
 const write = async () => {
-  const res = await built.app.inject({ method: 'POST', url: '/v2/tms-api/customers', headers: { 'x-api-key': key.key, 'content-type': 'application/json' }, payload: { external_reference_id: `PROBE-${++n}`, name: 'Probe' } });
+  const res = await built.app.inject({
+    method: 'POST',
+    url: '/v2/tms-api/customers',
+    headers: { 'x-api-key': key.key, 'content-type': 'application/json' },
+    payload: { external_reference_id: `PROBE-${++n}`, name: 'Probe' },
+  });
   if (res.statusCode !== 201) throw new Error(res.body);
 };
 

@@ -62,7 +62,9 @@ const EXPORT = {
 type BatchResult = Schemas['BatchResult'];
 
 function failures(kind: string, result: BatchResult): string[] {
-  return result.results.filter((r) => !r.success).map((r) => `${kind} ${r.external_reference_id ?? `#${r.index}`}: ${r.error?.status} ${JSON.stringify(r.error?.detail)}`);
+  return result.results
+    .filter((r) => !r.success)
+    .map((r) => `${kind} ${r.external_reference_id ?? `#${r.index}`}: ${r.error?.status} ${JSON.stringify(r.error?.detail)}`);
 }
 
 function unwrap<T>(kind: string, answer: { data?: T; error?: unknown; response: Response }): T {
@@ -72,19 +74,31 @@ function unwrap<T>(kind: string, answer: { data?: T; error?: unknown; response: 
 
 /** Pushes the export: every record upserted (created when new, updated when it exists). */
 async function push(client: LanebridgeClient) {
-  const customers = unwrap('customers', await client.POST('/v2/tms-api/batch/customers', {
-    body: { items: EXPORT.customers.map((customer) => ({ operation: 'upsert' as const, customer })) },
-  }));
-  const carriers = unwrap('carriers', await client.POST('/v2/tms-api/batch/carriers', {
-    body: { items: EXPORT.carriers.map((carrier) => ({ operation: 'upsert' as const, carrier })) },
-  }));
+  const customers = unwrap(
+    'customers',
+    await client.POST('/v2/tms-api/batch/customers', {
+      body: { items: EXPORT.customers.map((customer) => ({ operation: 'upsert' as const, customer })) },
+    }),
+  );
+  const carriers = unwrap(
+    'carriers',
+    await client.POST('/v2/tms-api/batch/carriers', {
+      body: { items: EXPORT.carriers.map((carrier) => ({ operation: 'upsert' as const, carrier })) },
+    }),
+  );
   // Locations before the loads whose stops name them.
-  const locations = unwrap('locations', await client.POST('/v2/tms-api/batch/locations', {
-    body: { items: EXPORT.locations.map((location) => ({ operation: 'upsert' as const, location })) },
-  }));
-  const loads = unwrap('loads', await client.POST('/v2/tms-api/batch/loads', {
-    body: { items: EXPORT.loads.map((load) => ({ operation: 'upsert' as const, load })) },
-  }));
+  const locations = unwrap(
+    'locations',
+    await client.POST('/v2/tms-api/batch/locations', {
+      body: { items: EXPORT.locations.map((location) => ({ operation: 'upsert' as const, location })) },
+    }),
+  );
+  const loads = unwrap(
+    'loads',
+    await client.POST('/v2/tms-api/batch/loads', {
+      body: { items: EXPORT.loads.map((load) => ({ operation: 'upsert' as const, load })) },
+    }),
+  );
   const failed = [...failures('customer', customers), ...failures('carrier', carriers), ...failures('location', locations), ...failures('load', loads)];
   return {
     counts: { customers: customers.success_count, carriers: carriers.success_count, locations: locations.success_count, loads: loads.success_count },
@@ -118,7 +132,14 @@ async function sync(options: { baseUrl: string; apiKey: string; cursorFile?: str
   return {
     pushed: pushed.counts,
     failed: pushed.failed,
-    loads: loads.map((l) => ({ external_reference_id: l.external_reference_id, status: l.status, customer: l.customer_name, carrier: l.carrier_name, stops: l.stops.map((s) => `${s.stop_type} ${s.location_external_reference_id}`), total_distance: l.total_distance })),
+    loads: loads.map((l) => ({
+      external_reference_id: l.external_reference_id,
+      status: l.status,
+      customer: l.customer_name,
+      carrier: l.carrier_name,
+      stops: l.stops.map((s) => `${s.stop_type} ${s.location_external_reference_id}`),
+      total_distance: l.total_distance,
+    })),
     events: { after, next_after: nextAfter, types: eventTypes },
   };
 }

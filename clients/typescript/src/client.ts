@@ -143,9 +143,12 @@ export async function* walkPages<P extends ListPath>(
 ): AsyncGenerator<ListItem<P>> {
   for (let page = 1; ; page++) {
     // openapi-fetch's types cannot follow a path chosen at run time; the answer is typed by ListItem.
-    const { data, error, response } = await (client.GET as (p: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>)(path, {
-      params: { query: { page_size: 100, ...(params.query as object), page }, ...(params.path ? { path: params.path } : {}) },
-    });
+    const { data, error, response } = await (client.GET as (p: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>)(
+      path,
+      {
+        params: { query: { page_size: 100, ...(params.query as object), page }, ...(params.path ? { path: params.path } : {}) },
+      },
+    );
     if (!data) throw new LanebridgeError(response.status, error, response.headers.get('x-request-id'));
     const body = data as { items: ListItem<P>[]; pagination: { has_next: boolean } };
     yield* body.items;
@@ -154,7 +157,11 @@ export async function* walkPages<P extends ListPath>(
 }
 
 /** All records of a list in one array (see walkPages). */
-export async function allPages<P extends ListPath>(client: LanebridgeClient, path: P, params: { query?: ListQuery<P>; path?: ListPathParams<P> } = {}): Promise<ListItem<P>[]> {
+export async function allPages<P extends ListPath>(
+  client: LanebridgeClient,
+  path: P,
+  params: { query?: ListQuery<P>; path?: ListPathParams<P> } = {},
+): Promise<ListItem<P>[]> {
   const out: ListItem<P>[] = [];
   for await (const item of walkPages(client, path, params)) out.push(item);
   return out;

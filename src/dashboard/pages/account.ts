@@ -52,7 +52,8 @@ export function accountRoutes(app: FastifyInstance, ctx: DashboardContext) {
       // This session stays; the user's others end (docs/dashboard.md, "Sessions").
       await ctx.services.accounts.changeOwnPassword(s.orgId, s.userId, current, next, actorOf(req, s), s.id);
     } catch (err) {
-      if (err instanceof CurrentPasswordError) return sendPage(reply, passwordPage(s, { errors: { current_password: 'Your current password is not correct.' } }), 403);
+      if (err instanceof CurrentPasswordError)
+        return sendPage(reply, passwordPage(s, { errors: { current_password: 'Your current password is not correct.' } }), 403);
       if (err instanceof ValidationError) return sendPage(reply, passwordPage(s, { errors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
       throw err;
     }

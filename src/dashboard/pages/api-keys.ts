@@ -95,12 +95,14 @@ function keyRow(k: KeySummary, withActions: boolean): SafeHtml {
   <td>${when(k.created_at)}</td>
   <td>${k.last_used_at ? when(k.last_used_at) : 'never'}</td>
   <td>${keyStatus(k)}</td>
-  ${withActions
-    ? html`<td><div class="actions column">
+  ${
+    withActions
+      ? html`<td><div class="actions column">
     <a class="button small secondary" href="${path}/limits">Edit limits${hidden}</a>
     ${k.replaced_by_key_id ? '' : html`<a class="button small secondary" href="${path}/rotate">Rotate…${hidden}</a>`}
     <a class="button small secondary" href="${path}/revoke">Revoke…${hidden}</a></div></td>`
-    : ''}
+      : ''
+  }
 </tr>`;
 }
 
@@ -113,13 +115,24 @@ function keysTable(keys: KeySummary[], caption: string, withActions: boolean): S
 </table></div>`;
 }
 
-async function keysPage(ctx: DashboardContext, s: DashboardSession, o: { values?: KeyForm; errors?: FieldErrors; done?: string; message?: string; refused?: string } = {}) {
+async function keysPage(
+  ctx: DashboardContext,
+  s: DashboardSession,
+  o: { values?: KeyForm; errors?: FieldErrors; done?: string; message?: string; refused?: string } = {},
+) {
   const { accounts } = ctx.services;
   const [connected, keys] = await Promise.all([accounts.isIntegrationConnected(s.orgId), accounts.listKeys(s.orgId)]);
   const active = keys.filter((k) => k.status === 'active').reverse();
   const revoked = keys.filter((k) => k.status !== 'active').reverse();
   const admin = s.userRole === 'admin';
-  const values: KeyForm = o.values ?? { name: '', external_system: '', scopes: [], per_minute: String(DEFAULT_PER_MINUTE), per_day: String(DEFAULT_PER_DAY), expires_at: '' };
+  const values: KeyForm = o.values ?? {
+    name: '',
+    external_system: '',
+    scopes: [],
+    per_minute: String(DEFAULT_PER_MINUTE),
+    per_day: String(DEFAULT_PER_DAY),
+    expires_at: '',
+  };
   const errors = o.errors ?? {};
   return page({
     title: 'API Keys',
@@ -130,10 +143,11 @@ ${settingsTabs('api-keys')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 ${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
 <h2>API Keys of the TMS API integration</h2>
-${!admin
-  ? adminOnlyNote('create, rotate or revoke API keys or change their limits')
-  : connected
-  ? html`<section class="card" aria-labelledby="create-key-title">
+${
+  !admin
+    ? adminOnlyNote('create, rotate or revoke API keys or change their limits')
+    : connected
+      ? html`<section class="card" aria-labelledby="create-key-title">
   <h3 id="create-key-title">Create an API key</h3>
   ${errorSummary(errors, o.message)}
   <form class="stack" method="post" action="/settings/api-keys" novalidate>
@@ -142,8 +156,12 @@ ${!admin
     <div><button type="submit">Create key</button></div>
   </form>
 </section>`
-  : html`${o.message ? notice('error', html`<p>${o.message}.</p>`, 'alert') : ''}${notice('warn', html`<p>API keys can be created once the TMS API integration is connected.</p>
-<p><a href="/settings/integrations">Go to TMS Integrations and add the integration</a></p>`)}`}
+      : html`${o.message ? notice('error', html`<p>${o.message}.</p>`, 'alert') : ''}${notice(
+          'warn',
+          html`<p>API keys can be created once the TMS API integration is connected.</p>
+<p><a href="/settings/integrations">Go to TMS Integrations and add the integration</a></p>`,
+        )}`
+}
 <h3>Active keys</h3>
 ${active.length ? keysTable(active, `${active.length} active key${active.length === 1 ? '' : 's'}`, admin) : html`<p>No active keys yet.</p>`}
 ${revoked.length ? html`<h3>Revoked keys</h3>${keysTable(revoked, `${revoked.length} revoked or expired key${revoked.length === 1 ? '' : 's'}`, false)}` : ''}`,
@@ -191,19 +209,23 @@ function confirmPage(s: DashboardSession, k: KeySummary, o: { action: 'rotate' |
   <dt>Key prefix</dt><dd><code>${k.key_prefix}…</code></dd>
   <dt>Last used</dt><dd>${k.last_used_at ? utc(k.last_used_at) : 'never'}</dd>
 </dl>
-${rotate
-  ? html`<p>A new key with the same name, system, scopes, limits and expiry is created and shown once.
+${
+  rotate
+    ? html`<p>A new key with the same name, system, scopes, limits and expiry is created and shown once.
   The current key stops working after the grace period below: with 0 hours, <strong>immediately</strong>; give your system that long to switch to the new key.</p>`
-  : html`<p>Requests that use this key are refused (401) from the next request on. This cannot be undone.</p>`}
+    : html`<p>Requests that use this key are refused (401) from the next request on. This cannot be undone.</p>`
+}
 ${o.error ? notice('error', html`<p>${o.error}</p>`, 'alert') : ''}
-${s.userRole !== 'admin'
-  ? html`${adminOnlyNote(rotate ? 'rotate an API key' : 'revoke an API key')}<p><a href="/settings/api-keys">← All API keys</a></p>`
-  : html`<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="${rotate ? 'stack' : 'actions'}">
+${
+  s.userRole !== 'admin'
+    ? html`${adminOnlyNote(rotate ? 'rotate an API key' : 'revoke an API key')}<p><a href="/settings/api-keys">← All API keys</a></p>`
+    : html`<form method="post" action="/settings/api-keys/${segment(k.id)}/${o.action}" class="${rotate ? 'stack' : 'actions'}">
   ${csrfField(s.csrfToken)}
   ${rotate ? field({ name: 'grace_hours', label: 'Grace period (hours)', type: 'number', value: o.graceHours ?? '0', min: 0, max: MAX_GRACE_HOURS, hint: `How long the current key keeps working beside the new one, 0 to ${MAX_GRACE_HOURS} hours.` }) : ''}
   <button type="submit"${rotate ? '' : html` class="danger"`}>${rotate ? 'Rotate key' : 'Revoke key'}</button>
   <a class="button secondary" href="/settings/api-keys">Cancel</a>
-</form>`}`,
+</form>`
+}`,
   });
 }
 
@@ -214,16 +236,18 @@ function limitsPage(s: DashboardSession, k: KeySummary, values: { per_minute: st
     active: 'settings',
     narrow: true,
     body: html`<h1>Limits of key “${k.name}”</h1>
-${s.userRole !== 'admin'
-  ? html`${adminOnlyNote('change an API key’s limits or handling')}<dl class="facts"><dt>Requests per minute</dt><dd>${values.per_minute}</dd><dt>Requests per day</dt><dd>${values.per_day}</dd><dt>Strict handling</dt><dd>${values.strict ? 'on' : 'off'}</dd></dl><p><a href="/settings/api-keys">← All API keys</a></p>`
-  : html`${errorSummary(errors)}
+${
+  s.userRole !== 'admin'
+    ? html`${adminOnlyNote('change an API key’s limits or handling')}<dl class="facts"><dt>Requests per minute</dt><dd>${values.per_minute}</dd><dt>Requests per day</dt><dd>${values.per_day}</dd><dt>Strict handling</dt><dd>${values.strict ? 'on' : 'off'}</dd></dl><p><a href="/settings/api-keys">← All API keys</a></p>`
+    : html`${errorSummary(errors)}
 <form class="stack" method="post" action="/settings/api-keys/${segment(k.id)}/limits" novalidate>
   ${csrfField(s.csrfToken)}
   ${field({ name: 'per_minute', label: 'Requests per minute', type: 'number', value: values.per_minute, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${field({ name: 'per_day', label: 'Requests per day', type: 'number', value: values.per_day, errors, required: true, min: 1, max: MAX_LIMIT })}
   ${strictCheckbox(values.strict)}
   <div class="actions"><button type="submit">Save limits</button><a class="button secondary" href="/settings/api-keys">Cancel</a></div>
-</form>`}`,
+</form>`
+}`,
   });
 }
 
@@ -273,16 +297,40 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     try {
       const created = await accounts.createKey(
         s.orgId,
-        { name: values.name, externalSystem: values.external_system, scopes: SCOPES.filter((sc) => scopes.includes(sc)), perMinute, perDay, strict: values.strict === true, ...(expiresAt ? { expiresAt } : {}) },
+        {
+          name: values.name,
+          externalSystem: values.external_system,
+          scopes: SCOPES.filter((sc) => scopes.includes(sc)),
+          perMinute,
+          perDay,
+          strict: values.strict === true,
+          ...(expiresAt ? { expiresAt } : {}),
+        },
         { connectIntegration: false },
         actorOf(req, s),
       );
       const summary = await accounts.getKey(s.orgId, created.id);
-      return sendPage(reply, newKeyPage(s, { title: 'API key created', key: created.key, summary, intro: html`<p>The key “${summary.name}” is active now.</p>` }));
+      return sendPage(
+        reply,
+        newKeyPage(s, { title: 'API key created', key: created.key, summary, intro: html`<p>The key “${summary.name}” is active now.</p>` }),
+      );
     } catch (err) {
       if (err instanceof ConflictError) return sendPage(reply, await keysPage(ctx, s, { values, message: err.detail }), 409);
       if (err instanceof ValidationError) {
-        return sendPage(reply, await keysPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', external_system: 'external_system', per_minute: 'per_minute', per_day: 'per_day', expires_at: 'expires_at' }) }), 422);
+        return sendPage(
+          reply,
+          await keysPage(ctx, s, {
+            values,
+            errors: fieldErrorsOf(err, {
+              name: 'name',
+              external_system: 'external_system',
+              per_minute: 'per_minute',
+              per_day: 'per_day',
+              expires_at: 'expires_at',
+            }),
+          }),
+          422,
+        );
       }
       throw err;
     }
@@ -312,12 +360,30 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: DashboardContext) {
     checkSessionCsrf(req);
     const old = await accounts.getKey(s.orgId, keyIdOf(req.params));
     // Sent twice (a second tab, the back button): said, as the command line says it.
-    if (old.replaced_by_key_id) return sendPage(reply, await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) was rotated already: rotate its replacement instead.` }), 409);
-    if (old.status !== 'active') return sendPage(reply, await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) is ${old.status}: only an active key can be rotated.` }), 409);
+    if (old.replaced_by_key_id)
+      return sendPage(
+        reply,
+        await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) was rotated already: rotate its replacement instead.` }),
+        409,
+      );
+    if (old.status !== 'active')
+      return sendPage(
+        reply,
+        await keysPage(ctx, s, { refused: `Key “${old.name}” (${old.key_prefix}…) is ${old.status}: only an active key can be rotated.` }),
+        409,
+      );
     const graceText = formText(req.body, 'grace_hours').trim() || '0';
     const graceHours = /^\d{1,4}$/.test(graceText) ? Number(graceText) : NaN;
     if (!Number.isInteger(graceHours) || graceHours > MAX_GRACE_HOURS) {
-      return sendPage(reply, confirmPage(s, old, { action: 'rotate', graceHours: graceText, error: `The grace period must be a whole number of hours from 0 to ${MAX_GRACE_HOURS}.` }), 422);
+      return sendPage(
+        reply,
+        confirmPage(s, old, {
+          action: 'rotate',
+          graceHours: graceText,
+          error: `The grace period must be a whole number of hours from 0 to ${MAX_GRACE_HOURS}.`,
+        }),
+        422,
+      );
     }
     const rotated = await accounts.rotateKey(s.orgId, old.id, { graceHours }, actorOf(req, s));
     const summary = await accounts.getKey(s.orgId, rotated.id);

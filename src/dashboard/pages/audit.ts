@@ -48,10 +48,19 @@ export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
       ...(before ? { created_before: before } : {}),
     });
     const users = await ctx.services.accounts.listUsers(s.orgId);
-    const query = { action: action || undefined, actor_type: actorType, actor_id: actorId || undefined, from: since ? from : undefined, to: before ? to : undefined };
+    const query = {
+      action: action || undefined,
+      actor_type: actorType,
+      actor_id: actorId || undefined,
+      from: since ? from : undefined,
+      to: before ? to : undefined,
+    };
     // Past the last page (an old link, a typed number): the last page, with the same filters.
     if (result.items.length === 0 && pageNo > 1 && result.pagination.total_pages >= 1) {
-      return reply.redirect(href('/settings/audit-log', { ...query, page: result.pagination.total_pages === 1 ? undefined : result.pagination.total_pages }), 303);
+      return reply.redirect(
+        href('/settings/audit-log', { ...query, page: result.pagination.total_pages === 1 ? undefined : result.pagination.total_pages }),
+        303,
+      );
     }
     // A filter the page cannot apply is said, not silently dropped (the list shows without it).
     const notApplied = [
@@ -88,9 +97,10 @@ ${notApplied.length ? notice('error', html`<p>Not applied:</p><ul>${notApplied.m
   <div><button type="submit">Show</button></div>
   ${filtered ? html`<div><a href="/settings/audit-log">Every entry</a></div>` : ''}
 </form>
-${result.items.length === 0
-  ? html`<p>${filtered ? 'No entries match these filters.' : 'No entries yet.'}</p>`
-  : html`<div class="table-wrap"><table>
+${
+  result.items.length === 0
+    ? html`<p>${filtered ? 'No entries match these filters.' : 'No entries yet.'}</p>`
+    : html`<div class="table-wrap"><table>
   <caption>Audit log, newest first (times in UTC)</caption>
   <thead><tr><th scope="col">Time</th><th scope="col">Action</th><th scope="col">By</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead>
   <tbody>${result.items.map(
@@ -98,7 +108,8 @@ ${result.items.length === 0
     <td>${e.actor.name} <span class="muted">(${e.actor.type}${e.actor.id ? html` <code>${e.actor.id}</code>` : ''})</span></td>
     <td>${e.target.type} <code>${e.target.id}</code>${e.target.name ? html` ${e.target.name}` : ''}</td><td>${e.ip ?? '—'}</td></tr>`,
   )}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pager('/settings/audit-log', result.pagination, { ...query, actor_type: actorType }, 'entries')}`;
     return sendPage(reply, page({ title: 'Audit log', session: s, active: 'settings', body }));
   });

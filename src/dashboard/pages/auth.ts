@@ -28,7 +28,13 @@ export const tooManyAttempts = (seconds: number) => `Too many attempts from your
 /** The one answer to every failed sign-in, whatever failed. */
 export const SIGN_IN_FAILED = 'Email or password is incorrect.';
 
-const FIRST_RUN_FIELDS: Record<string, string> = { setup_code: 'setup_code', organization_name: 'organization_name', name: 'name', email: 'email', password: 'password' };
+const FIRST_RUN_FIELDS: Record<string, string> = {
+  setup_code: 'setup_code',
+  organization_name: 'organization_name',
+  name: 'name',
+  email: 'email',
+  password: 'password',
+};
 
 /** Field errors from a service's validation error (its `loc` names the field). */
 export function fieldErrorsOf(err: ValidationError, fields: Record<string, string>): FieldErrors {
@@ -85,7 +91,11 @@ ${message ?? ''}
 }
 
 async function overviewPage(ctx: DashboardContext, s: DashboardSession, query?: unknown): Promise<SafeHtml> {
-  const [counts, integration, health] = await Promise.all([ctx.services.insights.overview(s.orgId), ctx.services.accounts.getIntegration(s.orgId), integrationHealth(ctx, s.orgId, query)]);
+  const [counts, integration, health] = await Promise.all([
+    ctx.services.insights.overview(s.orgId),
+    ctx.services.accounts.getIntegration(s.orgId),
+    integrationHealth(ctx, s.orgId, query),
+  ]);
   const stat = (value: number, label: string, path: string, extra?: string) =>
     html`<div class="card"><a href="${path}"><span class="stat">${count(value)}</span>${label}</a>${extra ? html`<div class="muted">${extra}</div>` : ''}</div>`;
   return page({
@@ -93,10 +103,15 @@ async function overviewPage(ctx: DashboardContext, s: DashboardSession, query?: 
     session: s,
     active: 'home',
     body: html`<h1>${s.orgName}</h1>
-${integration
-  ? html`<p>TMS API integration connected ${utc(integration.connected_at)}. <a href="/settings/api-keys">Manage API keys</a>.</p>`
-  : notice('warn', html`<p><strong>Next step:</strong> connect the TMS API integration, then create an API key for your system.</p>
-<p><a href="/settings/integrations">Go to Settings → TMS Integrations</a></p>`)}
+${
+  integration
+    ? html`<p>TMS API integration connected ${utc(integration.connected_at)}. <a href="/settings/api-keys">Manage API keys</a>.</p>`
+    : notice(
+        'warn',
+        html`<p><strong>Next step:</strong> connect the TMS API integration, then create an API key for your system.</p>
+<p><a href="/settings/integrations">Go to Settings → TMS Integrations</a></p>`,
+      )
+}
 <h2>Your data</h2>
 <div class="grid">
   ${stat(counts.loads, RECORD_KINDS.loads.plural, listPath('loads'), `${count(counts.openLoads)} open`)}
@@ -146,7 +161,12 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
       return sendPage(reply, firstRunPage(token0, values, { setup_code: tooManyAttempts(wait) }), 429);
     }
     // Without the code nothing else is looked at: whoever reaches the port first cannot claim it.
-    if (!setupCode.trim()) return sendPage(reply, firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }), 403);
+    if (!setupCode.trim())
+      return sendPage(
+        reply,
+        firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }),
+        403,
+      );
     const errors: FieldErrors = {};
     if (!values.organization_name) errors.organization_name = 'Enter the organization name.';
     else if (values.organization_name.length > 255) errors.organization_name = 'Use at most 255 characters for the organization name.';
@@ -159,12 +179,20 @@ export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
     const token = token0;
     if (Object.keys(errors).length) return sendPage(reply, firstRunPage(token, values, errors), 422);
     try {
-      const { user } = await accounts.setUpFirstOrganization({ organizationName: values.organization_name, name: values.name, email: values.email, password, setupCode }, req.ip);
+      const { user } = await accounts.setUpFirstOrganization(
+        { organizationName: values.organization_name, name: values.name, email: values.email, password, setupCode },
+        req.ip,
+      );
       await startSession(ctx, req, reply, user);
       return reply.redirect('/settings/integrations?done=welcome', 303);
     } catch (err) {
       if (err instanceof ConflictError) return reply.redirect('/signin', 303);
-      if (err instanceof SetupCodeError) return sendPage(reply, firstRunPage(token, values, { setup_code: 'This setup code is not right. Copy it from the server’s log, or run bin/lanebridge setup-code.' }), 403);
+      if (err instanceof SetupCodeError)
+        return sendPage(
+          reply,
+          firstRunPage(token, values, { setup_code: 'This setup code is not right. Copy it from the server’s log, or run bin/lanebridge setup-code.' }),
+          403,
+        );
       if (err instanceof ValidationError) return sendPage(reply, firstRunPage(token, values, fieldErrorsOf(err, FIRST_RUN_FIELDS)), 422);
       throw err;
     }

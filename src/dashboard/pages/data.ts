@@ -56,7 +56,9 @@ function placeOf(l: Pick<LocationsTable, 'city' | 'state' | 'postal_code' | 'cou
 
 /** The rep as sent: `R. Diaz <rosa@example.com> (EMP-7)`. */
 function repAsSent(member: TeamMember): string {
-  return [member.name, member.email ? `<${member.email}>` : null, member.external_reference_id ? `(${member.external_reference_id})` : null].filter(Boolean).join(' ');
+  return [member.name, member.email ? `<${member.email}>` : null, member.external_reference_id ? `(${member.external_reference_id})` : null]
+    .filter(Boolean)
+    .join(' ');
 }
 
 /**
@@ -73,7 +75,13 @@ function rep(member: TeamMember | null, users: ReadonlyMap<string, { name: strin
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const SORT_LABELS: Record<string, string> = { created_at: 'Created', updated_at: 'Updated', status: 'Status', external_reference_id: 'Reference', pickup_at: 'First pickup' };
+const SORT_LABELS: Record<string, string> = {
+  created_at: 'Created',
+  updated_at: 'Updated',
+  status: 'Status',
+  external_reference_id: 'Reference',
+  pickup_at: 'First pickup',
+};
 
 /** The Loads list's filters from the query string: anything unknown or malformed is ignored, never an error. */
 function loadFilters(req: FastifyRequest) {
@@ -113,10 +121,30 @@ async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: stri
   const pageNo = pageNumber(req);
   const { loads, total } = await ctx.services.insights.searchLoads(
     orgId,
-    { statuses, text: f.text, equipment: f.equipment, customerRef: f.customer, carrierRef: f.carrier, originState: f.origin, destinationState: f.destination, pickupFrom: f.from, pickupTo: f.to },
+    {
+      statuses,
+      text: f.text,
+      equipment: f.equipment,
+      customerRef: f.customer,
+      carrierRef: f.carrier,
+      originState: f.origin,
+      destinationState: f.destination,
+      pickupFrom: f.from,
+      pickupTo: f.to,
+    },
     { page: pageNo, page_size: PAGE_SIZE, sort: f.sort },
   );
-  const query = { q: f.text, status: f.status, equipment: f.equipment, customer: f.customer, carrier: f.carrier, origin: f.origin, destination: f.destination, from: f.from, to: f.to };
+  const query = {
+    q: f.text,
+    status: f.status,
+    equipment: f.equipment,
+    customer: f.customer,
+    carrier: f.carrier,
+    origin: f.origin,
+    destination: f.destination,
+    from: f.from,
+    to: f.to,
+  };
   const keep = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v || undefined]));
   const filtered = Object.values(query).some(Boolean);
   const select = (name: string, text: string, value: string, options: [string, string][]) =>
@@ -148,13 +176,14 @@ async function loadsList(ctx: DashboardContext, req: FastifyRequest, orgId: stri
   <div><button type="submit">Search</button></div>
   ${filtered ? html`<div><a href="/loads">Clear</a></div>` : ''}
 </form>
-${pastEnd
-  ? html`<p class="empty">Page ${pageNo} is past the end: there ${pages.total_pages === 1 ? 'is 1 page' : `are ${pages.total_pages} pages`} of loads${filtered ? ' matching these filters' : ''}. <a href="${href('/loads', { ...keep, sort: f.sort === '-created_at' ? undefined : f.sort })}">Go to the first page</a>.</p>`
-  : loads.length === 0
-    ? filtered
-      ? html`<p class="empty">No loads match these filters. <a href="/loads">Clear the filters</a>.</p>`
-      : emptyState('No loads yet.')
-    : html`<div class="table-wrap"><table>
+${
+  pastEnd
+    ? html`<p class="empty">Page ${pageNo} is past the end: there ${pages.total_pages === 1 ? 'is 1 page' : `are ${pages.total_pages} pages`} of loads${filtered ? ' matching these filters' : ''}. <a href="${href('/loads', { ...keep, sort: f.sort === '-created_at' ? undefined : f.sort })}">Go to the first page</a>.</p>`
+    : loads.length === 0
+      ? filtered
+        ? html`<p class="empty">No loads match these filters. <a href="/loads">Clear the filters</a>.</p>`
+        : emptyState('No loads yet.')
+      : html`<div class="table-wrap"><table>
   <caption>Loads (times in UTC); select a column heading to sort</caption>
   <thead><tr>${sortHeader('external_reference_id')}${sortHeader('status')}<th scope="col">Customer</th><th scope="col">Carrier</th>
   <th scope="col">Equipment</th><th scope="col">Origin → destination</th>${sortHeader('pickup_at')}${sortHeader('created_at')}<th scope="col" class="num">Distance</th></tr></thead>
@@ -165,7 +194,8 @@ ${pastEnd
     <td>${label(l.equipment_type)} · ${l.transport_mode}</td><td>${ends.origin} → ${ends.destination}</td>
     <td class="nowrap">${utc(l.stops.find((st) => isPickup(st.stop_type))?.early_arrival)}</td><td class="nowrap">${utc(l.created_at)}</td><td class="num">${miles(l.total_distance)}</td></tr>`;
   })}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pastEnd ? '' : pager('/loads', pages, { ...keep, sort: f.sort === '-created_at' ? undefined : f.sort }, 'loads')}`,
   };
 }
@@ -173,12 +203,21 @@ ${pastEnd ? '' : pager('/loads', pages, { ...keep, sort: f.sort === '-created_at
 async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Promise<{ title: string; body: SafeHtml }> {
   const load = await ctx.services.loads.get(orgId, ref);
   const repUserIds = [load.sales_rep?.service_user_id, load.dispatcher_rep?.service_user_id].filter((id): id is string => typeof id === 'string');
-  const [stopLocations, repUsers] = await Promise.all([ctx.services.insights.locationsByIds(orgId, load.stops.map((st) => st.location_id)), ctx.services.insights.usersByIds(orgId, repUserIds)]);
+  const [stopLocations, repUsers] = await Promise.all([
+    ctx.services.insights.locationsByIds(
+      orgId,
+      load.stops.map((st) => st.location_id),
+    ),
+    ctx.services.insights.usersByIds(orgId, repUserIds),
+  ]);
   const locations = new Map(stopLocations.map((l) => [l.id, l]));
   const open = OPEN_STATUSES.has(load.status);
   const recs = load.carrier_recommendations ?? [];
   const stops = [...load.stops].sort((a, b) => a.stop_number - b.stop_number);
-  const contacts = await ctx.services.insights.primaryContacts(orgId, recs.map((r) => r.carrier_id));
+  const contacts = await ctx.services.insights.primaryContacts(
+    orgId,
+    recs.map((r) => r.carrier_id),
+  );
   const placed = stops.flatMap((st) => {
     const loc = locations.get(st.location_id);
     return loc ? [{ st, loc }] : [];
@@ -198,7 +237,13 @@ async function loadPage(ctx: DashboardContext, orgId: string, ref: string): Prom
           kind: i === 0 ? 'origin' : i === placed.length - 1 ? 'destination' : '',
           href: locationPath(loc.external_reference_id),
         })),
-        lines: placed.slice(1).map(({ st, loc }, i) => ({ from: placed[i]!.loc, to: loc, kind: 'route', width: 3, label: `Leg to stop ${st.stop_number}: ${placed[i]!.loc.name} → ${loc.name}` })),
+        lines: placed.slice(1).map(({ st, loc }, i) => ({
+          from: placed[i]!.loc,
+          to: loc,
+          kind: 'route',
+          width: 3,
+          label: `Leg to stop ${st.stop_number}: ${placed[i]!.loc.name} → ${loc.name}`,
+        })),
       })
     : '';
   return {
@@ -240,27 +285,34 @@ ${routeMap}
     <td class="nowrap">${hours(loc?.weekend_open_hours, loc?.weekend_close_hours)}</td></tr>`;
   })}</tbody>
 </table></div>
-${load.financial_rates.length
-  ? html`<h2 id="rates-title">Financial rates</h2>
+${
+  load.financial_rates.length
+    ? html`<h2 id="rates-title">Financial rates</h2>
 <div class="table-wrap"><table aria-labelledby="rates-title">
   <thead><tr><th scope="col">With</th><th scope="col">Type</th><th scope="col" class="num">Amount</th><th scope="col">Description</th></tr></thead>
   <tbody>${load.financial_rates.map(
-    (r) => html`<tr><td>${label(r.rate_entity)}</td><td>${label(r.rate_type)}</td><td class="num">${money(r.amount, r.currency)}</td><td>${r.description ?? ''}</td></tr>`,
+    (r) =>
+      html`<tr><td>${label(r.rate_entity)}</td><td>${label(r.rate_type)}</td><td class="num">${money(r.amount, r.currency)}</td><td>${r.description ?? ''}</td></tr>`,
   )}</tbody>
 </table></div>`
-  : ''}
+    : ''
+}
 <h2 id="recs-title">Carrier recommendations</h2>
-${!open
-  ? html`<p>Recommendations are shown for open loads (Active, Spot, Tendered, Tender rejected); this load is ${label(load.status).toLowerCase()}.</p>`
-  : recs.length === 0
-    ? html`<p>No carrier has delivered a load on this lane yet.</p>`
-    : recommendationTable('recs-title', recs, contacts)}`,
+${
+  !open
+    ? html`<p>Recommendations are shown for open loads (Active, Spot, Tendered, Tender rejected); this load is ${label(load.status).toLowerCase()}.</p>`
+    : recs.length === 0
+      ? html`<p>No carrier has delivered a load on this lane yet.</p>`
+      : recommendationTable('recs-title', recs, contacts)
+}`,
   };
 }
 
 function locationRows(items: Location[]): SafeHtml {
   return html`${items.map(
-    (l) => html`<tr><th scope="row"><a href="${locationPath(l.external_reference_id)}">${l.name}</a> <span class="muted">(${l.external_reference_id})</span></th>
+    (
+      l,
+    ) => html`<tr><th scope="row"><a href="${locationPath(l.external_reference_id)}">${l.name}</a> <span class="muted">(${l.external_reference_id})</span></th>
   <td>${[l.address_line1, l.address_line2].filter(Boolean).join(', ')}${l.address_line1 ? html`<br>` : ''}${placeOf(l)}</td>
   <td>${l.timezone ?? '—'}</td><td class="nowrap">${hours(l.weekday_open_hours, l.weekday_close_hours)}</td>
   <td class="nowrap">${hours(l.weekend_open_hours, l.weekend_close_hours)}</td>
@@ -271,7 +323,9 @@ function locationRows(items: Location[]): SafeHtml {
 function contactList(c: Carrier): SafeHtml {
   if (c.contacts.length === 0) return html`<span class="muted">none</span>`;
   return html`<ul class="plain">${c.contacts.map(
-    (p) => html`<li>${[p.first_name, p.last_name].filter(Boolean).join(' ') || 'Unnamed'}${p.is_primary_contact ? html` <span class="badge">primary</span>` : ''}
+    (
+      p,
+    ) => html`<li>${[p.first_name, p.last_name].filter(Boolean).join(' ') || 'Unnamed'}${p.is_primary_contact ? html` <span class="badge">primary</span>` : ''}
     ${p.primary_email ? html`<br><span class="muted">${p.primary_email}</span>` : ''}${p.primary_phone ? html`<br><span class="muted">${p.primary_phone}</span>` : ''}</li>`,
   )}</ul>`;
 }
@@ -303,24 +357,36 @@ export function dataRoutes(app: FastifyInstance, ctx: DashboardContext) {
       services.insights.locationPoints(s.orgId),
     ]);
     const body = html`<h1>Locations</h1>
-${points.length
-  ? mapSvg({
-      id: 'locations-map',
-      title: 'Map of your locations',
-      description: `${points.length === 500 ? 'The first 500' : count(points.length)} locations by name; select a point to open the location.`,
-      // Names written beside the points only while they can be read (up to MAX_MAP_LABELS); every point has its title.
-      points: points.map((l) => ({ latitude: l.latitude, longitude: l.longitude, label: `${l.name} (${placeLabel(l)})`, href: locationPath(l.external_reference_id), ...(points.length <= MAX_MAP_LABELS ? { name: l.name } : {}) })),
-    })
-  : ''}
+${
+  points.length
+    ? mapSvg({
+        id: 'locations-map',
+        title: 'Map of your locations',
+        description: `${points.length === 500 ? 'The first 500' : count(points.length)} locations by name; select a point to open the location.`,
+        // Names written beside the points only while they can be read (up to MAX_MAP_LABELS); every point has its title.
+        points: points.map((l) => ({
+          latitude: l.latitude,
+          longitude: l.longitude,
+          label: `${l.name} (${placeLabel(l)})`,
+          href: locationPath(l.external_reference_id),
+          ...(points.length <= MAX_MAP_LABELS ? { name: l.name } : {}),
+        })),
+      })
+    : ''
+}
 ${searchForm('/locations', 'Search by name', text)}
-${result.items.length === 0
-  ? text ? html`<p class="empty">No locations match.</p>` : emptyState('No locations yet.')
-  : html`<div class="table-wrap"><table>
+${
+  result.items.length === 0
+    ? text
+      ? html`<p class="empty">No locations match.</p>`
+      : emptyState('No locations yet.')
+    : html`<div class="table-wrap"><table>
   <caption>Locations by name, with hours in each location’s local time</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Address</th><th scope="col">Time zone</th><th scope="col">Weekday hours</th>
   <th scope="col">Weekend hours</th><th scope="col">Contact</th></tr></thead>
   <tbody>${locationRows(result.items)}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pager('/locations', result.pagination, { q: text || undefined }, 'locations')}`;
     return sendPage(reply, page({ title: 'Locations', session: s, active: 'locations', body }));
   });
@@ -333,18 +399,24 @@ ${pager('/locations', result.pagination, { q: text || undefined }, 'locations')}
     const result = await services.carriers.list(s.orgId, { page: pageNo, page_size: PAGE_SIZE, sort: 'name', ...(text ? { name_contains: text } : {}) });
     const body = html`<h1>Carriers</h1>
 ${searchForm('/carriers', 'Search by name', text)}
-${result.items.length === 0
-  ? text ? html`<p class="empty">No carriers match.</p>` : emptyState('No carriers yet.')
-  : html`<div class="table-wrap"><table>
+${
+  result.items.length === 0
+    ? text
+      ? html`<p class="empty">No carriers match.</p>`
+      : emptyState('No carriers yet.')
+    : html`<div class="table-wrap"><table>
   <caption>Carriers by name</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">DOT number</th><th scope="col">MC number</th><th scope="col">Phone</th>
   <th scope="col">Email</th><th scope="col">City</th><th scope="col">Contacts</th></tr></thead>
   <tbody>${result.items.map(
-    (c) => html`<tr><th scope="row"><a href="${carrierPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.dot_number ?? '—'}</td>
+    (
+      c,
+    ) => html`<tr><th scope="row"><a href="${carrierPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.dot_number ?? '—'}</td>
     <td>${c.mc_number ?? '—'}</td><td>${c.phone_number ?? ''}</td><td>${c.email ?? ''}</td>
     <td>${c.address ? [c.address.city, c.address.state].filter(Boolean).join(', ') : ''}</td><td>${contactList(c)}</td></tr>`,
   )}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pager('/carriers', result.pagination, { q: text || undefined }, 'carriers')}`;
     return sendPage(reply, page({ title: 'Carriers', session: s, active: 'carriers', body }));
   });
@@ -357,18 +429,24 @@ ${pager('/carriers', result.pagination, { q: text || undefined }, 'carriers')}`;
     const result = await services.customers.list(s.orgId, { page: pageNo, page_size: PAGE_SIZE, sort: 'name', ...(text ? { name_contains: text } : {}) });
     const body = html`<h1>Customers</h1>
 ${searchForm('/customers', 'Search by name', text)}
-${result.items.length === 0
-  ? text ? html`<p class="empty">No customers match.</p>` : emptyState('No customers yet.')
-  : html`<div class="table-wrap"><table>
+${
+  result.items.length === 0
+    ? text
+      ? html`<p class="empty">No customers match.</p>`
+      : emptyState('No customers yet.')
+    : html`<div class="table-wrap"><table>
   <caption>Customers by name</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Reference number</th><th scope="col">Type</th><th scope="col">Domain</th>
   <th scope="col">Phone</th><th scope="col">Active</th></tr></thead>
   <tbody>${result.items.map(
-    (c) => html`<tr><th scope="row"><a href="${customerPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.reference_number ?? ''}</td>
+    (
+      c,
+    ) => html`<tr><th scope="row"><a href="${customerPath(c.external_reference_id)}">${c.name}</a> <span class="muted">(${c.external_reference_id})</span></th><td>${c.reference_number ?? ''}</td>
     <td>${c.customer_type ?? ''}</td><td>${c.domain ?? ''}</td><td>${c.phone ?? ''}</td>
     <td>${c.is_active ? 'Yes' : html`<span class="badge bad">No</span>`}</td></tr>`,
   )}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}`;
     return sendPage(reply, page({ title: 'Customers', session: s, active: 'customers', body }));
   });
@@ -381,7 +459,8 @@ ${pager('/customers', result.pagination, { q: text || undefined }, 'customers')}
     const radius = ctx.services.lanes.rules.radiusMiles;
     // Each end named by its grid cell's area (the lane key), whatever load was delivered last.
     const areas = rows.map((r) => ({ origin: cellArea(r.origin_cell), destination: cellArea(r.destination_cell) }));
-    const area = (cell: number, a: ReturnType<typeof cellArea>) => html`${a.phrase ? html`<span data-area>${a.phrase}</span><br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
+    const area = (cell: number, a: ReturnType<typeof cellArea>) =>
+      html`${a.phrase ? html`<span data-area>${a.phrase}</span><br>` : ''}<span class="muted">${cellBoxLabel(cell)}</span>`;
     const d7 = (i: number) => {
       const e = ends[i];
       const r = rows[i]!;
@@ -396,28 +475,29 @@ in the cell (else its state or province). Recommendations use another definition
 ${radius} miles of each other and whose destinations are within ${radius} miles. Each row links to that recommendation lane, centred on the
 locations of the group's latest delivered load; two neighbouring groups (Dallas → Houston and Fort Worth → Houston) lead to overlapping
 recommendation lanes that count each other's loads.</p>
-${rows.length === 0
-  ? emptyState('No lane history yet: it grows as loads with a carrier are delivered.')
-  : html`${mapSvg({
-      id: 'lanes-map',
-      title: 'Map of the lanes on this page',
-      description: `${rows.length} lane${rows.length === 1 ? '' : 's'} from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
-      // Drawn between the ends' areas (as the rows name them), busiest first so their names are placed first.
-      lines: rows.map((r, i) => {
-        const a = areas[i]!;
-        return {
-          from: a.origin,
-          to: a.destination,
-          curved: true,
-          kind: equipmentClass(r.equipment_type),
-          width: 1.5 + (6 * Number(r.load_count)) / maxCount,
-          label: `${a.origin.name} → ${a.destination.name}, ${label(r.equipment_type)}: ${count(Number(r.load_count))} delivered loads`,
-          href: d7(i) ?? undefined,
-          fromName: a.origin.name,
-          toName: a.destination.name,
-        };
-      }),
-    })}
+${
+  rows.length === 0
+    ? emptyState('No lane history yet: it grows as loads with a carrier are delivered.')
+    : html`${mapSvg({
+        id: 'lanes-map',
+        title: 'Map of the lanes on this page',
+        description: `${rows.length} lane${rows.length === 1 ? '' : 's'} from origin to destination; line width by delivered loads, colour by equipment. Select a lane to open it.`,
+        // Drawn between the ends' areas (as the rows name them), busiest first so their names are placed first.
+        lines: rows.map((r, i) => {
+          const a = areas[i]!;
+          return {
+            from: a.origin,
+            to: a.destination,
+            curved: true,
+            kind: equipmentClass(r.equipment_type),
+            width: 1.5 + (6 * Number(r.load_count)) / maxCount,
+            label: `${a.origin.name} → ${a.destination.name}, ${label(r.equipment_type)}: ${count(Number(r.load_count))} delivered loads`,
+            href: d7(i) ?? undefined,
+            fromName: a.origin.name,
+            toName: a.destination.name,
+          };
+        }),
+      })}
 <ul class="legend lines">${equipmentOnPage.map((e) => html`<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect class="${equipmentClass(e)}" width="10" height="10"></rect></svg>${label(e)}</li>`)}</ul>
 <div class="table-wrap"><table>
   <caption>Lanes by delivered loads (times in UTC)</caption>
@@ -432,7 +512,8 @@ ${rows.length === 0
     <td class="num">${count(r.carrier_count)}</td><td class="nowrap">${utc(r.last_delivered_at)}</td>
     <td>${link && e?.origin && e.destination ? html`<a href="${link}">${a.origin.name} → ${a.destination.name}</a><br><span class="muted">centred on ${e.origin.name} → ${e.destination.name}</span>` : '—'}</td></tr>`;
   })}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${pager('/lanes', pagination(pageNo, PAGE_SIZE, total), {}, 'lanes')}`;
     return sendPage(reply, page({ title: 'Lanes', session: s, active: 'lanes', body }));
   });

@@ -25,7 +25,8 @@ export const carrierPath = recordPath('carriers');
 export const customerPath = recordPath('customers');
 export const loadPath = recordPath('loads');
 /** A lane, anchored on two of the organization's locations and an equipment type. */
-export const lanePath = (originRef: string, destinationRef: string, equipment: string) => `/lanes/${segment(originRef)}/${segment(destinationRef)}/${segment(equipment)}`;
+export const lanePath = (originRef: string, destinationRef: string, equipment: string) =>
+  `/lanes/${segment(originRef)}/${segment(destinationRef)}/${segment(equipment)}`;
 
 export const API_DOCS = '/docs';
 
@@ -50,9 +51,14 @@ export function equipmentClass(equipment: string): string {
  * A location as a place: `Dallas, US-TX`; without a city, the nearest city to its coordinates
  * (`near Dallas, TX`), else its name and state.
  */
-export function placeLabel(l: (Pick<LocationsTable, 'city' | 'state' | 'name'> & Partial<Pick<LocationsTable, 'latitude' | 'longitude' | 'country'>>) | undefined): string {
+export function placeLabel(
+  l: (Pick<LocationsTable, 'city' | 'state' | 'name'> & Partial<Pick<LocationsTable, 'latitude' | 'longitude' | 'country'>>) | undefined,
+): string {
   if (!l) return '—';
-  const near = !l.city && l.latitude !== undefined && l.longitude !== undefined ? nearCity({ city: l.city, latitude: l.latitude, longitude: l.longitude, country: l.country ?? null }) : null;
+  const near =
+    !l.city && l.latitude !== undefined && l.longitude !== undefined
+      ? nearCity({ city: l.city, latitude: l.latitude, longitude: l.longitude, country: l.country ?? null })
+      : null;
   return near ?? [l.city ?? l.name, l.state].filter(Boolean).join(', ');
 }
 
@@ -143,28 +149,45 @@ async function carrierPage(ctx: DashboardContext, orgId: string, ref: string) {
 </dl>
 </section>
 <h2 id="carrier-contacts">Contacts</h2>
-${carrier.contacts.length === 0
-  ? html`<p>No contacts.</p>`
-  : html`<div class="table-wrap"><table aria-labelledby="carrier-contacts">
+${
+  carrier.contacts.length === 0
+    ? html`<p>No contacts.</p>`
+    : html`<div class="table-wrap"><table aria-labelledby="carrier-contacts">
   <thead><tr><th scope="col">Name</th><th scope="col">Phone</th><th scope="col">Email</th><th scope="col">Primary</th></tr></thead>
   <tbody>${carrier.contacts.map(
     (p) => html`<tr><th scope="row">${[p.first_name, p.last_name].filter(Boolean).join(' ') || 'Unnamed'}</th>
     <td>${p.primary_phone ? html`<a href="tel:${p.primary_phone}">${p.primary_phone}</a>` : '—'}</td>
     <td>${p.primary_email ? html`<a href="mailto:${p.primary_email}">${p.primary_email}</a>` : '—'}</td><td>${p.is_primary_contact ? html`<span class="badge">primary</span>` : ''}</td></tr>`,
-  )}</tbody></table></div>`}
+  )}</tbody></table></div>`
+}
 <h2 id="carrier-lanes">Lanes it has run</h2>
-${lanes.length === 0
-  ? html`<p>No delivered loads yet: lanes appear as this carrier's loads are delivered.</p>`
-  : html`${mapSvg({
-      id: 'carrier-lanes-map',
-      title: `Lanes run by ${carrier.name}`,
-      description: `${lanes.length} lanes by origin and destination location; wider lines carried more loads.`,
-      lines: lanes.flatMap((l) => {
-        const o = places.get(l.origin_location_id);
-        const d = places.get(l.destination_location_id);
-        return o && d ? [{ from: o, to: d, curved: true, kind: equipmentClass(l.equipment_type), width: 1.5 + Math.min(6, Math.log2(1 + l.loads)), label: `${placeLabel(o)} → ${placeLabel(d)}, ${label(l.equipment_type)}: ${l.loads} loads`, href: lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type), fromName: placeLabel(o), toName: placeLabel(d) }] : [];
-      }),
-    })}
+${
+  lanes.length === 0
+    ? html`<p>No delivered loads yet: lanes appear as this carrier's loads are delivered.</p>`
+    : html`${mapSvg({
+        id: 'carrier-lanes-map',
+        title: `Lanes run by ${carrier.name}`,
+        description: `${lanes.length} lanes by origin and destination location; wider lines carried more loads.`,
+        lines: lanes.flatMap((l) => {
+          const o = places.get(l.origin_location_id);
+          const d = places.get(l.destination_location_id);
+          return o && d
+            ? [
+                {
+                  from: o,
+                  to: d,
+                  curved: true,
+                  kind: equipmentClass(l.equipment_type),
+                  width: 1.5 + Math.min(6, Math.log2(1 + l.loads)),
+                  label: `${placeLabel(o)} → ${placeLabel(d)}, ${label(l.equipment_type)}: ${l.loads} loads`,
+                  href: lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type),
+                  fromName: placeLabel(o),
+                  toName: placeLabel(d),
+                },
+              ]
+            : [];
+        }),
+      })}
 <div class="table-wrap"><table aria-labelledby="carrier-lanes">
   <caption>Delivered loads by origin, destination and equipment (the newest ${count(history)} history loads)</caption>
   <thead><tr><th scope="col">Lane</th><th scope="col">Equipment</th><th scope="col" class="num">Loads</th><th scope="col">Last delivered</th><th scope="col" class="num">Price vs market</th></tr></thead>
@@ -173,11 +196,13 @@ ${lanes.length === 0
     const d = places.get(l.destination_location_id);
     return html`<tr><th scope="row">${o && d ? html`<a href="${lanePath(o.external_reference_id, d.external_reference_id, l.equipment_type)}">${o.name} → ${d.name}</a>` : '—'}</th>
     <td>${label(l.equipment_type)}</td><td class="num">${count(l.loads)}</td><td class="nowrap">${utc(l.last_delivered_at)}</td><td class="num nowrap" data-price-vs-market>${vsMarket(l.price)}</td></tr>`;
-  })}</tbody></table></div>`}
+  })}</tbody></table></div>`
+}
 <h2 id="carrier-on-time">On-time delivery</h2>
-${scoredAll === 0
-  ? html`<p>No delivered load of this carrier has an actual arrival yet: send stop actuals or tracking events to see its on-time record.</p>`
-  : html`<p data-on-time-summary>On time at ${count(onTimeAll)} of ${count(scoredAll)} deliveries with an actual arrival (${Math.round((onTimeAll / scoredAll) * 100)}%), arriving by the end of the window as it stood then plus ${graceMinutes} minutes’ grace; the newest ${count(history)} history loads.</p>
+${
+  scoredAll === 0
+    ? html`<p>No delivered load of this carrier has an actual arrival yet: send stop actuals or tracking events to see its on-time record.</p>`
+    : html`<p data-on-time-summary>On time at ${count(onTimeAll)} of ${count(scoredAll)} deliveries with an actual arrival (${Math.round((onTimeAll / scoredAll) * 100)}%), arriving by the end of the window as it stood then plus ${graceMinutes} minutes’ grace; the newest ${count(history)} history loads.</p>
 ${lineChart({
   id: 'carrier-on-time-trend',
   title: 'On-time delivery by month',
@@ -188,23 +213,34 @@ ${lineChart({
 })}
 <div class="table-wrap"><table aria-labelledby="carrier-on-time"><caption>Scored deliveries per month</caption>
   <thead><tr><th scope="col">Month</th><th scope="col" class="num">Scored</th><th scope="col" class="num">On time</th><th scope="col" class="num">Rate</th></tr></thead>
-  <tbody>${months.map((m) => html`<tr><th scope="row">${m.month}</th><td class="num">${m.scored}</td><td class="num">${m.onTime}</td><td class="num">${m.scored ? `${Math.round((m.onTime / m.scored) * 100)}%` : '—'}</td></tr>`)}</tbody></table></div>`}
+  <tbody>${months.map((m) => html`<tr><th scope="row">${m.month}</th><td class="num">${m.scored}</td><td class="num">${m.onTime}</td><td class="num">${m.scored ? `${Math.round((m.onTime / m.scored) * 100)}%` : '—'}</td></tr>`)}</tbody></table></div>`
+}
 <h2 id="carrier-price">Price against market</h2>
-${price.rate_vs_market === null
-  ? html`<p>No delivery of this carrier on the lanes above could be priced: that takes a carrier rate, a total distance and a market rate snapshot on the lane as of its delivery date, in the rate’s currency.</p>`
-  : html`<p data-price-summary>${price.rate_vs_market.toFixed(2)}× the market: the median over ${count(price.priced_loads)} priced ${price.priced_loads === 1 ? 'delivery' : 'deliveries'} on the lanes above of the carrier total ÷ (the lane’s market rate per mile at the delivery date × miles)${
-      price.rate_vs_market < 0.97 ? `, ${Math.round((1 - price.rate_vs_market) * 100)}% under market` : price.rate_vs_market > 1.03 ? `, ${Math.round((price.rate_vs_market - 1) * 100)}% over market` : ', about the market'
-    }. Each lane’s figure is in the table above; its page ranks this carrier against the others.</p>`}
+${
+  price.rate_vs_market === null
+    ? html`<p>No delivery of this carrier on the lanes above could be priced: that takes a carrier rate, a total distance and a market rate snapshot on the lane as of its delivery date, in the rate’s currency.</p>`
+    : html`<p data-price-summary>${price.rate_vs_market.toFixed(2)}× the market: the median over ${count(price.priced_loads)} priced ${price.priced_loads === 1 ? 'delivery' : 'deliveries'} on the lanes above of the carrier total ÷ (the lane’s market rate per mile at the delivery date × miles)${
+        price.rate_vs_market < 0.97
+          ? `, ${Math.round((1 - price.rate_vs_market) * 100)}% under market`
+          : price.rate_vs_market > 1.03
+            ? `, ${Math.round((price.rate_vs_market - 1) * 100)}% over market`
+            : ', about the market'
+      }. Each lane’s figure is in the table above; its page ranks this carrier against the others.</p>`
+}
 <h2 id="carrier-recommended">Recommended for</h2>
-${recommended.length === 0
-  ? html`<p>No open load has this carrier among its recommendations right now.</p>`
-  : html`<div class="table-wrap"><table aria-labelledby="carrier-recommended">
+${
+  recommended.length === 0
+    ? html`<p>No open load has this carrier among its recommendations right now.</p>`
+    : html`<div class="table-wrap"><table aria-labelledby="carrier-recommended">
   <caption>Open loads whose current recommendations include this carrier (the ${recommended.length === 25 ? '25 latest pickups' : 'latest pickups first'}; times in UTC)</caption>
   <thead><tr><th scope="col">Load</th><th scope="col">Status</th><th scope="col">Equipment</th><th scope="col">First pickup</th><th scope="col" class="num">Rank</th></tr></thead>
   <tbody>${recommended.map(
-    (r) => html`<tr><th scope="row"><a href="${loadPath(r.external_reference_id)}">${r.external_reference_id}</a></th><td>${statusBadge(r.status)}</td><td>${label(r.equipment_type)}</td>
+    (
+      r,
+    ) => html`<tr><th scope="row"><a href="${loadPath(r.external_reference_id)}">${r.external_reference_id}</a></th><td>${statusBadge(r.status)}</td><td>${label(r.equipment_type)}</td>
     <td class="nowrap">${utc(r.pickup_at)}</td><td class="num">${r.rank || '—'}</td></tr>`,
-  )}</tbody></table></div>`}
+  )}</tbody></table></div>`
+}
 <h2 id="carrier-loads">Loads</h2>
 ${loads.length === 0 ? emptyState('No loads with this carrier yet.') : loadTable('Newest loads with this carrier (times in UTC)', loads, { customer: true })}`;
   return { title: carrier.name, body };
@@ -233,9 +269,24 @@ ${loads.length === 0 ? emptyState('No loads for this customer yet.') : loadTable
 
 const WEEKS = 26;
 
-async function lanePage(ctx: DashboardContext, orgId: string, originRef: string, destinationRef: string, equipment: string, rankBy: 'history' | 'balanced' = 'history') {
+async function lanePage(
+  ctx: DashboardContext,
+  orgId: string,
+  originRef: string,
+  destinationRef: string,
+  equipment: string,
+  rankBy: 'history' | 'balanced' = 'history',
+) {
   // Carriers ranked exactly as a load on this lane would be, with no carrier assigned.
-  const { origin, destination, radiusMiles: radius, history, snapshots, carriers: recs, contacts } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment, rankBy);
+  const {
+    origin,
+    destination,
+    radiusMiles: radius,
+    history,
+    snapshots,
+    carriers: recs,
+    contacts,
+  } = await ctx.services.insights.lane(orgId, originRef, destinationRef, equipment, rankBy);
   // Weekly series over the last 26 weeks (UTC weeks from Monday).
   const lastWeek = weekStart(ctx.clock.now().getTime());
   const weeks = Array.from({ length: WEEKS }, (_, i) => lastWeek - (WEEKS - 1 - i) * 7 * DAY);
@@ -278,15 +329,19 @@ ${mapSvg({
   description: `Centred on ${origin.name} (${placeLabel(origin)}) and ${destination.name} (${placeLabel(destination)}).`,
   points: [
     { ...origin, label: `Origin: ${origin.name}`, name: origin.name, kind: 'origin', href: locationPath(origin.external_reference_id) },
-    { ...destination, label: `Destination: ${destination.name}`, name: destination.name, kind: 'destination', href: locationPath(destination.external_reference_id) },
+    {
+      ...destination,
+      label: `Destination: ${destination.name}`,
+      name: destination.name,
+      kind: 'destination',
+      href: locationPath(destination.external_reference_id),
+    },
   ],
   lines: [{ from: origin, to: destination, curved: true, kind: equipmentClass(equipment), width: 4, label: title }],
 })}
 <h2 id="lane-carriers">Carriers, ranked as recommendations rank them</h2>
 <p class="ranking-switch">Ranked by ${rankBy === 'balanced' ? html`<strong>balanced score</strong> (history × on time × price × backhaul) · <a href="?">rank by lane history</a>` : html`<strong>lane history</strong> · <a href="?rank_by=balanced">rank by balanced score</a> (on time, price against market and backhaul weighed in)`}</p>
-${recs.length === 0
-  ? html`<p>No carrier has delivered a load on this lane yet.</p>`
-  : recommendationTable('lane-carriers', recs, contacts)}
+${recs.length === 0 ? html`<p>No carrier has delivered a load on this lane yet.</p>` : recommendationTable('lane-carriers', recs, contacts)}
 <h2 id="lane-charts">Volume and rates</h2>
 ${stackedBars({ id: 'lane-volume', title: 'Delivered loads per week', description: `Delivered loads on the lane per week, the last ${WEEKS} weeks (weeks start Monday, UTC).`, labels, series: [{ name: 'Delivered loads', cls: 's0' }], values: [delivered] })}
 ${lineChart({
@@ -301,26 +356,30 @@ ${lineChart({
   ],
 })}
 <h2 id="lane-snapshots">Market rate snapshots</h2>
-${snapshots.length === 0
-  ? emptyState('No market rate snapshot on this lane.')
-  : html`<div class="table-wrap"><table aria-labelledby="lane-snapshots">
+${
+  snapshots.length === 0
+    ? emptyState('No market rate snapshot on this lane.')
+    : html`<div class="table-wrap"><table aria-labelledby="lane-snapshots">
   <caption>Newest first (${count(snapshots.length)}${snapshots.length === 200 ? ', the newest 200' : ''})</caption>
   <thead><tr><th scope="col">As of</th><th scope="col" class="num">Rate per mile</th><th scope="col" class="num">Low</th><th scope="col" class="num">High</th><th scope="col">Source</th></tr></thead>
   <tbody>${snapshots.slice(0, 50).map(
     (s) => html`<tr><th scope="row" class="nowrap">${utc(s.as_of)}</th><td class="num">${money(Number(s.rate_per_mile), s.currency)}</td>
     <td class="num">${s.rate_per_mile_low === null ? '—' : money(Number(s.rate_per_mile_low), s.currency)}</td><td class="num">${s.rate_per_mile_high === null ? '—' : money(Number(s.rate_per_mile_high), s.currency)}</td><td>${s.source ?? '—'}</td></tr>`,
-  )}</tbody></table></div>`}
+  )}</tbody></table></div>`
+}
 <h2 id="lane-history">History loads</h2>
-${history.length === 0
-  ? html`<p>No delivered load on this lane yet.</p>`
-  : html`<div class="table-wrap"><table aria-labelledby="lane-history">
+${
+  history.length === 0
+    ? html`<p>No delivered load on this lane yet.</p>`
+    : html`<div class="table-wrap"><table aria-labelledby="lane-history">
   <caption>The newest 25 of ${count(history.length)} delivered loads${history.length >= 5000 ? ' (read at most 5,000)' : ''} (times in UTC)</caption>
   <thead><tr><th scope="col">Load</th><th scope="col">Carrier</th><th scope="col">Delivered</th><th scope="col" class="num">Carrier rate</th><th scope="col" class="num">Per mile</th></tr></thead>
   <tbody>${history.slice(0, 25).map(
     (h) => html`<tr><th scope="row"><a href="${loadPath(h.external_reference_id)}">${h.external_reference_id}</a></th>
     <td><a href="${carrierPath(h.carrier_external_reference_id)}">${h.carrier_external_reference_id}</a></td><td class="nowrap">${utc(h.delivered_at)}</td>
     <td class="num">${money(h.carrier_rate_total)}</td><td class="num">${h.carrier_rate_total !== null && h.total_distance ? money(h.carrier_rate_total / h.total_distance) : '—'}</td></tr>`,
-  )}</tbody></table></div>`}`;
+  )}</tbody></table></div>`
+}`;
   return { title, body };
 }
 
@@ -384,15 +443,31 @@ export function recommendationTable(labelledBy: string, recs: RankedCarrier[], c
 }
 
 export function detailRoutes(app: FastifyInstance, ctx: DashboardContext) {
-  const show = (active: 'locations' | 'carriers' | 'customers' | 'lanes', build: (orgId: string, params: Record<string, string>) => Promise<{ title: string; body: SafeHtml }>) =>
+  const show =
+    (
+      active: 'locations' | 'carriers' | 'customers' | 'lanes',
+      build: (orgId: string, params: Record<string, string>) => Promise<{ title: string; body: SafeHtml }>,
+    ) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
       const s = requireSession(req, reply);
       if (!s) return reply;
       const { title, body } = await build(s.orgId, { ...(req.query as Record<string, string>), ...(req.params as Record<string, string>) });
       return sendPage(reply, page({ title, session: s, active, body }));
     };
-  app.get(`${listPath('locations')}/:ref`, show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)));
-  app.get(`${listPath('carriers')}/:ref`, show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)));
-  app.get(`${listPath('customers')}/:ref`, show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)));
-  app.get('/lanes/:origin/:destination/:equipment', show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase(), p.rank_by === 'balanced' ? 'balanced' : 'history')));
+  app.get(
+    `${listPath('locations')}/:ref`,
+    show('locations', (orgId, p) => locationPage(ctx, orgId, p.ref!)),
+  );
+  app.get(
+    `${listPath('carriers')}/:ref`,
+    show('carriers', (orgId, p) => carrierPage(ctx, orgId, p.ref!)),
+  );
+  app.get(
+    `${listPath('customers')}/:ref`,
+    show('customers', (orgId, p) => customerPage(ctx, orgId, p.ref!)),
+  );
+  app.get(
+    '/lanes/:origin/:destination/:equipment',
+    show('lanes', (orgId, p) => lanePage(ctx, orgId, p.origin!, p.destination!, p.equipment!.toUpperCase(), p.rank_by === 'balanced' ? 'balanced' : 'history')),
+  );
 }

@@ -17,7 +17,9 @@ function queryValue(req: FastifyRequest, name: string): string {
 
 /** The kinds with a page per record, by the noun their event types start with (`load.updated` → loads). */
 const KIND_BY_NOUN = new Map(
-  (Object.keys(RECORD_KINDS) as (keyof typeof RECORD_KINDS)[]).filter((k): k is ReferencedRecordKind => k !== 'market_rates').map((k) => [RECORD_KINDS[k].noun as string, k]),
+  (Object.keys(RECORD_KINDS) as (keyof typeof RECORD_KINDS)[])
+    .filter((k): k is ReferencedRecordKind => k !== 'market_rates')
+    .map((k) => [RECORD_KINDS[k].noun as string, k]),
 );
 
 type Subject =
@@ -26,7 +28,12 @@ type Subject =
   | { kind: 'import'; ref: string }
   | { kind: 'other'; ref: string };
 
-const RECORD_PAGE: Record<ReferencedRecordKind, (ref: string) => string> = { customers: customerPath, carriers: carrierPath, locations: locationPath, loads: loadPath };
+const RECORD_PAGE: Record<ReferencedRecordKind, (ref: string) => string> = {
+  customers: customerPath,
+  carriers: carrierPath,
+  locations: locationPath,
+  loads: loadPath,
+};
 
 const text = (v: unknown) => (typeof v === 'string' ? v : null);
 
@@ -96,16 +103,18 @@ export function eventRoutes(app: FastifyInstance, ctx: DashboardContext) {
 <p>Every change committed to your data, newest first: what your integration reads from <code>GET /v2/tms-api/events</code>
 (or receives by webhook), in the same order and with the same data. Events are kept ${ctx.services.events.retentionDays} days.</p>
 ${typeSelect}
-${shown.length === 0
-  ? html`<p>${before ? 'No older events.' : type ? 'No events of this type yet.' : 'No events yet: they appear as your TMS writes customers, carriers, locations, loads and market rates.'}</p>`
-  : html`<div class="table-wrap"><table>
+${
+  shown.length === 0
+    ? html`<p>${before ? 'No older events.' : type ? 'No events of this type yet.' : 'No events yet: they appear as your TMS writes customers, carriers, locations, loads and market rates.'}</p>`
+    : html`<div class="table-wrap"><table>
   <caption>Events, newest first (times in UTC)</caption>
   <thead><tr><th scope="col" class="num">Sequence</th><th scope="col">Time</th><th scope="col">Type</th><th scope="col">Record</th><th scope="col">Data</th></tr></thead>
   <tbody>${shown.map((e, i) => {
     return html`<tr><td class="num">${e.sequence}</td><td class="nowrap">${utc(e.timestamp)}</td><td><code>${e.type}</code></td><td>${recordCell(subjects[i]!, still)}</td>
     <td><details><summary>View data</summary><pre class="event-data">${JSON.stringify(e.data, null, 2)}</pre></details></td></tr>`;
   })}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${older !== null ? html`<nav class="pager" aria-label="Pages of events"><a href="${href('/events', { type: type || undefined, before: older })}" rel="next">Older events →</a></nav>` : ''}`;
     return sendPage(reply, page({ title: 'Events', session: s, active: 'events', body }));
   });

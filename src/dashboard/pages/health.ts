@@ -125,54 +125,64 @@ export async function integrationHealth(ctx: DashboardContext, orgId: string, qu
   })}</tbody>
 </table></div>
 <h3 id="keys-usage-title">Requests per key</h3>
-${shownKeys.length === 0
-  ? html`<p class="empty">No API key yet: create one in <a href="/settings/api-keys">Settings → API Keys</a>, then see the <a href="${API_DOCS}">API documentation</a>.</p>`
-  : html`<div class="table-wrap"><table aria-labelledby="keys-usage-title" id="keys-usage">
+${
+  shownKeys.length === 0
+    ? html`<p class="empty">No API key yet: create one in <a href="/settings/api-keys">Settings → API Keys</a>, then see the <a href="${API_DOCS}">API documentation</a>.</p>`
+    : html`<div class="table-wrap"><table aria-labelledby="keys-usage-title" id="keys-usage">
   <thead><tr><th scope="col">Key</th><th scope="col">System</th><th scope="col" class="num">Requests (${DAYS} days)</th><th scope="col">Last request</th></tr></thead>
   <tbody>${shownKeys.map((k) => {
     const u = byKey.get(k.id);
     return html`<tr><th scope="row">${k.name} <span class="muted mono">${k.key_prefix}…</span>${k.revoked_at ? html` <span class="badge bad">revoked</span>` : ''}</th><td>${k.external_system}</td>
     <td class="num">${count(u?.total ?? 0)}</td><td class="nowrap">${utc(u?.last ?? k.last_used_at)}</td></tr>`;
   })}</tbody></table></div>
-${shownKeys.filter((k) => byKey.has(k.id)).map((k) =>
-  stackedBars({
-    id: `usage-${k.id}`,
-    title: `Requests per hour: ${k.name}`,
-    description: `Requests per hour of the key ${k.name} over the last ${DAYS} days (UTC), split by outcome.`,
-    labels: hourLabels,
-    labelEvery: 24,
-    series: [
-      { name: '2xx', cls: 's0' },
-      { name: '4xx', cls: 's1' },
-      { name: '5xx', cls: 's2' },
-      { name: '429', cls: 's3' },
-    ],
-    values: byKey.get(k.id)!.series,
-  }),
-)}`}
+${shownKeys
+  .filter((k) => byKey.has(k.id))
+  .map((k) =>
+    stackedBars({
+      id: `usage-${k.id}`,
+      title: `Requests per hour: ${k.name}`,
+      description: `Requests per hour of the key ${k.name} over the last ${DAYS} days (UTC), split by outcome.`,
+      labels: hourLabels,
+      labelEvery: 24,
+      series: [
+        { name: '2xx', cls: 's0' },
+        { name: '4xx', cls: 's1' },
+        { name: '5xx', cls: 's2' },
+        { name: '429', cls: 's3' },
+      ],
+      values: byKey.get(k.id)!.series,
+    }),
+  )}`
+}
 <h3 id="failed-writes-title">Failed writes</h3>
-${failed.total === 0
-  ? html`<p>No failed write in the last ${DAYS} days.</p>`
-  : failed.rows.length === 0
-    ? html`<p>No older failed writes in the last ${DAYS} days. <a href="/#failed-writes-title">Show the newest</a>.</p>`
-    : html`<div class="table-wrap"><table aria-labelledby="failed-writes-title" id="failed-writes">
+${
+  failed.total === 0
+    ? html`<p>No failed write in the last ${DAYS} days.</p>`
+    : failed.rows.length === 0
+      ? html`<p>No older failed writes in the last ${DAYS} days. <a href="/#failed-writes-title">Show the newest</a>.</p>`
+      : html`<div class="table-wrap"><table aria-labelledby="failed-writes-title" id="failed-writes">
   <caption>${count(failed.total)} failed ${failed.total === 1 ? 'write' : 'writes'} (single requests and batch items) in the last ${DAYS} days, newest first${
     failed.total > failed.rows.length ? `; ${count(failed.newer + 1)}–${count(failed.newer + failed.rows.length)} shown` : ''
   }; fix the record in the TMS and send it again</caption>
   <thead><tr><th scope="col">When</th><th scope="col">Record</th><th scope="col">Operation</th><th scope="col" class="num">Status</th><th scope="col">Detail</th><th scope="col">Request</th></tr></thead>
   <tbody>${failed.rows.map(
-    (f) => html`<tr><td class="nowrap">${utc(f.occurred_at)}</td><th scope="row">${f.resource}: ${f.reference ?? html`<span class="muted">no reference</span>`}${f.batch_index !== null ? html`<br><span class="muted">batch item ${f.batch_index}</span>` : ''}</th>
+    (
+      f,
+    ) => html`<tr><td class="nowrap">${utc(f.occurred_at)}</td><th scope="row">${f.resource}: ${f.reference ?? html`<span class="muted">no reference</span>`}${f.batch_index !== null ? html`<br><span class="muted">batch item ${f.batch_index}</span>` : ''}</th>
     <td>${f.method} ${f.operation}</td><td class="num">${f.status}</td><td>${detailSummary(f.detail)}</td><td class="mono">${f.request_id ?? ''}</td></tr>`,
   )}</tbody></table></div>
-${failedPager(failed)}`}
+${failedPager(failed)}`
+}
 <h3 id="ignored-fields-title">Ignored fields</h3>
-${ignored.length === 0
-  ? html`<p>No request of the last ${DAYS} days sent a field the API does not know.</p>`
-  : html`<p class="muted">Fields the API ignored (unknown names, often a misspelling or another service's name): the data in them was not stored. Each answer names them in its <code>Lanebridge-Ignored-Fields</code> header; send <code>Prefer: handling=strict</code>, or make the key strict, to have them refused instead.</p>
+${
+  ignored.length === 0
+    ? html`<p>No request of the last ${DAYS} days sent a field the API does not know.</p>`
+    : html`<p class="muted">Fields the API ignored (unknown names, often a misspelling or another service's name): the data in them was not stored. Each answer names them in its <code>Lanebridge-Ignored-Fields</code> header; send <code>Prefer: handling=strict</code>, or make the key strict, to have them refused instead.</p>
 <div class="table-wrap"><table aria-labelledby="ignored-fields-title" id="ignored-fields">
   <thead><tr><th scope="col">Key</th><th scope="col">Request</th><th scope="col">Field</th><th scope="col" class="num">Requests</th><th scope="col">Last seen</th></tr></thead>
   <tbody>${ignored.map((f) => {
     const k = keyName.get(f.key_id);
     return html`<tr><td>${k ? k.name : f.key_id}</td><td class="mono">${f.route}</td><th scope="row" class="mono">${f.field}</th><td class="num">${count(Number(f.count))}</td><td class="nowrap">${utc(f.last_seen_at)}</td></tr>`;
-  })}</tbody></table></div>`}`;
+  })}</tbody></table></div>`
+}`;
 }

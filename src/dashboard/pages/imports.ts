@@ -6,10 +6,12 @@ import { count, utc } from '../format.js';
 import { html } from '../html.js';
 import { page, when } from '../layout.js';
 
-const seconds = (s: number | null) => (s === null ? '—' : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`);
+const seconds = (s: number | null) =>
+  s === null ? '—' : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
 
 function progress(i: Import) {
-  if (i.rows_total === null) return html`<span>${i.status === 'awaiting_upload' ? 'waiting for the upload' : i.status === 'queued' ? 'queued' : 'counting rows…'}</span>`;
+  if (i.rows_total === null)
+    return html`<span>${i.status === 'awaiting_upload' ? 'waiting for the upload' : i.status === 'queued' ? 'queued' : 'counting rows…'}</span>`;
   return html`<progress max="${String(i.rows_total)}" value="${String(i.rows_processed)}" aria-label="Rows processed of ${i.id}">${String(i.percent ?? 0)}%</progress> ${String(i.percent ?? 0)}%`;
 }
 
@@ -29,9 +31,10 @@ export function importPageRoutes(app: FastifyInstance, ctx: DashboardContext) {
 <p>Years of history in one job: your integration uploads an NDJSON or CSV file to <code>/v2/tms-api/imports</code>
 (or you run <code>bin/lanebridge import</code>), and it runs here in the background, a chunk at a time, without an event or
 webhook per row. ${live ? 'This page follows the running import (it reloads every 2 seconds).' : ''}</p>
-${items.length === 0
-  ? html`<p>No imports yet.</p>`
-  : html`<div class="table-wrap"><table>
+${
+  items.length === 0
+    ? html`<p>No imports yet.</p>`
+    : html`<div class="table-wrap"><table>
   <caption>Imports, newest first (times in UTC)</caption>
   <thead><tr><th scope="col">Import</th><th scope="col">Records</th><th scope="col">Status</th><th scope="col">Progress</th>
   <th scope="col" class="num">Rows</th><th scope="col" class="num">Written</th><th scope="col" class="num">Refused</th>
@@ -46,7 +49,8 @@ ${items.length === 0
     <td>${i.started_at ? when(i.started_at) : '—'}</td>
     <td>${i.rows_failed > 0 ? html`<a href="/imports/${i.id}/errors" download="${i.id}-errors.ndjson">Download ${count(i.rows_failed)} (NDJSON)</a>` : '—'}</td></tr>`,
   )}</tbody>
-</table></div>`}`;
+</table></div>`
+}`;
     return sendPage(reply, page({ title: 'Imports', session: s, active: 'imports', body, ...(live ? { refreshSeconds: 2 } : {}) }));
   });
 

@@ -36,14 +36,16 @@ ${done ? notice('ok', html`<p>${done}</p>`) : ''}
     ${integration ? html`<span class="badge ok">Connected</span>` : html`<span class="badge warn">Not connected</span>`}</h3>
   <p>Lets your transportation management system send customers, carriers, locations and loads to Lanebridge
   over the REST API under <code>/v2/tms-api</code>, authenticated with API keys you create for it.</p>
-  ${integration
-    ? html`<p>Connected ${utc(integration.connected_at)}.</p>
+  ${
+    integration
+      ? html`<p>Connected ${utc(integration.connected_at)}.</p>
   <p><a class="button" href="/settings/api-keys">Manage API keys</a></p>`
-    : html`<p>Connect it to create API keys.</p>
+      : html`<p>Connect it to create API keys.</p>
   <form method="post" action="/settings/integrations">
     ${csrfField(s.csrfToken)}
     <button type="submit">Add Integration</button>
-  </form>`}
+  </form>`
+  }
 </section>`,
       }),
     );

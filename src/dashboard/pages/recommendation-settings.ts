@@ -30,13 +30,15 @@ ${errorSummary(o.errors)}
   <p>A stop counts as on time in a carrier’s evidence when it arrived by the end of its window (or its start,
   when it has no end) plus this many minutes. Now: <strong data-grace>${own ?? serverDefault()} minutes</strong>
   ${own === null ? html`(the server’s default, <code>ON_TIME_GRACE_MINUTES</code>)` : html`(this organization’s own)`}.</p>
-  ${admin
-    ? html`<form class="stack" method="post" action="/settings/recommendations" novalidate>
+  ${
+    admin
+      ? html`<form class="stack" method="post" action="/settings/recommendations" novalidate>
     ${csrfField(s.csrfToken)}
     ${field({ name: 'on_time_grace_minutes', label: 'Grace (minutes)', type: 'number', min: 0, max: MAX_GRACE_MINUTES, value: o.value ?? (own === null ? '' : String(own)), hint: `0 to ${MAX_GRACE_MINUTES}; empty: the server’s default (${serverDefault()}).`, ...(o.errors ? { errors: o.errors } : {}) })}
     <div><button type="submit">Save</button></div>
   </form>`
-    : adminOnlyNote('change the grace')}
+      : adminOnlyNote('change the grace')
+  }
 </section>`,
     });
   };

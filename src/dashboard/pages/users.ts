@@ -21,7 +21,11 @@ interface UserForm {
   role?: string;
 }
 
-async function usersPage(ctx: DashboardContext, s: DashboardSession, o: { values?: UserForm; errors?: FieldErrors; done?: string; passwordErrors?: FieldErrors; roleError?: string } = {}) {
+async function usersPage(
+  ctx: DashboardContext,
+  s: DashboardSession,
+  o: { values?: UserForm; errors?: FieldErrors; done?: string; passwordErrors?: FieldErrors; roleError?: string } = {},
+) {
   const users = await ctx.services.accounts.listUsers(s.orgId);
   const admin = s.userRole === 'admin';
   const others = users.filter((u) => u.id !== s.userId);
@@ -39,16 +43,20 @@ ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
   <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Dashboard sign-in</th><th scope="col">Added</th>${admin ? html`<th scope="col">Access</th>` : ''}</tr></thead>
   <tbody>${users.map(
     (u) => html`<tr><th scope="row">${u.name}${u.id === s.userId ? html` <span class="badge">you</span>` : ''}</th><td>${u.email}</td>
-    <td>${u.role}${admin
-      ? html`<form class="inline" method="post" action="/users/${segment(u.id)}/role">${csrfField(s.csrfToken)}<input type="hidden" name="role" value="${u.role === 'admin' ? 'member' : 'admin'}"><button type="submit" class="small secondary">Make ${u.role === 'admin' ? 'member' : 'admin'}<span class="visually-hidden"> ${u.name}</span></button></form>`
-      : ''}</td>
+    <td>${u.role}${
+      admin
+        ? html`<form class="inline" method="post" action="/users/${segment(u.id)}/role">${csrfField(s.csrfToken)}<input type="hidden" name="role" value="${u.role === 'admin' ? 'member' : 'admin'}"><button type="submit" class="small secondary">Make ${u.role === 'admin' ? 'member' : 'admin'}<span class="visually-hidden"> ${u.name}</span></button></form>`
+        : ''
+    }</td>
     <td>${u.password_hash ? 'Yes' : html`<span class="muted">No</span>`}</td><td class="nowrap">${utc(u.created_at)}</td>${admin ? html`<td>${u.id === s.userId ? '' : accessButtons(s, u)}</td>` : ''}</tr>`,
   )}</tbody>
 </table></div>
 ${o.roleError ? notice('error', html`<p>${o.roleError}</p>`, 'alert') : ''}
 ${admin ? html`<p>End sessions signs a user out of every browser at once; Remove deletes the user (the organization’s API keys stay, the audit log keeps who removed whom). The command line does the same: <code>bin/lanebridge user sessions-end</code>, <code>bin/lanebridge user remove</code>.</p>` : ''}
 <p><a href="/account/password">Change your own password</a> (it asks for your current one).</p>
-${admin ? html`<section class="card" aria-labelledby="add-user-title">
+${
+  admin
+    ? html`<section class="card" aria-labelledby="add-user-title">
   <h2 id="add-user-title">Add a user</h2>
   ${errorSummary(errors)}
   <form class="stack" method="post" action="/users" novalidate>
@@ -73,16 +81,20 @@ ${admin ? html`<section class="card" aria-labelledby="add-user-title">
   <h2 id="set-password-title">Set a password</h2>
   <p>Lets another user of your organization sign in (one added without a password, or who forgot it). The command line does the same: <code>bin/lanebridge user set-password</code>. Your own password: <a href="/account/password">Change your password</a>.</p>
   ${errorSummary(o.passwordErrors ?? {})}
-  ${others.length
-    ? html`<form class="stack" method="post" action="/users/password" novalidate>
+  ${
+    others.length
+      ? html`<form class="stack" method="post" action="/users/password" novalidate>
     ${csrfField(s.csrfToken)}
     <div><label for="f-user_id">User</label>
     <select id="f-user_id" name="user_id">${others.map((u) => html`<option value="${u.id}">${u.name} (${u.email})</option>`)}</select></div>
     ${field({ name: 'new_password', label: 'New password', type: 'password', errors: o.passwordErrors ?? {}, required: true, autocomplete: 'new-password', hint: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
     <div><button type="submit">Set password</button></div>
   </form>`
-    : html`<p>There is no other user yet.</p>`}
-</section>` : adminOnlyNote('add users, change roles or set other users’ passwords')}`,
+      : html`<p>There is no other user yet.</p>`
+  }
+</section>`
+    : adminOnlyNote('add users, change roles or set other users’ passwords')
+}`,
   });
 }
 
@@ -118,17 +130,30 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!isRole(values.role)) errors.role = 'Choose admin or member.';
     if (Object.keys(errors).length) return sendPage(reply, await usersPage(ctx, s, { values, errors }), 422);
     try {
-      await ctx.services.accounts.createUser(s.orgId, { name: values.name, email: values.email, role: isRole(values.role) ? values.role : 'member', ...(password ? { password } : {}) }, actorOf(req, s));
+      await ctx.services.accounts.createUser(
+        s.orgId,
+        { name: values.name, email: values.email, role: isRole(values.role) ? values.role : 'member', ...(password ? { password } : {}) },
+        actorOf(req, s),
+      );
     } catch (err) {
       // Emails are the sign-in identity across organizations; another organization's is not named, nor
       // said to exist: the form says only that this address cannot be used (docs/dashboard.md).
       if (err instanceof EmailTakenError && err.inOrganization) {
-        return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'A user with this email is already in your organization (listed above).' } }), 409);
+        return sendPage(
+          reply,
+          await usersPage(ctx, s, { values, errors: { email: 'A user with this email is already in your organization (listed above).' } }),
+          409,
+        );
       }
       if (err instanceof EmailTakenError) {
-        return sendPage(reply, await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }), 422);
+        return sendPage(
+          reply,
+          await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }),
+          422,
+        );
       }
-      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
+      if (err instanceof ValidationError)
+        return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
       throw err;
     }
     return reply.redirect('/users?done=added', 303);
@@ -143,11 +168,17 @@ export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
     if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
     // One's own password needs the current one
     // (docs/dashboard.md, "Roles, the first run and the audit log"): not here.
-    if (user.id === s.userId) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }), 403);
+    if (user.id === s.userId)
+      return sendPage(
+        reply,
+        await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }),
+        403,
+      );
     try {
       await ctx.services.accounts.setUserPasswordByAdmin(s.orgId, s.userId, user.id, password, actorOf(req, s));
     } catch (err) {
-      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
+      if (err instanceof ValidationError)
+        return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
       throw err;
     }
     return reply.redirect('/users?done=password', 303);

@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { ValidationError } from '../../lib/http/errors.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { EVENT_TYPES } from '../../modules/events/events.schema.js';
-import { ReplayRunningError, WebhookEndpointLimitError, type DeliveryWithAttempts, type EndpointOverview, type WebhooksService } from '../../modules/webhooks/webhooks.service.js';
+import {
+  ReplayRunningError,
+  WebhookEndpointLimitError,
+  type DeliveryWithAttempts,
+  type EndpointOverview,
+  type WebhooksService,
+} from '../../modules/webhooks/webhooks.service.js';
 import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
 import { actorOf, checkSessionCsrf, formList, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
@@ -61,7 +67,11 @@ function endpointFormFields(values: EndpointForm, errors: FieldErrors): SafeHtml
   ${field({ name: 'description', label: 'Description', hint: 'Optional: what the endpoint is for.', value: values.description, errors, maxlength: 500 })}`;
 }
 
-async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession, o: { values?: EndpointForm; errors?: FieldErrors; done?: string; refused?: string } = {}) {
+async function listPage(
+  ctx: { webhooks: WebhooksService },
+  s: DashboardSession,
+  o: { values?: EndpointForm; errors?: FieldErrors; done?: string; refused?: string } = {},
+) {
   const endpoints = await ctx.webhooks.overview(s.orgId);
   const values = o.values ?? { url: '', event_types: [], description: '' };
   const errors = o.errors ?? {};
@@ -74,15 +84,22 @@ async function listPage(ctx: { webhooks: WebhooksService }, s: DashboardSession,
 ${settingsTabs('webhooks')}
 ${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
 ${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
-${autoDisabled.length
-  ? notice('error', html`<p><strong>${autoDisabled.length === 1 ? 'An endpoint was' : `${autoDisabled.length} endpoints were`} disabled automatically.</strong></p>
-<ul>${autoDisabled.map((e) => html`<li><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>: ${REASON[e.disabled_reason!]}</li>`)}</ul>`, 'alert')
-  : ''}
+${
+  autoDisabled.length
+    ? notice(
+        'error',
+        html`<p><strong>${autoDisabled.length === 1 ? 'An endpoint was' : `${autoDisabled.length} endpoints were`} disabled automatically.</strong></p>
+<ul>${autoDisabled.map((e) => html`<li><a href="/settings/webhooks/${segment(e.id)}">${e.url}</a>: ${REASON[e.disabled_reason!]}</li>`)}</ul>`,
+        'alert',
+      )
+    : ''
+}
 <h2>Webhook endpoints</h2>
 <p>Every change to your customers, carriers, locations, loads and market rates is sent to these endpoints as it commits, signed
 (Standard Webhooks), retried for about three days when the receiver fails.</p>
-${s.userRole === 'admin'
-  ? html`<section class="card" aria-labelledby="add-endpoint-title">
+${
+  s.userRole === 'admin'
+    ? html`<section class="card" aria-labelledby="add-endpoint-title">
   <h3 id="add-endpoint-title">Add an endpoint</h3>
   ${errorSummary(errors)}
   <form class="stack" method="post" action="/settings/webhooks" novalidate>
@@ -91,10 +108,12 @@ ${s.userRole === 'admin'
     <div><button type="submit">Add endpoint</button></div>
   </form>
 </section>`
-  : adminOnlyNote('add, test, disable, replay, rotate or delete webhook endpoints')}
+    : adminOnlyNote('add, test, disable, replay, rotate or delete webhook endpoints')
+}
 <h3>Endpoints</h3>
-${endpoints.length
-  ? html`<div class="table-wrap"><table>
+${
+  endpoints.length
+    ? html`<div class="table-wrap"><table>
   <caption>${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'}</caption>
   <thead><tr><th scope="col">URL</th><th scope="col">Event types</th><th scope="col">Status</th><th scope="col">Last delivery</th><th scope="col">Created</th></tr></thead>
   <tbody>${endpoints.map(
@@ -107,7 +126,8 @@ ${endpoints.length
 </tr>`,
   )}</tbody>
 </table></div>`
-  : html`<p>No endpoints yet.</p>`}`,
+    : html`<p>No endpoints yet.</p>`
+}`,
   });
 }
 
@@ -160,7 +180,12 @@ function attemptsRow(d: DeliveryWithAttempts): SafeHtml {
 }
 
 function deliveryRow(d: WebhookDelivery): SafeHtml {
-  const badge = d.status === 'delivered' ? html`<span class="badge ok">Delivered</span>` : d.status === 'failed' ? html`<span class="badge bad">Failed</span>` : html`<span class="badge">Pending</span>`;
+  const badge =
+    d.status === 'delivered'
+      ? html`<span class="badge ok">Delivered</span>`
+      : d.status === 'failed'
+        ? html`<span class="badge bad">Failed</span>`
+        : html`<span class="badge">Pending</span>`;
   return html`<tr>
   <td>${when(d.created_at)}</td>
   <td><code>${d.event_type}</code><br><span class="hint"><code>${d.event_id}</code></span></td>
@@ -200,8 +225,9 @@ ${e.disabled_reason === 'gone' || e.disabled_reason === 'failing' ? notice('erro
   <dt>Created</dt><dd>${utc(e.created_at)}</dd>
   <dt>Signing secret</dt><dd>${e.previous_secret_until ? `Rotated: the previous secret also signs until ${utc(e.previous_secret_until)}` : 'One secret (shown only when it was made)'}</dd>
 </dl>
-${s.userRole === 'admin'
-  ? html`<h2>Actions</h2>
+${
+  s.userRole === 'admin'
+    ? html`<h2>Actions</h2>
 <div class="actions">
   <form method="post" action="${path}/test">${csrfField(s.csrfToken)}<button type="submit">Send test event</button></form>
   <form method="post" action="${path}/status">${csrfField(s.csrfToken)}<input type="hidden" name="status" value="${e.status === 'enabled' ? 'disabled' : 'enabled'}"><button type="submit" class="secondary">${e.status === 'enabled' ? 'Disable' : 'Enable'}</button></form>
@@ -218,18 +244,21 @@ ${s.userRole === 'admin'
     <div><button type="submit">Replay events</button></div>
   </form>
 </section>`
-  : adminOnlyNote('test, disable, replay, rotate or delete this endpoint')}
+    : adminOnlyNote('test, disable, replay, rotate or delete this endpoint')
+}
 <h2>Delivery log</h2>
 <p class="hint">One row per event sent (a replay adds one), newest first; every attempt it took is kept beneath it, with the receiver's answer. Kept as long as the events (EVENT_RETENTION_DAYS, 30 days by default).</p>
-${log.items.length
-  ? html`<div class="table-wrap"><table>
+${
+  log.items.length
+    ? html`<div class="table-wrap"><table>
   <caption>Deliveries, newest first</caption>
   <thead><tr><th scope="col">Created</th><th scope="col">Event</th><th scope="col" class="num">Sequence</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th>
   <th scope="col" class="num">Response</th><th scope="col" class="num">Duration</th><th scope="col">Error</th><th scope="col">Next attempt</th></tr></thead>
   <tbody>${log.items.map((d) => html`${deliveryRow(d)}${attemptsRow(d)}`)}</tbody>
 </table></div>
 ${pager(path, log.pagination, {}, 'deliveries')}`
-  : html`<p>No deliveries yet.</p>`}`,
+    : html`<p>No deliveries yet.</p>`
+}`,
   });
 }
 
@@ -242,16 +271,20 @@ function confirmPage(s: DashboardSession, e: EndpointOverview, action: 'rotate' 
     narrow: true,
     body: html`<h1>${rotate ? 'Rotate the signing secret?' : 'Delete this endpoint?'}</h1>
 <p><code>${e.url}</code></p>
-${rotate
-  ? html`<p>A new secret is made and shown once. For 24 hours every delivery carries two signatures, one with each secret, so your receiver can switch without losing events.</p>`
-  : html`<p>No more events are sent to it, and its delivery log is deleted. This cannot be undone.</p>`}
-${s.userRole === 'admin'
-  ? html`<form method="post" action="/settings/webhooks/${segment(e.id)}/${action}" class="actions">
+${
+  rotate
+    ? html`<p>A new secret is made and shown once. For 24 hours every delivery carries two signatures, one with each secret, so your receiver can switch without losing events.</p>`
+    : html`<p>No more events are sent to it, and its delivery log is deleted. This cannot be undone.</p>`
+}
+${
+  s.userRole === 'admin'
+    ? html`<form method="post" action="/settings/webhooks/${segment(e.id)}/${action}" class="actions">
   ${csrfField(s.csrfToken)}
   <button type="submit"${rotate ? '' : html` class="danger"`}>${rotate ? 'Rotate secret' : 'Delete endpoint'}</button>
   <a class="button secondary" href="/settings/webhooks/${segment(e.id)}">Cancel</a>
 </form>`
-  : html`${adminOnlyNote(rotate ? 'rotate an endpoint’s signing secret' : 'delete an endpoint')}<p><a href="/settings/webhooks/${segment(e.id)}">← Back to the endpoint</a></p>`}`,
+    : html`${adminOnlyNote(rotate ? 'rotate an endpoint’s signing secret' : 'delete an endpoint')}<p><a href="/settings/webhooks/${segment(e.id)}">← Back to the endpoint</a></p>`
+}`,
   });
 }
 
@@ -282,8 +315,20 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     if (values.description.length > 500) errors.description = 'Use at most 500 characters for the description.';
     if (Object.keys(errors).length) return sendPage(reply, await listPage(ctx, s, { values, errors }), 422);
     try {
-      const created = await webhooks.create(s.orgId, { url: values.url, ...(types.length ? { event_types: types } : {}), ...(values.description ? { description: values.description } : {}) }, actorOf(req, s));
-      return sendPage(reply, secretPage(s, { title: 'Webhook endpoint added', secret: created.secret, endpoint: created, intro: html`<p>Events committed from now on are sent to <code>${created.url}</code>.</p>` }));
+      const created = await webhooks.create(
+        s.orgId,
+        { url: values.url, ...(types.length ? { event_types: types } : {}), ...(values.description ? { description: values.description } : {}) },
+        actorOf(req, s),
+      );
+      return sendPage(
+        reply,
+        secretPage(s, {
+          title: 'Webhook endpoint added',
+          secret: created.secret,
+          endpoint: created,
+          intro: html`<p>Events committed from now on are sent to <code>${created.url}</code>.</p>`,
+        }),
+      );
     } catch (err) {
       if (err instanceof ValidationError) {
         return sendPage(reply, await listPage(ctx, s, { values, errors: { url: err.issues[0]?.msg ?? 'This URL cannot be used.' } }), 422);
@@ -299,7 +344,13 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     const q = req.query as Record<string, string | undefined>;
     const n = Number(q.page ?? '1');
     const doneText = DONE[q.done ?? ''];
-    return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { page: Number.isInteger(n) && n >= 1 && n <= 1_000_000 ? n : 1, ...(doneText ? { done: html`<p>${doneText}</p>` } : {}) }));
+    return sendPage(
+      reply,
+      await endpointPage(ctx, s, idOf(req.params), {
+        page: Number.isInteger(n) && n >= 1 && n <= 1_000_000 ? n : 1,
+        ...(doneText ? { done: html`<p>${doneText}</p>` } : {}),
+      }),
+    );
   });
 
   app.post('/settings/webhooks/:id/test', async (req, reply) => {
@@ -326,10 +377,14 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     try {
       ({ queued } = await webhooks.replay(s.orgId, idOf(req.params), { after_sequence: Number(text) }, actorOf(req, s)));
     } catch (err) {
-      if (err instanceof ReplayRunningError) return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: err.detail, replayValue: text }), 409);
+      if (err instanceof ReplayRunningError)
+        return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { replayError: err.detail, replayValue: text }), 409);
       throw err;
     }
-    return sendPage(reply, await endpointPage(ctx, s, idOf(req.params), { done: html`<p>${count(queued)} event${queued === 1 ? '' : 's'} queued for delivery again.</p>` }));
+    return sendPage(
+      reply,
+      await endpointPage(ctx, s, idOf(req.params), { done: html`<p>${count(queued)} event${queued === 1 ? '' : 's'} queued for delivery again.</p>` }),
+    );
   });
 
   app.post('/settings/webhooks/:id/status', async (req, reply) => {
@@ -355,7 +410,15 @@ export function webhookPageRoutes(app: FastifyInstance, _ctx: DashboardContext, 
     checkSessionCsrf(req);
     const e = await webhooks.detail(s.orgId, idOf(req.params));
     const { secret } = await webhooks.rotateSecret(s.orgId, e.id, actorOf(req, s));
-    return sendPage(reply, secretPage(s, { title: 'Signing secret rotated', secret, endpoint: e, intro: html`<p>For the next 24 hours deliveries are signed with both the previous secret and this one.</p>` }));
+    return sendPage(
+      reply,
+      secretPage(s, {
+        title: 'Signing secret rotated',
+        secret,
+        endpoint: e,
+        intro: html`<p>For the next 24 hours deliveries are signed with both the previous secret and this one.</p>`,
+      }),
+    );
   });
 
   app.post('/settings/webhooks/:id/delete', async (req, reply) => {

@@ -23,7 +23,11 @@ const IDS_PER_STATEMENT = 500;
  * driver's array literal escapes every quote of every element in JavaScript, which for a follow-up's
  * thousand events of ranked carriers was most of the event loop's time and garbage (BENCHMARKS.md).
  */
-export function bulkInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[], opts: { jsonText?: readonly (keyof Database[T] & string)[] } = {}) {
+export function bulkInsert<T extends keyof Database & string>(
+  table: T,
+  columns: readonly (keyof Database[T] & string)[],
+  opts: { jsonText?: readonly (keyof Database[T] & string)[] } = {},
+) {
   const insert = preparedInsert(table, columns);
   let arrays: CompiledQuery<unknown> | null = null;
   let recordset: CompiledQuery<unknown> | null = null;
@@ -33,10 +37,17 @@ export function bulkInsert<T extends keyof Database & string>(table: T, columns:
     if (dialectOf(tx) === 'postgres') {
       if (jsonText.size > 0) {
         recordset ??= await recordsetInsert(tx, table, columns, jsonText);
-        const text = `[${rows.map((r) => `{${columns.map((c, i) => {
-          const v = (r as unknown as Record<string, unknown>)[c] ?? null;
-          return `"c${i}":${v !== null && jsonText.has(c) ? (v as string) : JSON.stringify(v)}`;
-        }).join(',')}}`).join(',')}]`;
+        const text = `[${rows
+          .map(
+            (r) =>
+              `{${columns
+                .map((c, i) => {
+                  const v = (r as unknown as Record<string, unknown>)[c] ?? null;
+                  return `"c${i}":${v !== null && jsonText.has(c) ? (v as string) : JSON.stringify(v)}`;
+                })
+                .join(',')}}`,
+          )
+          .join(',')}]`;
         await tx.executeQuery(Object.assign({}, recordset, { parameters: [text], queryId: createQueryId() }));
         return;
       }
@@ -85,14 +96,25 @@ async function recordsetInsert(tx: Executor, table: string, columns: readonly st
   const types = await columnTypes(tx, table, columns);
   const fields = columns.map((c, i) => `c${i} ${jsonText.has(c) ? 'json' : quoted(types[i]!)}`);
   const values = columns.map((c, i) => (jsonText.has(c) ? `x.c${i}::text` : `x.c${i}`));
-  return CompiledQuery.raw(`insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) select ${values.join(', ')} from json_to_recordset($1::json) as x(${fields.join(', ')})`);
+  return CompiledQuery.raw(
+    `insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) select ${values.join(', ')} from json_to_recordset($1::json) as x(${fields.join(', ')})`,
+  );
 }
 
 /** Deletes the organization's rows of `table` whose `column` is one of `ids`. */
-export async function deleteWhereIn<T extends 'loads' | 'load_stops' | 'load_rates'>(tx: Executor, table: T, column: 'id' | 'load_id', orgId: string, ids: readonly string[]): Promise<void> {
+export async function deleteWhereIn<T extends 'loads' | 'load_stops' | 'load_rates'>(
+  tx: Executor,
+  table: T,
+  column: 'id' | 'load_id',
+  orgId: string,
+  ids: readonly string[],
+): Promise<void> {
   const t = table as 'load_stops';
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
-    await tx.deleteFrom(t).where('org_id', '=', orgId).where(column as 'load_id', 'in', ids.slice(i, i + IDS_PER_STATEMENT)).execute();
+    await tx
+      .deleteFrom(t)
+      .where('org_id', '=', orgId)
+      .where(column as 'load_id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
+      .execute();
   }
 }
-

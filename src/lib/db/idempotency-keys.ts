@@ -128,12 +128,7 @@ export async function releaseIdempotencyKey(executor: Executor, orgId: string, k
  * skipped rather than waited for).
  */
 export async function pruneIdempotencyKeys(executor: Executor, nowIso: string, limit: number): Promise<number> {
-  const expired = executor
-    .selectFrom('idempotency_keys')
-    .select(['org_id', 'key'])
-    .where('expires_at', '<=', nowIso)
-    .orderBy('expires_at')
-    .limit(limit);
+  const expired = executor.selectFrom('idempotency_keys').select(['org_id', 'key']).where('expires_at', '<=', nowIso).orderBy('expires_at').limit(limit);
   const victims = dialectOf(executor) === 'postgres' ? expired.forUpdate().skipLocked() : expired;
   const result = await executor
     .deleteFrom('idempotency_keys')

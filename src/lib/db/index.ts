@@ -3,7 +3,17 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type DatabaseConnection, type Dialect as KyselyDialect, type Driver } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type DatabaseConnection,
+  type Dialect as KyselyDialect,
+  type Driver,
+} from 'kysely';
 import { tracedDialect } from './tracing.js';
 import type { Database } from './types.js';
 import { readVersions, type OrgVersions } from './versions.js';
@@ -149,7 +159,9 @@ async function ensurePostgresDatabase(url: string, onCreated?: (message: string)
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code !== '3D000') {
-      throw new DatabaseSetupError(`cannot open PostgreSQL database "${name}" at ${where}: ${(err as Error).message || code}. Check that the server runs and DATABASE_URL is right`);
+      throw new DatabaseSetupError(
+        `cannot open PostgreSQL database "${name}" at ${where}: ${(err as Error).message || code}. Check that the server runs and DATABASE_URL is right`,
+      );
     }
   }
   let lastError: unknown;

@@ -15,7 +15,9 @@ export async function beginBatch(tx: Executor, orgId: string, remainingMs: numbe
   // One round trip: the bound on lock waits is set (in a subquery kept apart by `offset 0`, so it runs
   // first) before the lock is waited for. '0' is no bound.
   const timeout = Number.isFinite(remainingMs) ? `${Math.max(1, Math.ceil(remainingMs))}ms` : '0';
-  await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId})) from (select set_config('lock_timeout', ${timeout}, true) offset 0) bound`.execute(tx);
+  await sql`select pg_advisory_xact_lock(${BATCH_LOCK_CLASS}, hashtext(${orgId})) from (select set_config('lock_timeout', ${timeout}, true) offset 0) bound`.execute(
+    tx,
+  );
 }
 
 // The advisory lock class of an organization's batches (PostgreSQL), beside the organization's hash.
@@ -63,7 +65,8 @@ export const forUpdate = (tx: Executor) => (dialectOf(tx) === 'postgres' ? sql` 
 export const lockedRead = <Q extends { forUpdate(): Q }>(tx: Executor, q: Q): Q => (dialectOf(tx) === 'postgres' ? q.forUpdate() : q);
 
 /** A select of rows to claim: locked, skipping those another process holds (PostgreSQL); as it is on SQLite. */
-export const claimingRead = <Q extends { forUpdate(): { skipLocked(): Q } }>(tx: Executor, q: Q): Q => (dialectOf(tx) === 'postgres' ? q.forUpdate().skipLocked() : q);
+export const claimingRead = <Q extends { forUpdate(): { skipLocked(): Q } }>(tx: Executor, q: Q): Q =>
+  dialectOf(tx) === 'postgres' ? q.forUpdate().skipLocked() : q;
 
 /** `for update of <alias> skip locked` on PostgreSQL (a claim query's CTE); nothing on SQLite. */
 export const skipLockedOf = (tx: Executor, alias: string) => (dialectOf(tx) === 'postgres' ? sql`for update of ${sql.raw(alias)} skip locked` : sql``);

@@ -47,11 +47,13 @@ export async function fetchPage<TB extends keyof Database, Row extends { id: str
   // of the organization instead of 50 key lookups. The ids come from the organization-scoped query
   // above, and every row is checked to belong to the same organization before it is returned.
   const orgId = ids[0]!.org_id;
-  const rows = ((await query
-    .clearWhere()
-    .selectAll()
-    .where('id' as never, 'in', ids.map((r) => r.id) as never)
-    .execute()) as unknown as (Row & { org_id: string })[]).filter((r) => r.org_id === orgId);
+  const rows = (
+    (await query
+      .clearWhere()
+      .selectAll()
+      .where('id' as never, 'in', ids.map((r) => r.id) as never)
+      .execute()) as unknown as (Row & { org_id: string })[]
+  ).filter((r) => r.org_id === orgId);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return { rows: ids.flatMap((r) => byId.get(r.id) ?? []), total };
 }

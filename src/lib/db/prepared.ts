@@ -54,7 +54,8 @@ export function preparedInsert<T extends keyof Database & string>(table: T, colu
         .values(Array.from({ length: rows.length }, (_, i) => Object.fromEntries(columns.map((c) => [c, placeholder(i, c)]))) as never)
         .compile() as CompiledQuery<unknown>;
       const expected = rows.flatMap((_, i) => columns.map((c) => placeholder(i, c)));
-      if (compiled.parameters.length !== expected.length || compiled.parameters.some((p, i) => p !== expected[i])) throw new Error(`preparedInsert(${table}): unexpected parameter order`);
+      if (compiled.parameters.length !== expected.length || compiled.parameters.some((p, i) => p !== expected[i]))
+        throw new Error(`preparedInsert(${table}): unexpected parameter order`);
       compiledByCount.set(rows.length, compiled);
     }
     const parameters: unknown[] = new Array(rows.length * columns.length);
@@ -106,7 +107,8 @@ export function preparedByShape<I, R>(
       byShape.delete(shape);
     } else {
       const fresh = build(executor, input).compile();
-      if (JSON.stringify(fresh.parameters) !== JSON.stringify(parameters)) throw new Error(`preparedByShape: the parameters of shape ${shape} are not in the compiled order`);
+      if (JSON.stringify(fresh.parameters) !== JSON.stringify(parameters))
+        throw new Error(`preparedByShape: the parameters of shape ${shape} are not in the compiled order`);
       compiled = CompiledQuery.raw(opts.arrayRows && dialect === 'sqlite' ? ARRAY_ROWS + fresh.sql : fresh.sql) as CompiledQuery<R>;
       if (byShape.size >= MAX_SHAPES) byShape.delete(byShape.keys().next().value as string);
     }

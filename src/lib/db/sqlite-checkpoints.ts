@@ -98,7 +98,15 @@ export function backgroundCheckpoints(
   raw.pragma('wal_autocheckpoint = 0');
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { driver, path, intervalMs: opts.intervalMs ?? 100, restartPages: opts.restartPages ?? 16_384, restartWaitMs: opts.restartWaitMs ?? 100, restartEveryMs: opts.restartEveryMs ?? 1000, catchUpPages: opts.catchUpPages ?? 8192 },
+    workerData: {
+      driver,
+      path,
+      intervalMs: opts.intervalMs ?? 100,
+      restartPages: opts.restartPages ?? 16_384,
+      restartWaitMs: opts.restartWaitMs ?? 100,
+      restartEveryMs: opts.restartEveryMs ?? 1000,
+      catchUpPages: opts.catchUpPages ?? 8192,
+    },
   });
   let running = true;
   const fallBack = () => {

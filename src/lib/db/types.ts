@@ -162,10 +162,33 @@ export interface LoadsTable {
 
 /** Every column of loads, in one order (a load document's array; the set-based insert). */
 export const LOAD_COLUMNS = [
-  'id', 'org_id', 'external_reference_id', 'status', 'equipment_type', 'transport_mode', 'description', 'customer_id', 'carrier_id',
-  'weight', 'weight_uom', 'total_distance', 'total_distance_source', 'max_buy_rate', 'max_buy_rate_source', 'sales_rep', 'dispatcher_rep',
-  'assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager', 'pickup_at', 'status_updated_at', 'delivered_at',
-  'created_at', 'updated_at', 'delivery_deadline',
+  'id',
+  'org_id',
+  'external_reference_id',
+  'status',
+  'equipment_type',
+  'transport_mode',
+  'description',
+  'customer_id',
+  'carrier_id',
+  'weight',
+  'weight_uom',
+  'total_distance',
+  'total_distance_source',
+  'max_buy_rate',
+  'max_buy_rate_source',
+  'sales_rep',
+  'dispatcher_rep',
+  'assigned_dispatcher',
+  'actual_dispatcher',
+  'operation_user',
+  'account_manager',
+  'pickup_at',
+  'status_updated_at',
+  'delivered_at',
+  'created_at',
+  'updated_at',
+  'delivery_deadline',
 ] as const satisfies readonly (keyof LoadsTable)[];
 // A column added to loads and not here fails to compile.
 const allLoadColumns: Exclude<keyof LoadsTable, (typeof LOAD_COLUMNS)[number]> extends never ? true : never = true;

@@ -15,7 +15,10 @@ export type OrgVersions = Readonly<Record<VersionedKind, number>>;
 const ZERO: OrgVersions = Object.freeze(Object.fromEntries(VERSIONED_KINDS.map((k) => [k, 0])) as Record<VersionedKind, number>);
 
 const readAll = prepared<{ orgId: string }, Record<VersionedKind, number | string>>((db, p) =>
-  db.selectFrom('org_versions').select([...VERSIONED_KINDS]).where('org_id', '=', p('orgId')),
+  db
+    .selectFrom('org_versions')
+    .select([...VERSIONED_KINDS])
+    .where('org_id', '=', p('orgId')),
 );
 
 export async function readVersions(executor: Executor, orgId: string): Promise<OrgVersions> {

@@ -23,7 +23,10 @@ declare module 'fastify' {
 /** 408: the body did not arrive in time. */
 export class BodyTimeoutError extends DetailError {
   constructor(ms: number) {
-    super('request_timeout', `Request timed out: the body did not arrive within ${formatSeconds(ms)} of the request's headers: send it faster, or split it into smaller requests`);
+    super(
+      'request_timeout',
+      `Request timed out: the body did not arrive within ${formatSeconds(ms)} of the request's headers: send it faster, or split it into smaller requests`,
+    );
   }
 }
 

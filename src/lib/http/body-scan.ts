@@ -44,7 +44,7 @@ interface Frame {
  * overlong forms, no surrogates, nothing past U+10FFFF), or -1. Only run once `isUtf8` said no.
  */
 export function invalidUtf8Offset(bytes: Uint8Array): number {
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i]!;
     if (b < 0x80) {
       i++;
@@ -109,7 +109,11 @@ export function bodyShapeIssue(bytes: Buffer): ValidationIssue | null {
       top.keyEnd = top.keyStart;
       if (++values > MAX_BODY_VALUES) return tooMany(bytes, stack, `more than ${fmt(MAX_BODY_VALUES)} values`);
       if (!top.array && top.count > MAX_OBJECT_MEMBERS) {
-        return { type: 'value_error', loc: locOf(bytes, stack), msg: `Value error, this object has more than ${fmt(MAX_OBJECT_MEMBERS)} fields; no object of this API has as many (docs/api.md, Bounds of a request)` };
+        return {
+          type: 'value_error',
+          loc: locOf(bytes, stack),
+          msg: `Value error, this object has more than ${fmt(MAX_OBJECT_MEMBERS)} fields; no object of this API has as many (docs/api.md, Bounds of a request)`,
+        };
       }
       continue;
     }

@@ -31,20 +31,52 @@ interface ErrorKind {
 /** Every error the service answers: its status, body shape and where it can happen. */
 export const ERRORS = {
   malformed_json: { status: 400, body: 'Detail', scope: 'body', description: 'The body is not valid JSON.' },
-  bad_request: { status: 400, body: 'Detail', scope: 'routing', description: 'The request cannot be read (a path that is not valid percent-encoding, a Content-Length that does not match the body).' },
+  bad_request: {
+    status: 400,
+    body: 'Detail',
+    scope: 'routing',
+    description: 'The request cannot be read (a path that is not valid percent-encoding, a Content-Length that does not match the body).',
+  },
   unauthorized: { status: 401, body: 'ApiKeyError', scope: 'every', description: 'Missing, malformed, unknown or revoked API key.' },
   forbidden: { status: 403, body: 'ApiKeyError', scope: 'every', description: 'The key lacks the scope this operation needs; the message names it.' },
   not_found: { status: 404, body: 'Detail', scope: 'record', description: 'No record with this external_reference_id in your organization.' },
   route_not_found: { status: 404, body: 'Detail', scope: 'routing', description: 'No such path.' },
   method_not_allowed: { status: 405, body: 'Detail', scope: 'routing', description: 'The path exists with other methods (listed in Allow).' },
-  request_timeout: { status: 408, body: 'Detail', scope: 'body', description: 'The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it.' },
+  request_timeout: {
+    status: 408,
+    body: 'Detail',
+    scope: 'body',
+    description:
+      'The body did not arrive within the time limit after the headers (REQUEST_TIMEOUT_SECONDS, 60 s by default; an import part 10 minutes): the answer closes the connection; send the body faster, or split it.',
+  },
   conflict: { status: 409, body: 'Detail', scope: 'write', description: 'Duplicate external_reference_id, or the record is still referenced.' },
-  idempotency_in_progress: { status: 409, body: 'Detail', scope: 'write', description: 'A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second).' },
-  gone: { status: 410, body: 'Detail', scope: 'feed', description: 'The events after this sequence were pruned (retention): resynchronise with the list endpoints, then continue from X-Events-Kept-After.' },
-  payload_too_large: { status: 413, body: 'Detail', scope: 'body', description: 'The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to 64 MiB) so the client can read it.' },
+  idempotency_in_progress: {
+    status: 409,
+    body: 'Detail',
+    scope: 'write',
+    description: 'A request with the same Idempotency-Key is still being processed (on any instance); retry after Retry-After (1 second).',
+  },
+  gone: {
+    status: 410,
+    body: 'Detail',
+    scope: 'feed',
+    description: 'The events after this sequence were pruned (retention): resynchronise with the list endpoints, then continue from X-Events-Kept-After.',
+  },
+  payload_too_large: {
+    status: 413,
+    body: 'Detail',
+    scope: 'body',
+    description:
+      'The body is larger than the limit (by default 1 MiB, the server setting BODY_LIMIT_BYTES; batch endpoints 10 MiB, BATCH_BODY_LIMIT_BYTES); the detail names the limit and the setting. The answer may come before the body is sent whole: the server reads and discards the rest (up to 64 MiB) so the client can read it.',
+  },
   unsupported_media_type: { status: 415, body: 'Detail', scope: 'body', description: "The body is not sent with 'Content-Type: application/json'." },
   validation: { status: 422, body: 'ValidationErrorBody', scope: 'every', description: 'Validation error in the body, query or path.' },
-  idempotency_key_reused: { status: 422, body: 'ValidationErrorBody', scope: 'write', description: "The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused')." },
+  idempotency_key_reused: {
+    status: 422,
+    body: 'ValidationErrorBody',
+    scope: 'write',
+    description: "The Idempotency-Key was already used with another method, path or body (type 'idempotency_key_reused').",
+  },
   rate_limited: { status: 429, body: 'RateLimitError', scope: 'every', description: 'Per-minute or per-day limit of the key spent; see Retry-After.' },
   internal: { status: 500, body: 'InternalError', scope: 'every', description: 'Unexpected failure; quote request_id when reporting it.' },
   unavailable: { status: 503, body: 'Detail', scope: 'every', description: 'The database is unreachable; retry after the Retry-After seconds.' },
@@ -110,7 +142,12 @@ export function validationBody(issues: ValidationIssue[]): { detail: ValidationI
 export class ValidationError extends ApiError {
   readonly code = 'validation';
   constructor(readonly issues: ValidationIssue[]) {
-    super(issues.slice(0, MAX_VALIDATION_ISSUES).map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+    super(
+      issues
+        .slice(0, MAX_VALIDATION_ISSUES)
+        .map((i) => `${i.loc.join('.')}: ${i.msg}`)
+        .join('; '),
+    );
   }
   static single(loc: LocPart[], msg: string, type = 'value_error'): ValidationError {
     return new ValidationError([{ type, loc, msg }]);
@@ -120,9 +157,7 @@ export class ValidationError extends ApiError {
   }
   /** The same problems, found inside a batch item: locations are rewritten under `body.items[i].<kind>`. */
   nestedUnder(prefix: LocPart[]): ValidationError {
-    return new ValidationError(
-      this.issues.map((i) => ({ ...i, loc: i.loc[0] === 'body' ? [...prefix, ...i.loc.slice(1)] : i.loc })),
-    );
+    return new ValidationError(this.issues.map((i) => ({ ...i, loc: i.loc[0] === 'body' ? [...prefix, ...i.loc.slice(1)] : i.loc })));
   }
 }
 
@@ -228,8 +263,12 @@ export class PayloadTooLargeError extends DetailError {
   constructor(limitBytes: number, setting: BodyLimitSetting = 'BODY_LIMIT_BYTES') {
     const size = binarySize(limitBytes);
     const what = setting === 'BATCH_BODY_LIMIT_BYTES' ? 'batch endpoints' : 'this endpoint';
-    const fix = setting === 'BATCH_BODY_LIMIT_BYTES' ? 'send fewer items per batch, or have the operator raise' : 'send a smaller body, or have the operator raise';
-    super('payload_too_large', `Request body is larger than the limit of ${limitBytes} bytes${size ? ` (${size})` : ''} for ${what}: ${fix} the server setting ${setting}`);
+    const fix =
+      setting === 'BATCH_BODY_LIMIT_BYTES' ? 'send fewer items per batch, or have the operator raise' : 'send a smaller body, or have the operator raise';
+    super(
+      'payload_too_large',
+      `Request body is larger than the limit of ${limitBytes} bytes${size ? ` (${size})` : ''} for ${what}: ${fix} the server setting ${setting}`,
+    );
   }
 }
 

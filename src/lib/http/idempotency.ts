@@ -272,7 +272,8 @@ export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions):
     if (!claim) return payload;
     claims.delete(req);
     const status = reply.statusCode;
-    const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+    const body =
+      payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
     try {
       if (isStoredStatus(status) && body !== null) {
         const contentType = reply.getHeader('content-type');
@@ -307,7 +308,7 @@ export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions):
  * write operation, and `Idempotent-Replayed` on the answers that can be replayed.
  */
 export function documentIdempotency(doc: Record<string, unknown>): void {
-  const components = ((doc.components ??= {}) as Record<string, Record<string, unknown>>);
+  const components = (doc.components ??= {}) as Record<string, Record<string, unknown>>;
   (components.parameters ??= {}).IdempotencyKey = {
     name: 'Idempotency-Key',
     in: 'header',
@@ -329,7 +330,10 @@ export function documentIdempotency(doc: Record<string, unknown>): void {
     description: 'Seconds to wait before retrying: 1 when a request with the same Idempotency-Key is still being processed.',
     schema: { type: 'integer', minimum: 1 },
   };
-  const paths = (doc.paths ?? {}) as Record<string, Record<string, { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
+  const paths = (doc.paths ?? {}) as Record<
+    string,
+    Record<string, { parameters?: unknown[]; responses?: Record<string, { headers?: Record<string, unknown> }> }>
+  >;
   for (const [path, operations] of Object.entries(paths)) {
     if (!path.startsWith(API_PREFIX)) continue;
     for (const [method, op] of Object.entries(operations)) {

@@ -65,7 +65,8 @@ function namesOf(schema: Schema): { set: ReadonlySet<string> | null; list: reado
   else if (variants) {
     // A union (a nullable object, a choice of shapes): a name any object branch knows is known.
     const objects = variants.filter((v) => v.properties);
-    if (objects.length > 0 && objects.every((v) => v.additionalProperties !== true)) list = [...new Set(objects.flatMap((v) => Object.keys(v.properties as Schema)))];
+    if (objects.length > 0 && objects.every((v) => v.additionalProperties !== true))
+      list = [...new Set(objects.flatMap((v) => Object.keys(v.properties as Schema)))];
   }
   found = list ? { set: new Set(list), list } : { set: null, list: [] };
   knownNames.set(schema, found);
@@ -97,7 +98,9 @@ export function unknownFields(schema: unknown, value: unknown, loc: LocPart[], o
   const s = schema as Schema;
   if (Array.isArray(value)) {
     const items = itemsSchema(s);
-    if (items) for (let i = 0; i < value.length && out.length < limit; i++) if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out, limit);
+    if (items)
+      for (let i = 0; i < value.length && out.length < limit; i++)
+        if (value[i] !== null && typeof value[i] === 'object') unknownFields(items, value[i], [...loc, i], out, limit);
     return out;
   }
   const names = namesOf(s);
@@ -223,7 +226,8 @@ function walkRequest(req: FastifyRequest, bodySchema: unknown, querySchema: unkn
   const query = req.query as Record<string, unknown> | undefined;
   if (query && typeof query === 'object') {
     const names = querySchema ? namesOf(querySchema as Schema) : NO_NAMES;
-    if (names.set) for (const key in query) if (!names.set.has(key) && found.length < MAX_UNKNOWN_FIELDS) found.push({ loc: ['query', key], known: names.list });
+    if (names.set)
+      for (const key in query) if (!names.set.has(key) && found.length < MAX_UNKNOWN_FIELDS) found.push({ loc: ['query', key], known: names.list });
   }
   const body = req.body;
   if (bodySchema && body !== null && typeof body === 'object') {
@@ -266,7 +270,8 @@ export function installIgnoredFields(app: FastifyInstance, o: IgnoredFieldsOptio
     const isBatch = req.routeOptions.config?.batchItemSchemas !== undefined;
     for (const f of found) {
       const [root, items, index] = f.loc;
-      if (isBatch && root === 'body' && items === 'items' && typeof index === 'number' && f.loc.length > 4) byItem.set(index, [...(byItem.get(index) ?? []), unknownFieldIssue(f)]);
+      if (isBatch && root === 'body' && items === 'items' && typeof index === 'number' && f.loc.length > 4)
+        byItem.set(index, [...(byItem.get(index) ?? []), unknownFieldIssue(f)]);
       else own.push(unknownFieldIssue(f));
     }
     if (byItem.size > 0) o.refuseBatchItems(req, byItem);

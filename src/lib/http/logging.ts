@@ -8,7 +8,11 @@ import type { FastifyRequest } from 'fastify';
 export function maskApiKeys(text: string): string {
   // Letters, digits and `_` written as %XX are the same URL (RFC 3986 unreserved): read them as such first,
   // so `lbk%5F…` or `lbk_%37%30…` is masked too.
-  const plain = text.includes('%') ? text.replace(/%([0-9a-f]{2})/gi, (esc, hex: string) => (/[0-9A-Za-z_]/.test(String.fromCharCode(parseInt(hex, 16))) ? String.fromCharCode(parseInt(hex, 16)) : esc)) : text;
+  const plain = text.includes('%')
+    ? text.replace(/%([0-9a-f]{2})/gi, (esc, hex: string) =>
+        /[0-9A-Za-z_]/.test(String.fromCharCode(parseInt(hex, 16))) ? String.fromCharCode(parseInt(hex, 16)) : esc,
+      )
+    : text;
   return plain.replace(/lbk_[0-9a-z]+/gi, 'lbk_[redacted]');
 }
 

@@ -21,7 +21,9 @@ export const ErrorSchemas = {
     {
       error: Type.Object({
         code: Type.String({ enum: ['UNAUTHORIZED', 'FORBIDDEN'] }),
-        message: Type.String({ examples: ['Invalid or missing API key: send it in the X-API-Key header', 'API key does not have the required scope: write:loads'] }),
+        message: Type.String({
+          examples: ['Invalid or missing API key: send it in the X-API-Key header', 'API key does not have the required scope: write:loads'],
+        }),
       }),
     },
     { $id: 'ApiKeyError', description: 'Authentication and authorization failures (401, 403).' },
@@ -48,10 +50,7 @@ export const ErrorSchemas = {
     },
     { $id: 'ValidationErrorBody' },
   ),
-  InternalError: Type.Object(
-    { detail: Type.Literal('Internal server error'), request_id: Type.String() },
-    { $id: 'InternalError' },
-  ),
+  InternalError: Type.Object({ detail: Type.Literal('Internal server error'), request_id: Type.String() }, { $id: 'InternalError' }),
 };
 
 const ref = (id: string, description: string) => ({ description, $ref: `${id}#` });
@@ -142,7 +141,8 @@ const HEADER_COMPONENTS: Record<string, { description: string; required?: boolea
     schema: { type: 'string', minLength: 1 },
   },
   RateLimitLimit: {
-    description: "Requests allowed per minute for this API key (default 100). Sent on every answer once the key is recognised, unless the deployment turned rate limits off.",
+    description:
+      'Requests allowed per minute for this API key (default 100). Sent on every answer once the key is recognised, unless the deployment turned rate limits off.',
     schema: { type: 'integer', minimum: 0 },
   },
   RateLimitRemaining: {
@@ -226,7 +226,8 @@ function declareResponseHeaders(doc: Record<string, unknown>): void {
  * as required only because the validator fills in the default. The document says what a client may omit.
  */
 function optionalWhenDefaulted(doc: unknown): void {
-  const paths = (doc as { paths?: Record<string, Record<string, { parameters?: { in?: string; required?: boolean; schema?: { default?: unknown } }[] }>> }).paths ?? {};
+  const paths =
+    (doc as { paths?: Record<string, Record<string, { parameters?: { in?: string; required?: boolean; schema?: { default?: unknown } }[] }>> }).paths ?? {};
   for (const operations of Object.values(paths)) {
     for (const op of Object.values(operations)) {
       for (const p of op?.parameters ?? []) {
@@ -240,7 +241,7 @@ function optionalWhenDefaulted(doc: unknown): void {
 const API_DESCRIPTION = [
   'Push customers, carriers, locations and loads from your TMS; read lane history, carrier recommendations and the change feed; receive it by webhook.',
   '',
-  '**Authentication.** Every `/v2/tms-api` operation needs the `X-API-Key` header (`lbk_` followed by 64 hexadecimal characters). A missing or invalid key answers 401, a key without the operation\'s scope 403 naming it (`read:<resource>` for GET, `write:<resource>` for writes).',
+  "**Authentication.** Every `/v2/tms-api` operation needs the `X-API-Key` header (`lbk_` followed by 64 hexadecimal characters). A missing or invalid key answers 401, a key without the operation's scope 403 naming it (`read:<resource>` for GET, `write:<resource>` for writes).",
   '',
   '**Errors.** Authentication, authorization and rate limiting answer `{"error":{"code","message"}}`; every other error `{"detail": …}`, where a 422 lists every problem as `{type, loc, msg}` with `loc` starting at `body`, `query`, `path` or `header`.',
   '',
@@ -254,7 +255,7 @@ const API_DESCRIPTION = [
   '',
   '**Safe retries.** Every POST, PUT and DELETE takes an optional `Idempotency-Key`: the same key with the same request answers the stored answer again (`Idempotent-Replayed: true`) and writes nothing.',
   '',
-  '**Webhooks** are signed per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret\'s bytes after `whsec_`).',
+  "**Webhooks** are signed per Standard Webhooks v1 (`webhook-id`, `webhook-timestamp`, `webhook-signature` = `v1,` + base64 HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret's bytes after `whsec_`).",
 ].join('\n');
 
 /**

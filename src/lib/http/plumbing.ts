@@ -39,7 +39,12 @@ function send(reply: FastifyReply, err: ApiError) {
 /** What any failure of a request is answered as (the table's entry), logged when it is the service's fault. */
 export function asApiError(error: unknown, req: FastifyRequest, bodyLimitBytes: number): ApiError {
   const fe = error as FastifyError & { validation?: unknown; validationContext?: string };
-  const invalid = error instanceof ValidationError ? error : fe.validation ? new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body')) : null;
+  const invalid =
+    error instanceof ValidationError
+      ? error
+      : fe.validation
+        ? new ValidationError(ajvErrorsToIssues(fe.validation as never, fe.validationContext ?? 'body'))
+        : null;
   if (invalid) {
     // Strict handling
     // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`"): a
@@ -83,7 +88,10 @@ export function frameworkErrorHandler(error: FastifyError, req: FastifyRequest, 
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     return send(reply, ValidationError.single(['path', 'external_reference_id'], 'String should have at most 255 characters', 'string_too_long'));
   }
-  return send(reply, new DetailError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request'));
+  return send(
+    reply,
+    new DetailError('bad_request', error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL: the path is not valid percent-encoding' : 'Bad request'),
+  );
 }
 
 /** What Node's HTTP parser (llhttp) could not read, in words a caller can act on. */
@@ -118,7 +126,10 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
     error = new OtherClientError(408, 'Request timed out: the request line and headers did not arrive in time');
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     // Node's requestTimeout: the longest any route allows (src/lib/http/body-deadline.ts).
-    error = new OtherClientError(408, 'Request timed out: the request (headers and body) did not arrive in time: send it faster, or split it into smaller requests');
+    error = new OtherClientError(
+      408,
+      'Request timed out: the request (headers and body) did not arrive in time: send it faster, or split it into smaller requests',
+    );
   } else {
     error = new DetailError('bad_request', `Malformed HTTP request: ${PARSER_PROBLEMS[err.code ?? ''] ?? 'the request line or headers cannot be parsed'}`);
   }
@@ -174,10 +185,7 @@ function routePattern(url: string): RegExp {
 const hasBom = (b: Buffer) => b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
 
 /** Request ids, JSON-only bodies, validation, the one error handler, 404/405, and request metrics. */
-export function installPlumbing(
-  app: FastifyInstance,
-  opts: { metrics: Metrics; bodyLimitBytes: number; refusedBodies: RefusedBodyDrainOptions },
-): void {
+export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; bodyLimitBytes: number; refusedBodies: RefusedBodyDrainOptions }): void {
   const { metrics } = opts;
   // An answer sent before the body was read (413, 415, 401, …) is followed by a bounded drain of the rest.
   const refused = refusedBodyDrain(app, { ...opts.refusedBodies, onOutcome: metrics.refusedBodyDrained });
@@ -197,7 +205,8 @@ export function installPlumbing(
     if (closing) return done(new ServiceUnavailableError());
     // Bodies are read as sent: a compressed one is refused before it is read (docs/api.md, Bounds of a request).
     const encoding = req.headers['content-encoding'];
-    if (encoding !== undefined && BODY_METHODS.has(req.method) && !/^\s*identity\s*$/i.test(encoding)) return done(new UnsupportedContentEncodingError(encoding));
+    if (encoding !== undefined && BODY_METHODS.has(req.method) && !/^\s*identity\s*$/i.test(encoding))
+      return done(new UnsupportedContentEncodingError(encoding));
     done();
   });
 
@@ -288,9 +297,7 @@ export function installPlumbing(
     done(oversize ? new ValidationError(oversize) : undefined);
   });
 
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema),
-  );
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
   app.setSchemaErrorFormatter((errors, dataVar) => {
     const err = new ValidationError(ajvErrorsToIssues(errors as never, dataVar));
     return err as unknown as Error;

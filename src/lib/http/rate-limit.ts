@@ -80,14 +80,7 @@ const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
 
 /** Builds the result from the counts after this request (or the counts that refused it). */
-function makeResult(
-  allowed: boolean,
-  minuteCount: number,
-  dayCount: number,
-  perMinute: number,
-  perDay: number,
-  nowMs: number,
-): RateLimitResult {
+function makeResult(allowed: boolean, minuteCount: number, dayCount: number, perMinute: number, perDay: number, nowMs: number): RateLimitResult {
   const minuteEnd = (Math.floor(nowMs / MINUTE_MS) + 1) * MINUTE_MS;
   let retryAfter = 0;
   if (!allowed) {

@@ -16,13 +16,15 @@ export function CiEnum<const V extends readonly string[]>(values: V, options: { 
 export const ExternalReferenceId = (options: StringOptions = {}): TString =>
   Type.String({ minLength: 1, maxLength: 255, description: 'Your identifier for the record, unique within the organization.', ...options });
 
-export const Timestamp = (description?: string) =>
-  Type.String({ format: 'date-time', [CANONICAL_TIMESTAMP]: true, ...(description ? { description } : {}) });
+export const Timestamp = (description?: string) => Type.String({ format: 'date-time', [CANONICAL_TIMESTAMP]: true, ...(description ? { description } : {}) });
 
 /** An inclusive upper bound: a bare date (`2026-03-02`) means the end of that UTC day, as the dashboard's filter does. */
 export const TimestampUpTo = (description: string) =>
-  Type.String({ format: 'date-time', [CANONICAL_TIMESTAMP]: 'end-of-day', description: `${description} A bare date (YYYY-MM-DD) includes that whole UTC day.` });
+  Type.String({
+    format: 'date-time',
+    [CANONICAL_TIMESTAMP]: 'end-of-day',
+    description: `${description} A bare date (YYYY-MM-DD) includes that whole UTC day.`,
+  });
 
 /** Free text with a length cap (protects storage and responses from hostile sizes). */
-export const Text = (maxLength = 255, description?: string) =>
-  Type.String({ maxLength, ...(description ? { description } : {}) });
+export const Text = (maxLength = 255, description?: string) => Type.String({ maxLength, ...(description ? { description } : {}) });

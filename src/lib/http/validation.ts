@@ -2,7 +2,6 @@ import { Ajv, type ErrorObject, type ValidateFunction, type AnySchema } from 'aj
 import { isIsoTimestamp, isOutOfRangeTimestamp, parseIsoTimestamp } from '../time.js';
 import type { LocPart, ValidationIssue } from './errors.js';
 
-
 /**
  * Enumerations are accepted in any letter case and rewritten to their canonical spelling while the
  * request is validated, so services only ever see canonical values. The keyword carries the canonical
@@ -121,7 +120,10 @@ function toIssue(e: ErrorObject, root: string, prefix: LocPart[]): ValidationIss
     case 'required':
       return { type: 'missing', loc: [...loc, String(p.missingProperty)], msg: 'Field required' };
     case 'type': {
-      const expected = String(p.type).split(',').find((t) => t !== 'null') ?? String(p.type);
+      const expected =
+        String(p.type)
+          .split(',')
+          .find((t) => t !== 'null') ?? String(p.type);
       return { ...typeIssue(expected, e.data, root), loc };
     }
     case 'maxLength':
@@ -131,7 +133,11 @@ function toIssue(e: ErrorObject, root: string, prefix: LocPart[]): ValidationIss
     case 'maxItems':
       return { type: 'too_long', loc, msg: `List should have at most ${p.limit} items after validation, not ${Array.isArray(e.data) ? e.data.length : '?'}` };
     case 'minItems':
-      return { type: 'too_short', loc, msg: `List should have at least ${p.limit} item${p.limit === 1 ? '' : 's'} after validation, not ${Array.isArray(e.data) ? e.data.length : '?'}` };
+      return {
+        type: 'too_short',
+        loc,
+        msg: `List should have at least ${p.limit} item${p.limit === 1 ? '' : 's'} after validation, not ${Array.isArray(e.data) ? e.data.length : '?'}`,
+      };
     case 'minimum':
       return { type: 'greater_than_equal', loc, msg: `Input should be greater than or equal to ${p.limit}` };
     case 'exclusiveMinimum':
@@ -148,7 +154,11 @@ function toIssue(e: ErrorObject, root: string, prefix: LocPart[]): ValidationIss
     case 'format':
       if (p.format === 'date-time') {
         if (typeof e.data === 'string' && isOutOfRangeTimestamp(e.data)) {
-          return { type: 'datetime_parsing', loc, msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)' };
+          return {
+            type: 'datetime_parsing',
+            loc,
+            msg: 'Input should be a valid datetime between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (its offset moves it outside)',
+          };
         }
         return { type: 'datetime_parsing', loc, msg: 'Input should be a valid datetime in ISO 8601 form, e.g. 2025-01-31T14:00:00Z' };
       }

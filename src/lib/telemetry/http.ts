@@ -24,7 +24,11 @@ export function requestTracing(organizationOf: (req: FastifyRequest) => string |
     if (!entry) {
       const parent = propagation.extract(ROOT_CONTEXT, raw.headers);
       const method = raw.method ?? 'HTTP';
-      const span = tracer().startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': maskApiKeys((raw.url ?? '/').split('?')[0]!) } }, parent);
+      const span = tracer().startSpan(
+        method,
+        { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'url.path': maskApiKeys((raw.url ?? '/').split('?')[0]!) } },
+        parent,
+      );
       entry = { span, context: trace.setSpan(parent, span) };
       spans.set(raw, entry);
     }

@@ -36,17 +36,25 @@ export function tracer(): Tracer {
  */
 export async function startTracing(settings: TracingSettings): Promise<Tracing | null> {
   if (!settings.endpoint) return null;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { resourceFromAttributes }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/context-async-hooks'),
-      import('@opentelemetry/core'),
-      import('@opentelemetry/resources'),
-    ]);
+  const [
+    { BasicTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    { resourceFromAttributes },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+  ]);
   const exporter = new OTLPTraceExporter({ url: `${settings.endpoint.replace(/\/+$/, '')}/v1/traces` });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName, ...(settings.serviceVersion ? { 'service.version': settings.serviceVersion } : {}) }),
+    resource: resourceFromAttributes({
+      'service.name': settings.serviceName,
+      ...(settings.serviceVersion ? { 'service.version': settings.serviceVersion } : {}),
+    }),
     spanProcessors: [new BatchSpanProcessor(exporter, settings.scheduledDelayMs !== undefined ? { scheduledDelayMillis: settings.scheduledDelayMs } : {})],
   });
   const contextManager = new AsyncLocalStorageContextManager().enable();

@@ -7,19 +7,19 @@ const keyByHash = prepared<{ hash: string }, ApiKeysTable>((db, p) => db.selectF
 
 export function accountsRepo(db: Executor) {
   return {
-    insertOrganization: (row: OrganizationsTable, tx: Executor = db) =>
-      tx.insertInto('organizations').values(row).execute(),
-    findOrganization: (id: string, tx: Executor = db) =>
-      tx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst(),
+    insertOrganization: (row: OrganizationsTable, tx: Executor = db) => tx.insertInto('organizations').values(row).execute(),
+    findOrganization: (id: string, tx: Executor = db) => tx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst(),
     listOrganizations: (tx: Executor = db) => tx.selectFrom('organizations').selectAll().orderBy('created_at').orderBy('id').execute(),
     countOrganizations: async (tx: Executor = db) => {
-      const r = await tx.selectFrom('organizations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+      const r = await tx
+        .selectFrom('organizations')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirst();
       return Number(r?.n ?? 0);
     },
     setOnTimeGrace: (id: string, minutes: number | null, tx: Executor = db) =>
       tx.updateTable('organizations').set({ on_time_grace_minutes: minutes }).where('id', '=', id).execute(),
-    findIntegration: (orgId: string, tx: Executor = db) =>
-      tx.selectFrom('tms_integrations').selectAll().where('org_id', '=', orgId).executeTakeFirst(),
+    findIntegration: (orgId: string, tx: Executor = db) => tx.selectFrom('tms_integrations').selectAll().where('org_id', '=', orgId).executeTakeFirst(),
     insertIntegration: (orgId: string, connectedAt: string, tx: Executor = db) =>
       tx.insertInto('tms_integrations').values({ org_id: orgId, connected_at: connectedAt }).execute(),
 
@@ -42,13 +42,20 @@ export function accountsRepo(db: Executor) {
         .innerJoin('users as u', (j) => j.onRef('u.id', '=', 's.user_id').onRef('u.org_id', '=', 's.org_id'))
         .innerJoin('organizations as o', 'o.id', 's.org_id')
         .select([
-          's.id', 's.org_id', 's.user_id', 's.csrf_token', 's.last_seen_at', 's.expires_at',
-          'u.name as user_name', 'u.email as user_email', 'u.role as user_role', 'o.name as org_name',
+          's.id',
+          's.org_id',
+          's.user_id',
+          's.csrf_token',
+          's.last_seen_at',
+          's.expires_at',
+          'u.name as user_name',
+          'u.email as user_email',
+          'u.role as user_role',
+          'o.name as org_name',
         ])
         .where('s.id', '=', id)
         .executeTakeFirst(),
-    touchSession: (id: string, at: string, tx: Executor = db) =>
-      tx.updateTable('dashboard_sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
+    touchSession: (id: string, at: string, tx: Executor = db) => tx.updateTable('dashboard_sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
     deleteSession: (id: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('id', '=', id).execute(),
     /** Every session of a user, or all but one (`except`: the session that changed its own password). */
     deleteUserSessions: (userId: string, except: string | null, tx: Executor = db) => {
@@ -86,10 +93,15 @@ export function accountsRepo(db: Executor) {
         .where('revoked_at', 'is', null)
         .where('replaced_by_key_id', 'is', null)
         .executeTakeFirst(),
-    touchKey: (id: string, at: string, tx: Executor = db) =>
-      tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+    touchKey: (id: string, at: string, tx: Executor = db) => tx.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
     setKeyStrict: (orgId: string, id: string, strict: boolean, tx: Executor = db) =>
-      tx.updateTable('api_keys').set({ strict: strict ? 1 : 0 }).where('org_id', '=', orgId).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst(),
+      tx
+        .updateTable('api_keys')
+        .set({ strict: strict ? 1 : 0 })
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst(),
     updateKeyLimits: (orgId: string, id: string, perMinute: number, perDay: number, tx: Executor = db) =>
       tx
         .updateTable('api_keys')
@@ -105,7 +117,12 @@ export function accountsRepo(db: Executor) {
     /** The organization's admins; in a transaction, counted under its row lock (two removals at once take turns). */
     countAdmins: async (orgId: string, tx: Executor = db) => {
       if (tx.isTransaction) await holdOrganization(tx, orgId);
-      const r = await tx.selectFrom('users').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('role', '=', 'admin').executeTakeFirst();
+      const r = await tx
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('org_id', '=', orgId)
+        .where('role', '=', 'admin')
+        .executeTakeFirst();
       return Number(r?.n ?? 0);
     },
     setUserRole: (orgId: string, id: string, role: string, tx: Executor = db) =>

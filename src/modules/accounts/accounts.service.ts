@@ -14,7 +14,10 @@ export { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem, type SignedI
 
 export function parseScopes(text: string): Scope[] {
   if (text.trim().toLowerCase() === 'all') return [...SCOPES];
-  const parts = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = parts.filter((p) => !isScope(p));
   if (parts.length === 0 || unknown.length > 0) {
     throw ValidationError.single(

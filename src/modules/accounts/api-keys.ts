@@ -69,7 +69,10 @@ export function parseExpiry(text: string, now: Date, field = 'expires_at'): stri
 const toMinute = (iso: string | null) => (iso ? `${iso.slice(0, 16)}:00.000Z` : null);
 
 function checkLimits(perMinute: number, perDay: number) {
-  for (const [field, v] of [['per_minute', perMinute], ['per_day', perDay]] as const) {
+  for (const [field, v] of [
+    ['per_minute', perMinute],
+    ['per_day', perDay],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1 || v > MAX_LIMIT) {
       throw ValidationError.single([field], `${field} must be a whole number from 1 to ${MAX_LIMIT}`);
     }
@@ -101,7 +104,12 @@ function summarize(row: ApiKeysTable, now: Date): KeySummary {
  * the organization's `api_keys` counter in its transaction, so a key checked and kept in memory is read
  * again after any change.
  */
-export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown>; ensureIntegration(orgId: string, actor?: AuditActor): Promise<void> }) {
+export function apiKeys(
+  store: DataStore,
+  repo: AccountsRepo,
+  clock: Clock,
+  org: { require(orgId: string): Promise<unknown>; ensureIntegration(orgId: string, actor?: AuditActor): Promise<void> },
+) {
   function keyRow(orgId: string, input: CreateKeyInput): { row: ApiKeysTable; key: string } {
     const perMinute = input.perMinute ?? DEFAULT_PER_MINUTE;
     const perDay = input.perDay ?? DEFAULT_PER_DAY;
@@ -139,7 +147,12 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
   }
 
   return {
-    async createKey(orgId: string, input: CreateKeyInput, opts: { connectIntegration: boolean } = { connectIntegration: true }, actor: AuditActor = cliActor()) {
+    async createKey(
+      orgId: string,
+      input: CreateKeyInput,
+      opts: { connectIntegration: boolean } = { connectIntegration: true },
+      actor: AuditActor = cliActor(),
+    ) {
       await org.require(orgId);
       if (opts.connectIntegration) await org.ensureIntegration(orgId, actor);
       else if (!(await repo.findIntegration(orgId))) {
@@ -191,8 +204,10 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
       const old = await existingKey(orgId, keyId);
       const now = clock.now();
       if (old.revoked_at) throw new ConflictError(`API key '${keyId}' is revoked and cannot be rotated`);
-      if (old.replaced_by_key_id) throw new ConflictError(`API key '${keyId}' was already rotated (replaced by '${old.replaced_by_key_id}'): rotate that key instead`);
-      if (old.expires_at && Date.parse(old.expires_at) <= now.getTime()) throw new ConflictError(`API key '${keyId}' expired at ${old.expires_at} and cannot be rotated: create a new key`);
+      if (old.replaced_by_key_id)
+        throw new ConflictError(`API key '${keyId}' was already rotated (replaced by '${old.replaced_by_key_id}'): rotate that key instead`);
+      if (old.expires_at && Date.parse(old.expires_at) <= now.getTime())
+        throw new ConflictError(`API key '${keyId}' expired at ${old.expires_at} and cannot be rotated: create a new key`);
       const { row, key } = keyRow(orgId, {
         name: old.name,
         externalSystem: old.external_system,
@@ -208,15 +223,22 @@ export function apiKeys(store: DataStore, repo: AccountsRepo, clock: Clock, org:
         const done =
           graceHours === 0
             ? await repo.revokeKey(orgId, keyId, toIso(now), row.id, tx)
-            : await repo.endKeyAt(orgId, keyId, old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd), row.id, tx);
+            : await repo.endKeyAt(
+                orgId,
+                keyId,
+                old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd),
+                row.id,
+                tx,
+              );
         // Rotated or revoked meanwhile (another request): this rotation did not happen.
         if (Number(done.numUpdatedRows) === 0) throw new ConflictError(`API key '${keyId}' was revoked or rotated meanwhile`);
         await bumpVersions(tx, orgId, API_KEYS);
         await recordAudit(tx, clock, orgId, actor, 'key.rotated', { type: 'key', id: keyId });
       });
-      const oldKey: { id: string; works_until: string | null; revoked_at: string | null } = graceHours > 0
-        ? { id: keyId, works_until: old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd), revoked_at: null }
-        : { id: keyId, works_until: null, revoked_at: toIso(now) };
+      const oldKey: { id: string; works_until: string | null; revoked_at: string | null } =
+        graceHours > 0
+          ? { id: keyId, works_until: old.expires_at && Date.parse(old.expires_at) < graceEnd.getTime() ? old.expires_at : toIso(graceEnd), revoked_at: null }
+          : { id: keyId, works_until: null, revoked_at: toIso(now) };
       return { id: row.id, key, old_key: oldKey };
     },
 

@@ -120,7 +120,12 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
           throw expiredKeyError(expiresAt);
         }
         // New limits (changed on any instance) apply from the next request on.
-        if (found.per_minute !== principal.perMinute || found.per_day !== principal.perDay || expiresAt !== principal.expiresAt || (Number(found.strict) === 1) !== (principal.strict === true)) {
+        if (
+          found.per_minute !== principal.perMinute ||
+          found.per_day !== principal.perDay ||
+          expiresAt !== principal.expiresAt ||
+          (Number(found.strict) === 1) !== (principal.strict === true)
+        ) {
           folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt, strict: Number(found.strict) === 1 });
         }
       },

@@ -72,7 +72,10 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
      */
     async setOnTimeGrace(orgId: string, minutes: number | null, actor: AuditActor = cliActor()) {
       if (minutes !== null && (!Number.isInteger(minutes) || minutes < 0 || minutes > MAX_GRACE_MINUTES)) {
-        throw ValidationError.single(['on_time_grace_minutes'], `The on-time grace is a whole number of minutes from 0 to ${MAX_GRACE_MINUTES}, or empty for the server's default`);
+        throw ValidationError.single(
+          ['on_time_grace_minutes'],
+          `The on-time grace is a whole number of minutes from 0 to ${MAX_GRACE_MINUTES}, or empty for the server's default`,
+        );
       }
       const org = await requireOrganization(orgId);
       // The same value again changes nothing: no write, no audit entry, no cached answer dropped.
@@ -111,7 +114,10 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
      * The dashboard's first run: the first organization and its first user, together. A marker row
      * (unique name) makes two concurrent first runs end with one organization, on either engine.
      */
-    async setUpFirstOrganization(input: { organizationName: string; name: string; email: string; password: string; setupCode: string }, ip: string | null = null) {
+    async setUpFirstOrganization(
+      input: { organizationName: string; name: string; email: string; password: string; setupCode: string },
+      ip: string | null = null,
+    ) {
       const orgName = input.organizationName.trim();
       if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
       const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };

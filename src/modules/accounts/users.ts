@@ -107,7 +107,10 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
           const admins = await repo.countAdmins(orgId, tx);
           if (input.role === undefined) row.role = admins === 0 ? 'admin' : 'member';
           else if (admins === 0 && input.role !== 'admin')
-            throw ValidationError.single(['role'], `the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first`);
+            throw ValidationError.single(
+              ['role'],
+              `the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first`,
+            );
           await repo.insertUser(row, tx);
           await bumpVersions(tx, orgId, USERS);
           await recordAudit(tx, clock, orgId, actor, 'user.created', { type: 'user', id: row.id });
@@ -158,7 +161,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
      * needs the current one.
      */
     async setUserPasswordByAdmin(orgId: string, adminId: string, userId: string, password: string, actor: AuditActor) {
-      if (userId === adminId) throw ValidationError.single(['user_id'], 'To change your own password, use Account → Change password (it asks for your current one)');
+      if (userId === adminId)
+        throw ValidationError.single(['user_id'], 'To change your own password, use Account → Change password (it asks for your current one)');
       const user = await repo.findUser(orgId, userId);
       if (!user) throw new NotFoundByIdError('User', userId);
       return this.setPassword(user.email, password, actor);
@@ -169,7 +173,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       const user = await repo.findUser(orgId, userId);
       if (!user) throw new NotFoundByIdError('User', userId);
       checkPassword(next);
-      const ok = current.length > 0 && current.length <= MAX_PASSWORD_LENGTH && user.password_hash !== null && (await verifyPassword(current, user.password_hash));
+      const ok =
+        current.length > 0 && current.length <= MAX_PASSWORD_LENGTH && user.password_hash !== null && (await verifyPassword(current, user.password_hash));
       if (!ok) throw new CurrentPasswordError();
       const hashed = await hashPassword(next);
       await inTransaction(store, async (tx) => {
@@ -201,7 +206,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       await inTransaction(store, async (tx) => {
         await repo.deleteUserSessions(user.id, null, tx);
         await repo.deleteUser(orgId, user.id, tx);
-        if ((await repo.countAdmins(orgId, tx)) === 0) throw new ConflictError(`${user.name} is the organization's last admin and cannot be removed: make another user an admin first`);
+        if ((await repo.countAdmins(orgId, tx)) === 0)
+          throw new ConflictError(`${user.name} is the organization's last admin and cannot be removed: make another user an admin first`);
         await bumpVersions(tx, orgId, USERS);
         await recordAudit(tx, clock, orgId, actor, 'user.removed', { type: 'user', id: user.id, name: `${user.name} <${user.email}>` });
       });

@@ -14,7 +14,8 @@ export interface AuditFilter {
 function filtered(tx: Executor, orgId: string, f: AuditFilter) {
   let q = tx.selectFrom('audit_log').where('org_id', '=', orgId);
   // A kind (`key.`) is a range of the byte-ordered text (collate "C" on PostgreSQL): no LIKE wildcards to escape.
-  if (f.action) q = f.action.endsWith('.') ? q.where('action', '>=', f.action).where('action', '<', `${f.action.slice(0, -1)}/`) : q.where('action', '=', f.action);
+  if (f.action)
+    q = f.action.endsWith('.') ? q.where('action', '>=', f.action).where('action', '<', `${f.action.slice(0, -1)}/`) : q.where('action', '=', f.action);
   if (f.actorType) q = q.where('actor_type', '=', f.actorType);
   if (f.actorId) q = q.where('actor_id', '=', f.actorId);
   if (f.targetType) q = q.where('target_type', '=', f.targetType);
@@ -32,7 +33,9 @@ export const auditRepo = {
   async page(tx: Executor, orgId: string, f: AuditFilter, offset: number, limit: number) {
     const [rows, total] = await Promise.all([
       filtered(tx, orgId, f).selectAll().orderBy('at', 'desc').orderBy('id', 'desc').offset(offset).limit(limit).execute(),
-      filtered(tx, orgId, f).select((eb) => eb.fn.countAll().as('n')).executeTakeFirst(),
+      filtered(tx, orgId, f)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirst(),
     ]);
     return { rows, total: Number(total?.n ?? 0) };
   },

@@ -42,7 +42,10 @@ export const AuditEntry = Type.Object(
     action: Type.String({ enum: [...AUDIT_ACTIONS], description: `What was done: ${AUDIT_ACTIONS.join(', ')}.` }),
     actor: Type.Object(
       {
-        type: Type.Union(AUDIT_ACTOR_TYPES.map((t) => Type.Literal(t)), { description: 'A dashboard user, an API key, or the command line (bin/lanebridge).' }),
+        type: Type.Union(
+          AUDIT_ACTOR_TYPES.map((t) => Type.Literal(t)),
+          { description: 'A dashboard user, an API key, or the command line (bin/lanebridge).' },
+        ),
         id: Nullable(Type.String({ description: 'The user or key id; null for the command line.' })),
         name: Type.String({ description: 'The user’s name, the key’s name, or the operating-system user that ran the command line.' }),
       },
@@ -52,11 +55,17 @@ export const AuditEntry = Type.Object(
       {
         type: Type.String({ enum: [...AUDIT_TARGET_TYPES], description: 'user, key, webhook_endpoint, import or settings.' }),
         id: Type.String(),
-        name: Type.Optional(Type.String({ description: 'What the target was called at the time, kept where the target itself is gone: a removed user’s name and email (`user.removed`).' })),
+        name: Type.Optional(
+          Type.String({
+            description: 'What the target was called at the time, kept where the target itself is gone: a removed user’s name and email (`user.removed`).',
+          }),
+        ),
       },
       { description: 'What it was done to.' },
     ),
-    ip: Nullable(Type.String({ description: 'The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line.' })),
+    ip: Nullable(
+      Type.String({ description: 'The client address of the request (TRUST_PROXY decides whether X-Forwarded-For is believed); null for the command line.' }),
+    ),
   },
   { $id: 'AuditEntry' },
 );

@@ -96,7 +96,17 @@ export function auditService(db: Executor) {
 export type AuditService = ReturnType<typeof auditService>;
 
 /** An API key acting through the API. */
-export const keyActor = (principal: { keyId: string; keyName: string }, ip: string): AuditActor => ({ type: 'key', id: principal.keyId, name: principal.keyName, ip });
+export const keyActor = (principal: { keyId: string; keyName: string }, ip: string): AuditActor => ({
+  type: 'key',
+  id: principal.keyId,
+  name: principal.keyName,
+  ip,
+});
 
 /** A signed-in dashboard user. */
-export const userActor = (session: { userId: string; userName: string }, ip: string): AuditActor => ({ type: 'user', id: session.userId, name: session.userName, ip });
+export const userActor = (session: { userId: string; userName: string }, ip: string): AuditActor => ({
+  type: 'user',
+  id: session.userId,
+  name: session.userName,
+  ip,
+});

@@ -2,14 +2,17 @@ import { Type, type Static } from '@sinclair/typebox';
 import { listQuerySchema, pageSchema } from '../../lib/http/pagination.js';
 import { ExternalReferenceId, Nullable, Text } from '../../lib/http/schema-helpers.js';
 
-export const ContactInput = Type.Object({
-  id: Type.Optional(Type.String({ maxLength: 64, description: 'Send the id of an existing contact to keep it; omit it for a new contact.' })),
-  first_name: Type.Optional(Nullable(Text(255))),
-  last_name: Type.Optional(Nullable(Text(255))),
-  primary_email: Type.Optional(Nullable(Text(255))),
-  primary_phone: Type.Optional(Nullable(Text(50))),
-  is_primary_contact: Type.Optional(Type.Boolean({ description: 'Default false.' })),
-}, { description: 'A contact needs at least one of first_name, last_name, primary_email or primary_phone (else 422, in every mode).' });
+export const ContactInput = Type.Object(
+  {
+    id: Type.Optional(Type.String({ maxLength: 64, description: 'Send the id of an existing contact to keep it; omit it for a new contact.' })),
+    first_name: Type.Optional(Nullable(Text(255))),
+    last_name: Type.Optional(Nullable(Text(255))),
+    primary_email: Type.Optional(Nullable(Text(255))),
+    primary_phone: Type.Optional(Nullable(Text(50))),
+    is_primary_contact: Type.Optional(Type.Boolean({ description: 'Default false.' })),
+  },
+  { description: 'A contact needs at least one of first_name, last_name, primary_email or primary_phone (else 422, in every mode).' },
+);
 export type ContactInput = Static<typeof ContactInput>;
 
 export const AddressInput = Type.Object({
@@ -43,9 +46,7 @@ export type CarrierCreate = Static<typeof CarrierCreate>;
 
 export const CarrierUpdate = Type.Object(
   {
-    external_reference_id: Type.Optional(
-      ExternalReferenceId({ description: 'Cannot be changed: when sent it must equal the path parameter.' }),
-    ),
+    external_reference_id: Type.Optional(ExternalReferenceId({ description: 'Cannot be changed: when sent it must equal the path parameter.' })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     ...Type.Partial(Type.Object(carrierFields)).properties,
   },

@@ -10,15 +10,7 @@ import { tenantRecords } from '../shared/tenant-records.repo.js';
 import { sentFields } from '../shared/records.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import { contactsOf, listCarriers, replaceContacts } from './carriers.repo.js';
-import {
-  CarrierCreate,
-  CarrierUpdate,
-  type AddressInput,
-  type Carrier,
-  type CarrierListQuery,
-  type Contact,
-  type ContactInput,
-} from './carriers.schema.js';
+import { CarrierCreate, CarrierUpdate, type AddressInput, type Carrier, type CarrierListQuery, type Contact, type ContactInput } from './carriers.schema.js';
 
 const ADDRESS_COLUMNS = {
   address_line1: 'address_line1',
@@ -53,9 +45,7 @@ function toContact(row: CarrierContactsTable): Contact {
 }
 
 function toCarrier(row: CarriersTable, contacts: CarrierContactsTable[]): Carrier {
-  const address = Object.fromEntries(
-    Object.entries(ADDRESS_COLUMNS).map(([field, column]) => [field, row[column]]),
-  ) as Carrier['address'] & object;
+  const address = Object.fromEntries(Object.entries(ADDRESS_COLUMNS).map(([field, column]) => [field, row[column]])) as Carrier['address'] & object;
   const hasAddress = Object.values(address).some((v) => v !== null);
   return {
     id: row.id,
@@ -131,7 +121,11 @@ export function carriersService(pipeline: WritePipeline, clock: Clock, hooks: Se
   const repo = tenantRecords('carriers');
 
   async function present(tx: Executor, orgId: string, rows: CarriersTable[]): Promise<Carrier[]> {
-    const contacts = await contactsOf(tx, orgId, rows.map((r) => r.id));
+    const contacts = await contactsOf(
+      tx,
+      orgId,
+      rows.map((r) => r.id),
+    );
     const byCarrier = new Map<string, CarrierContactsTable[]>();
     for (const c of contacts) {
       const list = byCarrier.get(c.carrier_id) ?? [];

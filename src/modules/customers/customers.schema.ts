@@ -22,9 +22,7 @@ export type CustomerCreate = Static<typeof CustomerCreate>;
 
 export const CustomerUpdate = Type.Object(
   {
-    external_reference_id: Type.Optional(
-      ExternalReferenceId({ description: 'Cannot be changed: when sent it must equal the path parameter.' }),
-    ),
+    external_reference_id: Type.Optional(ExternalReferenceId({ description: 'Cannot be changed: when sent it must equal the path parameter.' })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     ...Type.Partial(Type.Object(customerFields)).properties,
   },

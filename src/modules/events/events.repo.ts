@@ -36,7 +36,15 @@ export async function eventsAfter(
   q: { orgId: string; after: number; kinds: readonly string[]; types: readonly string[] | null; limit: number },
 ): Promise<EventsPage> {
   const types = q.types ? sql`and e.type in (${sql.join(q.types)})` : sql``;
-  const { rows } = await sql<{ pruned: number | string | null; newest: number | string | null; sequence: number | string | null; id: string; type: string; created_at: string; data: string }>`
+  const { rows } = await sql<{
+    pruned: number | string | null;
+    newest: number | string | null;
+    sequence: number | string | null;
+    id: string;
+    type: string;
+    created_at: string;
+    data: string;
+  }>`
     select v.events_pruned as pruned, v.events as newest, e.sequence, e.id, e.type, e.created_at, e.data
     from (select 1 as one) as o
     left join org_versions v on v.org_id = ${q.orgId}
@@ -49,7 +57,9 @@ export async function eventsAfter(
     order by e.sequence`.execute(tx);
   const pruned = Number(rows[0]?.pruned ?? 0);
   const newest = Number(rows[0]?.newest ?? 0);
-  const events = rows.filter((r) => r.sequence !== null).map((r) => ({ sequence: Number(r.sequence), id: r.id, type: r.type, created_at: r.created_at, data: r.data }));
+  const events = rows
+    .filter((r) => r.sequence !== null)
+    .map((r) => ({ sequence: Number(r.sequence), id: r.id, type: r.type, created_at: r.created_at, data: r.data }));
   return { pruned, newest, events };
 }
 
@@ -92,7 +102,10 @@ export async function pruneChunk(db: Executor, orgId: string, upto: number, chun
 }
 
 /** The organization's events newest first, before `before` (null: the newest), of `types` (null: all). */
-export async function eventsNewestFirst(db: Executor, q: { orgId: string; before: number | null; types: readonly string[] | null; limit: number }): Promise<StoredEvent[]> {
+export async function eventsNewestFirst(
+  db: Executor,
+  q: { orgId: string; before: number | null; types: readonly string[] | null; limit: number },
+): Promise<StoredEvent[]> {
   let query = db.selectFrom('events').select(['sequence', 'id', 'type', 'created_at', 'data']).where('org_id', '=', q.orgId);
   if (q.before !== null) query = query.where('sequence', '<', q.before);
   if (q.types) query = query.where('type', 'in', [...q.types]);

@@ -80,7 +80,12 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
         const before = r.previous as StatusRow | undefined;
         const after = r.row as StatusRow | undefined;
         if (r.kind === 'loads' && r.op === 'updated' && before && after && before.status !== after.status) {
-          add(r.kind, 'load.status_changed', r.id, { id: r.id, external_reference_id: r.external_reference_id, previous_status: before.status, status: after.status });
+          add(r.kind, 'load.status_changed', r.id, {
+            id: r.id,
+            external_reference_id: r.external_reference_id,
+            previous_status: before.status,
+            status: after.status,
+          });
         }
       }
       for (const a of announcements) add(a.kind, a.type, a.record_id, a.data);
@@ -89,7 +94,17 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
     async write(tx, orgId, drafts, firstSequence) {
       await insertEvents(
         tx,
-        drafts.map((d, i) => ({ org_id: orgId, sequence: firstSequence + i, id: d.id, type: d.type, kind: d.kind, record_id: d.record_id, created_at: d.created_at, data: serialize(d.type, d.data), lanes: d.lanes ? JSON.stringify(d.lanes) : null })),
+        drafts.map((d, i) => ({
+          org_id: orgId,
+          sequence: firstSequence + i,
+          id: d.id,
+          type: d.type,
+          kind: d.kind,
+          record_id: d.record_id,
+          created_at: d.created_at,
+          data: serialize(d.type, d.data),
+          lanes: d.lanes ? JSON.stringify(d.lanes) : null,
+        })),
       );
     },
   };
@@ -97,10 +112,21 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
   /** `types` of the feed's query: known event types, comma-separated. */
   function typesFilter(text: string | undefined): string[] | null {
     if (text === undefined) return null;
-    const parts = [...new Set(text.split(',').map((t) => t.trim()).filter(Boolean))];
+    const parts = [
+      ...new Set(
+        text
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+      ),
+    ];
     const unknown = parts.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t));
     if (parts.length === 0 || unknown.length > 0) {
-      throw ValidationError.single(['query', 'types'], `Input should be one or more of ${EVENT_TYPES.map((t) => `'${t}'`).join(', ')}, separated by commas${unknown.length ? ` (unknown: ${unknown.map((t) => `'${t}'`).join(', ')})` : ''}`, 'enum');
+      throw ValidationError.single(
+        ['query', 'types'],
+        `Input should be one or more of ${EVENT_TYPES.map((t) => `'${t}'`).join(', ')}, separated by commas${unknown.length ? ` (unknown: ${unknown.map((t) => `'${t}'`).join(', ')})` : ''}`,
+        'enum',
+      );
     }
     return parts;
   }
@@ -120,9 +146,17 @@ export function eventsService(clock: Clock, opts: { retentionDays: number; seria
       const { pruned, newest, events } = await eventsAfter(db, { orgId, after: query.after, kinds, types, limit: query.limit + 1 });
       if (query.after < pruned) throw new EventsGoneError(query.after, pruned);
       // A sequence this organization never reached: usually a database restored from a backup older than the reader's position.
-      if (query.after > newest) throw ValidationError.single(['query', 'after'], `after (${query.after}) is past the newest event of this organization (sequence ${newest}): the feed was probably restored from an older backup; resynchronise with the list endpoints and updated_since, then continue from after=${newest}`, 'less_than_equal');
+      if (query.after > newest)
+        throw ValidationError.single(
+          ['query', 'after'],
+          `after (${query.after}) is past the newest event of this organization (sequence ${newest}): the feed was probably restored from an older backup; resynchronise with the list endpoints and updated_since, then continue from after=${newest}`,
+          'less_than_equal',
+        );
       const page = events.slice(0, query.limit);
-      const items = page.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"sequence":${e.sequence},"timestamp":${JSON.stringify(e.created_at)},"data":${e.data}}`);
+      const items = page.map(
+        (e) =>
+          `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"sequence":${e.sequence},"timestamp":${JSON.stringify(e.created_at)},"data":${e.data}}`,
+      );
       const nextAfter = page.length > 0 ? page[page.length - 1]!.sequence : query.after;
       return `{"items":[${items.join(',')}],"next_after":${nextAfter},"has_more":${events.length > query.limit}}`;
     },

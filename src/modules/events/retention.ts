@@ -13,7 +13,10 @@ const SWEEP_EVERY_MS = 30_000;
  * recommendations follow-up of organizations left behind) runs shortly after start and every half
  * minute. A failed pass (the database away) is logged and tried again at the next tick.
  */
-export function eventRetention(deps: { events: EventsService; db: Executor; log: { warn(obj: unknown, msg: string): void }; sweep?: (() => Promise<void>) | undefined }, everyMs = EVERY_MS) {
+export function eventRetention(
+  deps: { events: EventsService; db: Executor; log: { warn(obj: unknown, msg: string): void }; sweep?: (() => Promise<void>) | undefined },
+  everyMs = EVERY_MS,
+) {
   const guarded = (name: string, work: () => Promise<unknown>) => {
     let running = false;
     return async () => {

@@ -96,13 +96,24 @@ export function chunkWriter(deps: ChunkDeps) {
     results.forEach((entry, index) => {
       if (entry.success || !entry.error) return;
       const { row, ref } = c.itemRows[index]!;
-      refused.push({ import_id: imp.id, row, external_reference_id: ref ?? entry.external_reference_id, detail: JSON.stringify(rowDetail(entry.error.detail, index, noun)) });
+      refused.push({
+        import_id: imp.id,
+        row,
+        external_reference_id: ref ?? entry.external_reference_id,
+        detail: JSON.stringify(rowDetail(entry.error.detail, index, noun)),
+      });
     });
     refused.sort((a, b) => Number(a.row) - Number(b.row));
     const failed = refused.length;
     // The errors file keeps the first MAX_ERROR_ROWS refused rows; rows_failed counts them all.
     const room = Math.max(0, MAX_ERROR_ROWS - Number((await importRow(tx, imp.id))?.rows_failed ?? 0));
-    refused = refused.slice(0, room).map((e) => (e.external_reference_id && e.external_reference_id.length > MAX_ERROR_REF ? Object.assign({}, e, { external_reference_id: e.external_reference_id.slice(0, MAX_ERROR_REF) }) : e));
+    refused = refused
+      .slice(0, room)
+      .map((e) =>
+        e.external_reference_id && e.external_reference_id.length > MAX_ERROR_REF
+          ? Object.assign({}, e, { external_reference_id: e.external_reference_id.slice(0, MAX_ERROR_REF) })
+          : e,
+      );
     await insertImportErrors(tx, refused);
     const succeeded = results.filter((e) => e.success).length;
     const moved = { id: imp.id, claim: c.claim, fromRow: c.fromRow, toRow: c.toRow, succeeded, failed, now: deps.nowIso(), leasedUntil: deps.leaseEnd() };
@@ -128,7 +139,10 @@ export function chunkWriter(deps: ChunkDeps) {
       if (!now || now.claim !== claim || now.status !== 'running') throw new ClaimLost();
       // The database could not take it (busy, unreachable) as often as a chunk is tried: a pause (the runner).
       if (attempt >= deps.maxAttempts && isDatabaseUnavailable(failure)) throw failure;
-      if (attempt >= deps.maxAttempts) throw new Error(`a chunk (rows ${fromRow + 1}–${toRow}) failed ${attempt} times: ${(failure as Error | null)?.message ?? 'its transaction did not commit'}`);
+      if (attempt >= deps.maxAttempts)
+        throw new Error(
+          `a chunk (rows ${fromRow + 1}–${toRow}) failed ${attempt} times: ${(failure as Error | null)?.message ?? 'its transaction did not commit'}`,
+        );
       deps.log.warn({ err: failure, import: imp.id, fromRow, toRow, attempt }, 'import chunk did not commit; trying it again');
       await new Promise((r) => setTimeout(r, 200 * attempt));
     }

@@ -57,12 +57,16 @@ export function headerBoundsProblem(header: CsvHeader): string | null {
     if (!path) continue;
     const full = header.names[i] ?? '';
     const name = JSON.stringify(full.length > 100 ? `${full.slice(0, 100)}…` : full);
-    if (path.length > MAX_PATH_PARTS) return `Value error, the CSV column ${name} is a field path of ${path.length} parts; a path has at most ${MAX_PATH_PARTS} (such as stops.2.contacts.1.email)`;
-    if (path.some((seg) => seg === '')) return `Value error, the CSV column ${name} has an empty part in its field path; write it as names and positions joined by single dots (such as stops.2.early_arrival)`;
+    if (path.length > MAX_PATH_PARTS)
+      return `Value error, the CSV column ${name} is a field path of ${path.length} parts; a path has at most ${MAX_PATH_PARTS} (such as stops.2.contacts.1.email)`;
+    if (path.some((seg) => seg === ''))
+      return `Value error, the CSV column ${name} has an empty part in its field path; write it as names and positions joined by single dots (such as stops.2.early_arrival)`;
     const odd = path.find((seg) => typeof seg === 'string' && LOOKS_NUMERIC.test(seg));
-    if (odd !== undefined) return `Value error, the CSV column ${name} names position ${JSON.stringify(odd)}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
+    if (odd !== undefined)
+      return `Value error, the CSV column ${name} names position ${JSON.stringify(odd)}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
     const position = path.find((seg) => typeof seg === 'number' && seg + 1 > MAX_PATH_POSITION);
-    if (position !== undefined) return `Value error, the CSV column ${name} names position ${Number(position) + 1}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}`;
+    if (position !== undefined)
+      return `Value error, the CSV column ${name} names position ${Number(position) + 1}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}`;
   }
   return null;
 }
@@ -83,10 +87,12 @@ export function headerPlacementProblem(header: CsvHeader, createSchema: TSchema)
     const full = header.names[i] ?? '';
     const name = JSON.stringify(full.length > 100 ? `${full.slice(0, 100)}…` : full);
     const misplaced = path.findIndex((seg, at) => typeof seg === 'string' && schemasAt(schema, path.slice(0, at)).some(isList));
-    if (misplaced >= 0) return `Value error, the CSV column ${name} names position ${JSON.stringify(path[misplaced])}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
+    if (misplaced >= 0)
+      return `Value error, the CSV column ${name} names position ${JSON.stringify(path[misplaced])}; stops, rates and contacts count from 1 to at most ${MAX_PATH_POSITION}, written as plain digits`;
     const key = JSON.stringify(path);
     const earlier = seen.get(key);
-    if (earlier !== undefined) return `Value error, the CSV column ${name} fills the same field as the column ${JSON.stringify(earlier)}: drop one, or map it to another field in csv.columns`;
+    if (earlier !== undefined)
+      return `Value error, the CSV column ${name} fills the same field as the column ${JSON.stringify(earlier)}: drop one, or map it to another field in csv.columns`;
     seen.set(key, full);
   }
   return null;
@@ -117,7 +123,9 @@ export function missingColumns(header: CsvHeader, createSchema: TSchema): string
       }
       const child = s.properties?.[field];
       if (child?.type === 'array' && child.items?.required) {
-        const positions = new Set(present.filter((p) => at.every((seg, i) => p[i] === seg) && typeof p[at.length] === 'number').map((p) => p[at.length] as number));
+        const positions = new Set(
+          present.filter((p) => at.every((seg, i) => p[i] === seg) && typeof p[at.length] === 'number').map((p) => p[at.length] as number),
+        );
         for (const pos of [...positions].sort((a, b) => a - b)) walk(child.items, [...at, pos]);
       } else if (child?.type === 'object') walk(child, at);
     }

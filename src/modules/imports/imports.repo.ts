@@ -14,18 +14,37 @@ export const importById = (db: Executor, orgId: string, id: string) =>
 
 /** Expires an upload still awaiting it and unchanged since `before` (a part that arrived meanwhile keeps it). */
 export async function expireUpload(db: Executor, orgId: string, id: string, before: string, patch: Partial<ImportsTable>): Promise<boolean> {
-  const r = await db.updateTable('imports').set(patch).where('org_id', '=', orgId).where('id', '=', id).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).executeTakeFirst();
+  const r = await db
+    .updateTable('imports')
+    .set(patch)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'awaiting_upload')
+    .where('updated_at', '<', before)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
 /** Imports still awaiting their upload whose last change (creation, or a part) is older than `before`. */
 export const staleUploads = (db: Executor, before: string, limit: number) =>
-  db.selectFrom('imports').select(['id', 'org_id']).where('status', '=', 'awaiting_upload').where('updated_at', '<', before).orderBy('updated_at').limit(limit).execute();
+  db
+    .selectFrom('imports')
+    .select(['id', 'org_id'])
+    .where('status', '=', 'awaiting_upload')
+    .where('updated_at', '<', before)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
 
 /** The organization's imports awaiting their upload, counted under its row lock (PostgreSQL: two creates at once take turns). */
 export async function awaitingUploads(tx: Executor, orgId: string): Promise<number> {
   await holdOrganization(tx, orgId);
-  const r = await tx.selectFrom('imports').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).where('status', '=', 'awaiting_upload').executeTakeFirst();
+  const r = await tx
+    .selectFrom('imports')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', orgId)
+    .where('status', '=', 'awaiting_upload')
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -45,7 +64,11 @@ export async function heldUploadBytes(tx: Executor, orgId: string, except: strin
 export const activeImportOf = (db: Executor, orgId: string) =>
   db.selectFrom('imports').select(['id', 'status']).where('org_id', '=', orgId).where('status', 'in', ACTIVE).executeTakeFirst();
 
-export async function pageOfImports(db: Executor, orgId: string, q: { status?: string | undefined; page: number; page_size: number; column: 'created_at' | 'updated_at'; direction: 'asc' | 'desc' }) {
+export async function pageOfImports(
+  db: Executor,
+  orgId: string,
+  q: { status?: string | undefined; page: number; page_size: number; column: 'created_at' | 'updated_at'; direction: 'asc' | 'desc' },
+) {
   let query = db.selectFrom('imports').where('org_id', '=', orgId);
   if (q.status) query = query.where('status', '=', q.status);
   const total = Number((await query.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst())?.n ?? 0);
@@ -61,7 +84,13 @@ export async function pageOfImports(db: Executor, orgId: string, q: { status?: s
 
 /** Moves an import from one of `from` to `patch.status` (with the rest of `patch`); false when it was in none of them. */
 export async function moveImport(db: Executor, orgId: string, id: string, from: readonly string[], patch: Partial<ImportsTable>): Promise<boolean> {
-  const r = await db.updateTable('imports').set(patch).where('org_id', '=', orgId).where('id', '=', id).where('status', 'in', [...from]).executeTakeFirst();
+  const r = await db
+    .updateTable('imports')
+    .set(patch)
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('status', 'in', [...from])
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -83,7 +112,14 @@ export const claimableImports = (db: Executor, now: string, limit: number) =>
 export const claimImport = (db: Executor, id: string, claim: string, now: string, leasedUntil: string) =>
   db
     .updateTable('imports')
-    .set((eb) => ({ claim, leased_until: leasedUntil, status: 'running', started_at: eb.fn.coalesce('started_at', sql.lit(now)), attempts: eb('attempts', '+', 1), updated_at: now }))
+    .set((eb) => ({
+      claim,
+      leased_until: leasedUntil,
+      status: 'running',
+      started_at: eb.fn.coalesce('started_at', sql.lit(now)),
+      attempts: eb('attempts', '+', 1),
+      updated_at: now,
+    }))
     .where('id', '=', id)
     .where('status', 'in', ACTIVE)
     .where((eb) => eb.or([eb('leased_until', 'is', null), eb('leased_until', '<', now)]))
@@ -92,7 +128,13 @@ export const claimImport = (db: Executor, id: string, claim: string, now: string
 
 /** Keeps the claim (false: it was lost, or the import was cancelled). */
 export async function extendImportLease(db: Executor, id: string, claim: string, leasedUntil: string): Promise<boolean> {
-  const r = await db.updateTable('imports').set({ leased_until: leasedUntil }).where('id', '=', id).where('claim', '=', claim).where('status', '=', 'running').executeTakeFirst();
+  const r = await db
+    .updateTable('imports')
+    .set({ leased_until: leasedUntil })
+    .where('id', '=', id)
+    .where('claim', '=', claim)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -131,14 +173,31 @@ export async function advanceCheckpoint(
   return Number(r.numUpdatedRows) > 0;
 }
 
-export const insertImportErrors: (tx: Executor, rows: readonly ImportErrorsTable[]) => Promise<void> = bulkInsert('import_errors', ['import_id', 'row', 'external_reference_id', 'detail']);
+export const insertImportErrors: (tx: Executor, rows: readonly ImportErrorsTable[]) => Promise<void> = bulkInsert('import_errors', [
+  'import_id',
+  'row',
+  'external_reference_id',
+  'detail',
+]);
 
 /** The import's refused rows after `afterRow`, in row order, at most `limit`. */
 export const importErrorsAfter = (db: Executor, importId: string, afterRow: number, limit: number) =>
-  db.selectFrom('import_errors').select(['row', 'external_reference_id', 'detail']).where('import_id', '=', importId).where('row', '>', afterRow).orderBy('row').limit(limit).execute();
+  db
+    .selectFrom('import_errors')
+    .select(['row', 'external_reference_id', 'detail'])
+    .where('import_id', '=', importId)
+    .where('row', '>', afterRow)
+    .orderBy('row')
+    .limit(limit)
+    .execute();
 
 /** The import's end, by the claim's holder (false: it lost the claim, or the import was cancelled meanwhile). */
-export async function finishImport(tx: Executor, id: string, claim: string, patch: Pick<ImportsTable, 'status' | 'finished_at' | 'updated_at'> & Partial<ImportsTable>): Promise<boolean> {
+export async function finishImport(
+  tx: Executor,
+  id: string,
+  claim: string,
+  patch: Pick<ImportsTable, 'status' | 'finished_at' | 'updated_at'> & Partial<ImportsTable>,
+): Promise<boolean> {
   const r = await tx
     .updateTable('imports')
     .set(Object.assign({}, patch, { claim: null, leased_until: null }))
@@ -175,7 +234,14 @@ export const analyzeGrownTables = (db: Executor, resource: string): Promise<void
 
 /** Finished imports that ended before `before` (retention), oldest first. */
 export const expiredImports = (db: Executor, before: string, limit: number) =>
-  db.selectFrom('imports').select('id').where('status', 'in', ['completed', 'completed_with_errors', 'failed', 'cancelled']).where('finished_at', '<', before).orderBy('finished_at').limit(limit).execute();
+  db
+    .selectFrom('imports')
+    .select('id')
+    .where('status', 'in', ['completed', 'completed_with_errors', 'failed', 'cancelled'])
+    .where('finished_at', '<', before)
+    .orderBy('finished_at')
+    .limit(limit)
+    .execute();
 
 /** An import and its refused rows, in one transaction. */
 export const deleteImport = (db: Executor, id: string) =>

@@ -28,7 +28,12 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       description:
         'Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).',
       body: ImportCreate,
-      response: { 201: one('The import, awaiting its upload.'), ...conflict('Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.') },
+      response: {
+        201: one('The import, awaiting its upload.'),
+        ...conflict(
+          'Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.',
+        ),
+      },
     },
     handler: async (req, reply) => {
       const p = principalOf(req);
@@ -39,12 +44,24 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
   });
   r.get('/v2/tms-api/imports', {
     config,
-    schema: { tags, operationId: 'listImports', summary: 'List imports (newest last by default)', querystring: ImportListQuery, response: { 200: Type.Ref(ImportPage, { description: 'A page of imports.' }) } },
+    schema: {
+      tags,
+      operationId: 'listImports',
+      summary: 'List imports (newest last by default)',
+      querystring: ImportListQuery,
+      response: { 200: Type.Ref(ImportPage, { description: 'A page of imports.' }) },
+    },
     handler: (req) => imports.list(principalOf(req).orgId, req.query),
   });
   r.get('/v2/tms-api/imports/:id', {
     config,
-    schema: { tags, operationId: 'getImport', summary: 'An import with its progress (percent, rows per second, ETA)', params: ImportIdParams, response: { 200: one('The import.'), ...notFound } },
+    schema: {
+      tags,
+      operationId: 'getImport',
+      summary: 'An import with its progress (percent, rows per second, ETA)',
+      params: ImportIdParams,
+      response: { 200: one('The import.'), ...notFound },
+    },
     handler: (req) => imports.get(principalOf(req).orgId, req.params.id),
   });
 
@@ -63,7 +80,11 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       description:
         'Checks the upload (parts 1…N without a gap; a CSV header naming every required field, directly or through csv.columns: else 422, one `missing` entry per field, and nothing written) and queues the import; it runs on any instance. 409 when another import of the organization is queued or running.',
       params: ImportIdParams,
-      response: { 200: one('The import, queued.'), ...notFound, ...conflict('The import was completed already, or another import of the organization is queued or running.') },
+      response: {
+        200: one('The import, queued.'),
+        ...notFound,
+        ...conflict('The import was completed already, or another import of the organization is queued or running.'),
+      },
     },
     handler: (req) => imports.complete(principalOf(req).orgId, req.params.id),
   });
@@ -76,7 +97,10 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       description:
         'One line per refused row, in row order: `{"row","external_reference_id","detail"}`. `row` counts from 1 over the whole upload (NDJSON lines; CSV records after the header); `detail` is what the single create would have answered as detail (a message, or one {type, loc, msg} per problem). Readable while the import runs (the chunks committed so far).',
       params: ImportIdParams,
-      response: { 200: { description: 'application/x-ndjson: one refused row per line.', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...notFound },
+      response: {
+        200: { description: 'application/x-ndjson: one refused row per line.', content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+        ...notFound,
+      },
     },
     handler: async (req, reply) => {
       const lines = await imports.errorLines(principalOf(req).orgId, req.params.id);
@@ -89,7 +113,8 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       tags,
       operationId: 'cancelImport',
       summary: 'Cancel an import',
-      description: 'An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.',
+      description:
+        'An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.',
       params: ImportIdParams,
       response: { 200: one('The import, cancelled.'), ...notFound, ...conflict('The import has already finished.') },
     },
@@ -101,7 +126,11 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
 const stagedParts = new WeakMap<FastifyRequest, StagedPart>();
 
 /** A part's body did not arrive within its time (docs/imports.md, "Parts"): 408, and the connection closes. */
-const partTimedOut = (ms: number) => new OtherClientError(408, `The part did not arrive within ${ms >= 60_000 ? `${ms / 60_000} minutes` : `${ms / 1000} seconds`}: send it again, or in smaller parts`);
+const partTimedOut = (ms: number) =>
+  new OtherClientError(
+    408,
+    `The part did not arrive within ${ms >= 60_000 ? `${ms / 60_000} minutes` : `${ms / 1000} seconds`}: send it again, or in smaller parts`,
+  );
 
 /**
  * PUT /imports/{id}/parts/{n}: the import is checked before a byte is read (404, 415, 409), the body
@@ -158,10 +187,16 @@ function partUploads(scope: FastifyInstance, imports: ImportsService, timeoutMs:
       description: `The body is the part's raw bytes, sent as ${PART_MEDIA_TYPES.join(', ')}; streamed to disk, within 10 minutes (else 408). Parts are read in number order as one file (a record may run across two). Sending a number again replaces that part. 413 past 64 MiB, or past the organization's IMPORT_MAX_UPLOAD_BYTES of parts in all; 415 for another Content-Type; 409 once the import was completed. An Idempotency-Key compares the bytes: the same key with other bytes is 422 idempotency_key_reused.`,
       params: ImportPartParams,
       response: {
-        200: Type.Object({ id: Type.String(), part: Type.Integer(), bytes: Type.Integer({ description: 'Bytes stored for this part.' }) }, { description: 'The part was stored.' }),
+        200: Type.Object(
+          { id: Type.String(), part: Type.Integer(), bytes: Type.Integer({ description: 'Bytes stored for this part.' }) },
+          { description: 'The part was stored.' },
+        ),
         ...notFound,
         ...conflict('The import was completed or cancelled: parts are taken only before complete.'),
-        408: { description: 'The part did not arrive within 10 minutes: {"detail":"The part did not arrive within 10 minutes: …"}; the connection is closed.', $ref: 'Detail#' },
+        408: {
+          description: 'The part did not arrive within 10 minutes: {"detail":"The part did not arrive within 10 minutes: …"}; the connection is closed.',
+          $ref: 'Detail#',
+        },
       },
     },
     handler: async (req) => {

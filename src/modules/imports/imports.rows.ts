@@ -64,7 +64,9 @@ export const MAX_RECORD_BYTES = 1 << 20;
  * held whole: it comes out as `{ tooLong }` (its length) once its end is reached, so a file without a
  * single line end cannot grow one string without bound.
  */
-export async function* ndjsonLines(stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>): AsyncGenerator<{ text: string } | { tooLong: number } | { badUtf8: number }> {
+export async function* ndjsonLines(
+  stream: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
+): AsyncGenerator<{ text: string } | { tooLong: number } | { badUtf8: number }> {
   let pieces: Buffer[] = [];
   let held = 0;
   let overflow = 0;
@@ -191,7 +193,11 @@ export async function readCsvHeader(stream: Readable, opts: CsvOptions): Promise
 }
 
 /** The rows of an upload, in order, numbered from 1 (NDJSON lines; CSV records after the header); `after`: rows already done are skipped unparsed where possible. */
-export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, format: 'ndjson' | 'csv', opts: { csv: CsvOptions; createSchema: TSchema; after?: number; strict?: boolean }): AsyncGenerator<UploadRow> {
+export async function* uploadRows(
+  stream: Readable | AsyncIterable<Buffer>,
+  format: 'ndjson' | 'csv',
+  opts: { csv: CsvOptions; createSchema: TSchema; after?: number; strict?: boolean },
+): AsyncGenerator<UploadRow> {
   const rows = format === 'ndjson' ? ndjsonRows(stream, opts.after ?? 0) : csvRows(stream, opts);
   if (!opts.strict) return yield* rows;
   for await (const r of rows) {
@@ -204,35 +210,44 @@ export async function* uploadRows(stream: Readable | AsyncIterable<Buffer>, form
 async function* ndjsonRows(stream: Readable | AsyncIterable<Buffer>, after: number): AsyncGenerator<UploadRow> {
   let row = 0;
   for await (const next of ndjsonLines(stream)) {
-      row++;
-      if (row <= after) continue;
-      if ('badUtf8' in next) {
-        yield { row, refused: { ref: null, detail: `The line is not UTF-8 at its byte ${next.badUtf8} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)` } };
-        continue;
-      }
-      if ('tooLong' in next) {
-        yield { row, refused: { ref: null, detail: `The line is ${next.tooLong} bytes; a record is at most ${MAX_RECORD_BYTES} bytes (1 MiB): is a line end missing?` } };
-        continue;
-      }
-      const line = next.text;
-      if (line.trim() === '') continue;
-      let record: unknown;
-      const text = row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line;
-      try {
-        record = JSON.parse(text);
-      } catch (err) {
-        yield { row, refused: { ref: null, detail: `Malformed JSON body: ${(err as Error).message}` } };
-        continue;
-      }
-      // The text an API body may not carry (NUL, a lone surrogate) is refused here as there, with the same
-      // detail: neither engine could store it as the rest of the row's text (PostgreSQL refuses both).
-      const checks = checksForJsonText(text);
-      const issues = checks ? textIssues(record, ['body'], checks) : [];
-      if (issues.length > 0) {
-        yield { row, refused: { ref: refOfRecord(record), detail: issues } };
-        continue;
-      }
-      yield { row, record };
+    row++;
+    if (row <= after) continue;
+    if ('badUtf8' in next) {
+      yield {
+        row,
+        refused: {
+          ref: null,
+          detail: `The line is not UTF-8 at its byte ${next.badUtf8} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)`,
+        },
+      };
+      continue;
+    }
+    if ('tooLong' in next) {
+      yield {
+        row,
+        refused: { ref: null, detail: `The line is ${next.tooLong} bytes; a record is at most ${MAX_RECORD_BYTES} bytes (1 MiB): is a line end missing?` },
+      };
+      continue;
+    }
+    const line = next.text;
+    if (line.trim() === '') continue;
+    let record: unknown;
+    const text = row === 1 && line.charCodeAt(0) === 0xfeff ? line.slice(1) : line;
+    try {
+      record = JSON.parse(text);
+    } catch (err) {
+      yield { row, refused: { ref: null, detail: `Malformed JSON body: ${(err as Error).message}` } };
+      continue;
+    }
+    // The text an API body may not carry (NUL, a lone surrogate) is refused here as there, with the same
+    // detail: neither engine could store it as the rest of the row's text (PostgreSQL refuses both).
+    const checks = checksForJsonText(text);
+    const issues = checks ? textIssues(record, ['body'], checks) : [];
+    if (issues.length > 0) {
+      yield { row, refused: { ref: refOfRecord(record), detail: issues } };
+      continue;
+    }
+    yield { row, record };
   }
 }
 
@@ -257,11 +272,29 @@ async function* csvRows(stream: Readable | AsyncIterable<Buffer>, opts: { csv: C
       if (row <= after) continue;
       if (!Array.isArray(cells)) {
         const name = header.names[cells.column] ?? String(cells.column + 1);
-        yield { row, refused: { ref: null, detail: `The column ${JSON.stringify(name)} is not UTF-8 at its byte ${cells.offset} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)` } };
+        yield {
+          row,
+          refused: {
+            ref: null,
+            detail: `The column ${JSON.stringify(name)} is not UTF-8 at its byte ${cells.offset} (counted from 0): save the file as UTF-8 (a Windows-1252 or Latin-1 export is not)`,
+          },
+        };
         continue;
       }
       if (cells.length !== header.paths.length) {
-        yield { row, refused: { ref: null, detail: [{ type: 'value_error', loc: ['body'], msg: `Value error, the record has ${cells.length} cells but the header has ${header.paths.length} columns` }] } };
+        yield {
+          row,
+          refused: {
+            ref: null,
+            detail: [
+              {
+                type: 'value_error',
+                loc: ['body'],
+                msg: `Value error, the record has ${cells.length} cells but the header has ${header.paths.length} columns`,
+              },
+            ],
+          },
+        };
         continue;
       }
       // A NUL in a cell (raw bytes of a CSV can hold one) is refused as an API body's would be.

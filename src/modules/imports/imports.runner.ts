@@ -10,9 +10,32 @@ import { workerLoop } from '../../lib/worker-loop.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
 import { ClaimLost, chunkWriter, type ImportLog, type ImportWriter } from './imports.chunk.js';
 import type { ImportFiles } from './imports.files.js';
-import { analyzeDue, catchUpBetweenChunks, chunkPacer, giveWayMs, pauseAfterUnavailable, writesArriving, type Paused, type PacingTargets } from './imports.pacing.js';
+import {
+  analyzeDue,
+  catchUpBetweenChunks,
+  chunkPacer,
+  giveWayMs,
+  pauseAfterUnavailable,
+  writesArriving,
+  type Paused,
+  type PacingTargets,
+} from './imports.pacing.js';
 import { countRows, uploadRows, type UploadRow } from './imports.rows.js';
-import { analyzeGrownTables, claimableImports, claimImport, deleteImport, expiredImports, extendImportLease, finishImport, importRow, expireUpload, plannedRowsOf, releaseImport, setRowsTotal, staleUploads } from './imports.repo.js';
+import {
+  analyzeGrownTables,
+  claimableImports,
+  claimImport,
+  deleteImport,
+  expiredImports,
+  extendImportLease,
+  finishImport,
+  importRow,
+  expireUpload,
+  plannedRowsOf,
+  releaseImport,
+  setRowsTotal,
+  staleUploads,
+} from './imports.repo.js';
 import type { ImportResource } from './imports.schema.js';
 import { optionsOf, presentImport } from './imports.service.js';
 
@@ -175,13 +198,16 @@ export function importRunner(deps: ImportRunnerDeps) {
   /** Keeps the claim's lease while the import runs (a third of it at a time); `lost` once another holds it. */
   function holdLease(imp: ImportsTable, claim: string) {
     let lost = false;
-    const heartbeat = setInterval(() => {
-      extendImportLease(db, imp.id, claim, leaseEnd())
-        .then((ok) => {
-          if (!ok) lost = true;
-        })
-        .catch(() => undefined);
-    }, Math.max(200, Math.floor(leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        extendImportLease(db, imp.id, claim, leaseEnd())
+          .then((ok) => {
+            if (!ok) lost = true;
+          })
+          .catch(() => undefined);
+      },
+      Math.max(200, Math.floor(leaseMs / 3)),
+    );
     heartbeat.unref();
     return { lost: () => lost, end: () => clearInterval(heartbeat) };
   }
@@ -238,7 +264,12 @@ export function importRunner(deps: ImportRunnerDeps) {
     let checkpoint = Number(imp.checkpoint_row);
     const pacer = chunkPacer(targets, arriving);
     let chunk: UploadRow[] = [];
-    const rows = uploadRows(uploadOf(imp), imp.format as 'ndjson' | 'csv', { csv, createSchema: deps.createSchemas[imp.resource as ImportResource], after: checkpoint, strict });
+    const rows = uploadRows(uploadOf(imp), imp.format as 'ndjson' | 'csv', {
+      csv,
+      createSchema: deps.createSchemas[imp.resource as ImportResource],
+      after: checkpoint,
+      strict,
+    });
     try {
       let turnAt = performance.now();
       for await (const row of rows) {

@@ -13,20 +13,31 @@ export const FINISHED: ReadonlySet<string> = new Set(['completed', 'completed_wi
 
 export const ImportCreate = Type.Object({
   resource: CiEnum(IMPORT_RESOURCES, { description: 'What each row is: a location, customer, carrier or load, as the single create takes it.' }),
-  format: Type.Optional(CiEnum(IMPORT_FORMATS, { default: 'ndjson', description: 'ndjson: one JSON record per line. csv: a header row, then one record per row (columns are field paths, see csv.columns).' })),
-  emit_events: Type.Optional(CiEnum(IMPORT_EMIT, {
-    default: 'summary',
-    description: 'summary (default): no per-row events or webhooks; one import.completed event with the counts. all: the events the API would emit for each row.',
-  })),
-  operation: Type.Optional(CiEnum(IMPORT_OPERATIONS, {
-    default: 'upsert',
-    description:
-      'upsert (default): a row creates its record, or updates the one with its external_reference_id (run an import again and nothing is written twice). create: a record that exists already is refused (409 in the error file): what a backfill beside a live sync wants, so history never overwrites what the live sync wrote.',
-  })),
+  format: Type.Optional(
+    CiEnum(IMPORT_FORMATS, {
+      default: 'ndjson',
+      description: 'ndjson: one JSON record per line. csv: a header row, then one record per row (columns are field paths, see csv.columns).',
+    }),
+  ),
+  emit_events: Type.Optional(
+    CiEnum(IMPORT_EMIT, {
+      default: 'summary',
+      description:
+        'summary (default): no per-row events or webhooks; one import.completed event with the counts. all: the events the API would emit for each row.',
+    }),
+  ),
+  operation: Type.Optional(
+    CiEnum(IMPORT_OPERATIONS, {
+      default: 'upsert',
+      description:
+        'upsert (default): a row creates its record, or updates the one with its external_reference_id (run an import again and nothing is written twice). create: a record that exists already is refused (409 in the error file): what a backfill beside a live sync wants, so history never overwrites what the live sync wrote.',
+    }),
+  ),
   strict: Type.Optional(
     Type.Boolean({
       default: false,
-      description: 'true: a row with a field the record does not have is refused (422 unknown_field in the error file, naming it), as Prefer: handling=strict does for a request. An import created by a strict key is strict too.',
+      description:
+        'true: a row with a field the record does not have is refused (422 unknown_field in the error file, naming it), as Prefer: handling=strict does for a request. An import created by a strict key is strict too.',
     }),
   ),
   csv: Type.Optional(
@@ -46,7 +57,11 @@ export type ImportCreate = Static<typeof ImportCreate>;
 export const ImportIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'imp_…' }) });
 export const ImportPartParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 64, description: 'imp_…' }),
-  n: Type.Integer({ minimum: 1, maximum: 10_000, description: 'The part number, from 1; parts are read in this order as one file. Sending a number again replaces that part.' }),
+  n: Type.Integer({
+    minimum: 1,
+    maximum: 10_000,
+    description: 'The part number, from 1; parts are read in this order as one file. Sending a number again replaces that part.',
+  }),
 });
 
 const Count = (description: string) => Type.Integer({ description });
@@ -60,7 +75,8 @@ export const Import = Type.Object(
     strict: Type.Boolean({ description: 'Rows with unknown fields are refused (created with strict: true, or by a strict key).' }),
     status: Type.String({
       enum: [...IMPORT_STATUSES],
-      description: 'awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.',
+      description:
+        'awaiting_upload → (complete) queued → running → completed | completed_with_errors (some rows refused: see /errors) | failed (the upload could not be read: see error) | cancelled.',
     }),
     parts: Count('Parts uploaded.'),
     bytes_total: Count('Bytes uploaded, all parts together.'),

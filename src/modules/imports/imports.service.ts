@@ -21,7 +21,8 @@ const MAX_CSV_COLUMNS = 500;
 export const PART_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/octet-stream'] as const;
 
 /** What an import was created with beside its columns: its CSV options, and whether it is strict. */
-export const optionsOf = (row: Pick<ImportsTable, 'options'>): { csv?: CsvOptions; strict?: boolean } => (row.options ? (JSON.parse(row.options) as { csv?: CsvOptions; strict?: boolean }) : {});
+export const optionsOf = (row: Pick<ImportsTable, 'options'>): { csv?: CsvOptions; strict?: boolean } =>
+  row.options ? (JSON.parse(row.options) as { csv?: CsvOptions; strict?: boolean }) : {};
 
 const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
 
@@ -77,7 +78,10 @@ export class UnsupportedPartTypeError extends DetailError {
 
 export class PartTooLargeApiError extends DetailError {
   constructor() {
-    super('payload_too_large', `A part is at most ${MAX_PART_BYTES} bytes (64 MiB): split the file into more parts (each PUT /imports/{id}/parts/{n}, n from 1)`);
+    super(
+      'payload_too_large',
+      `A part is at most ${MAX_PART_BYTES} bytes (64 MiB): split the file into more parts (each PUT /imports/{id}/parts/{n}, n from 1)`,
+    );
   }
 }
 
@@ -94,10 +98,14 @@ export class UploadQuotaError extends DetailError {
 }
 
 const tooManyAwaiting = () =>
-  new ConflictError(`This organization has ${MAX_AWAITING_UPLOAD} imports awaiting their upload, the most it may have at once: complete or cancel one (POST /v2/tms-api/imports/{id}/complete or /cancel) first`);
+  new ConflictError(
+    `This organization has ${MAX_AWAITING_UPLOAD} imports awaiting their upload, the most it may have at once: complete or cancel one (POST /v2/tms-api/imports/{id}/complete or /cancel) first`,
+  );
 
 const oneRunning = (id: string, status: string) =>
-  new ConflictError(`Import ${id} is ${status} for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${id}/cancel)`);
+  new ConflictError(
+    `Import ${id} is ${status} for this organization; one import runs at a time: wait for it to finish or cancel it (POST /v2/tms-api/imports/${id}/cancel)`,
+  );
 
 export interface ImportsServiceDeps {
   db: Executor;
@@ -130,9 +138,17 @@ export function importsService(deps: ImportsServiceDeps) {
   async function checkedParts(row: ImportsTable): Promise<{ n: number; bytes: number }[]> {
     const id = row.id;
     const parts = await files.parts(id);
-    if (parts.length === 0) throw ValidationError.single(['path', 'id'], `Value error, no part was uploaded: send the file with PUT /v2/tms-api/imports/${id}/parts/1 (then 2, 3 … for a file over 64 MiB) first`);
+    if (parts.length === 0)
+      throw ValidationError.single(
+        ['path', 'id'],
+        `Value error, no part was uploaded: send the file with PUT /v2/tms-api/imports/${id}/parts/1 (then 2, 3 … for a file over 64 MiB) first`,
+      );
     const gap = parts.findIndex((p, i) => p.n !== i + 1);
-    if (gap >= 0) throw ValidationError.single(['path', 'id'], `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`);
+    if (gap >= 0)
+      throw ValidationError.single(
+        ['path', 'id'],
+        `Value error, part ${gap + 1} is missing: parts are numbered 1, 2, 3 … without a gap (uploaded: ${parts.map((p) => p.n).join(', ')})`,
+      );
     if (row.format === 'csv') {
       const csv = optionsOf(row).csv ?? {};
       let names: string[] | null;
@@ -144,12 +160,17 @@ export function importsService(deps: ImportsServiceDeps) {
       if (!names) throw ValidationError.single(['body'], 'Value error, the CSV is empty: its first record must be a header naming the columns');
       // A header is a record's fields: a few dozen columns. Bounded before anything walks it (a header of
       // thousands of stop columns held the event loop for seconds), and no column may name a prototype.
-      if (names.length > MAX_CSV_COLUMNS) throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
+      if (names.length > MAX_CSV_COLUMNS)
+        throw ValidationError.single(['body'], `Value error, the CSV header has ${names.length} columns; at most ${MAX_CSV_COLUMNS} are accepted`);
       const header = csvHeader(names, csv);
       const bounds = headerBoundsProblem(header);
       if (bounds) throw ValidationError.single(['body'], bounds);
       const forbidden = header.names.filter((_, i) => header.paths[i]?.some((seg) => typeof seg === 'string' && FORBIDDEN_SEGMENTS.has(seg)));
-      if (forbidden.length > 0) throw ValidationError.single(['body'], `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`);
+      if (forbidden.length > 0)
+        throw ValidationError.single(
+          ['body'],
+          `Value error, the CSV header names no field of a record with column ${JSON.stringify(forbidden[0])}: rename or drop it`,
+        );
       const placement = headerPlacementProblem(header, deps.createSchemas[row.resource as ImportResource]);
       if (placement) throw ValidationError.single(['body'], placement);
       const missing = missingColumns(header, deps.createSchemas[row.resource as ImportResource]);
@@ -281,7 +302,10 @@ export function importsService(deps: ImportsServiceDeps) {
         const now = await importById(db, orgId, id);
         if (now?.status === 'cancelled') await files.remove(id);
         // Still open: its folder was removed from under it (by hand: nothing of the service does that to an open upload).
-        if (now?.status === 'awaiting_upload') throw new ConflictError(`Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`);
+        if (now?.status === 'awaiting_upload')
+          throw new ConflictError(
+            `Import ${id}'s uploaded parts were removed from the imports folder while this part streamed in (this part was not kept): send it again`,
+          );
         throw new ConflictError(`Import ${id} is ${now?.status ?? 'gone'}: parts are taken only before POST /imports/${id}/complete (this part was not kept)`);
       }
       return { part: n, bytes: staged.bytes };
@@ -296,7 +320,8 @@ export function importsService(deps: ImportsServiceDeps) {
           // The import's row lock first (a part being kept takes it too): the parts counted below are the
           // ones the runner reads, and a part that finishes streaming after this is refused, not swapped in.
           const now = toIso(clock.now());
-          if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: now }))) throw new ConflictError(`Import ${id} is no longer awaiting its upload`);
+          if (!(await moveImport(tx, orgId, id, ['awaiting_upload'], { updated_at: now })))
+            throw new ConflictError(`Import ${id} is no longer awaiting its upload`);
           const parts = await checkedParts(row);
           const active = await activeImportOf(tx, orgId);
           if (active) throw oneRunning(active.id, active.status);
@@ -355,7 +380,13 @@ export function importsService(deps: ImportsServiceDeps) {
       if (FINISHED.has(row.status)) throw new ConflictError(`Import ${id} has already finished (${row.status})`);
       const now = toIso(clock.now());
       const moved = await db.transaction().execute(async (tx) => {
-        const done = await moveImport(tx, orgId, id, ['awaiting_upload', 'queued', 'running'], { status: 'cancelled', claim: null, leased_until: null, finished_at: now, updated_at: now });
+        const done = await moveImport(tx, orgId, id, ['awaiting_upload', 'queued', 'running'], {
+          status: 'cancelled',
+          claim: null,
+          leased_until: null,
+          finished_at: now,
+          updated_at: now,
+        });
         if (done) await recordAudit(tx, clock, orgId, actor, 'import.cancelled', { type: 'import', id });
         return done;
       });

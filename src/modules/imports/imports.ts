@@ -52,7 +52,14 @@ export function importsModule(deps: {
     ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
     ...(deps.foreground ? { foreground: deps.foreground } : {}),
   });
-  const service = importsService({ db: deps.db, clock: deps.clock, files, createSchemas: IMPORT_CREATE_SCHEMAS, maxUploadBytes: deps.maxUploadBytes ?? 2 ** 31, queued: () => runner.wake() });
+  const service = importsService({
+    db: deps.db,
+    clock: deps.clock,
+    files,
+    createSchemas: IMPORT_CREATE_SCHEMAS,
+    maxUploadBytes: deps.maxUploadBytes ?? 2 ** 31,
+    queued: () => runner.wake(),
+  });
   return { service, runner, files };
 }
 

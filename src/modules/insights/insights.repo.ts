@@ -16,7 +16,11 @@ const LANE_HISTORY_LIMIT = 5_000;
 const DETAIL_LIST = 25;
 
 async function countOf(db: Executor, table: 'loads' | 'customers' | 'carriers' | 'locations' | 'users', orgId: string) {
-  const r = await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
+  const r = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
@@ -82,8 +86,14 @@ export function searchLoads(db: Executor, orgId: string, f: LoadFilters, page: P
   if (f.equipment) q = q.where('loads.equipment_type', '=', f.equipment);
   if (f.pickupFrom) q = q.where('loads.pickup_at', '>=', `${f.pickupFrom}T00:00:00.000Z`);
   if (f.pickupTo) q = q.where('loads.pickup_at', '<=', `${f.pickupTo}T23:59:59.999Z`);
-  if (f.customerRef) q = q.where('loads.customer_id', 'in', (eb) => eb.selectFrom('customers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.customerRef!));
-  if (f.carrierRef) q = q.where('loads.carrier_id', 'in', (eb) => eb.selectFrom('carriers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.carrierRef!));
+  if (f.customerRef)
+    q = q.where('loads.customer_id', 'in', (eb) =>
+      eb.selectFrom('customers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.customerRef!),
+    );
+  if (f.carrierRef)
+    q = q.where('loads.carrier_id', 'in', (eb) =>
+      eb.selectFrom('carriers').select('id').where('org_id', '=', orgId).where('external_reference_id', '=', f.carrierRef!),
+    );
   // From the subdivision's locations (locations_org_state_idx) to their stops (load_stops_location_type_idx):
   // the stops of other states are never read.
   const byStopState = (state: string, types: string[]) =>
@@ -105,7 +115,11 @@ export function searchLoads(db: Executor, orgId: string, f: LoadFilters, page: P
         containsInsensitive('loads.external_reference_id', text),
         containsInsensitive('loads.description', text),
         // The same search as the API's customer name_contains (folded: docs/api.md, "Lists").
-        eb('loads.customer_id', 'in', eb.selectFrom('customers').select('customers.id').where('customers.org_id', '=', orgId).where(containsFolded('customers.name_folded', text))),
+        eb(
+          'loads.customer_id',
+          'in',
+          eb.selectFrom('customers').select('customers.id').where('customers.org_id', '=', orgId).where(containsFolded('customers.name_folded', text)),
+        ),
       ]),
     );
   }
@@ -114,7 +128,12 @@ export function searchLoads(db: Executor, orgId: string, f: LoadFilters, page: P
 
 export function locationsByIds(db: Executor, orgId: string, ids: string[]): Promise<LocationsTable[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('locations').selectAll().where('org_id', '=', orgId).where('id', 'in', [...new Set(ids)]).execute();
+  return db
+    .selectFrom('locations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
 }
 
 export function locationByRef(db: Executor, orgId: string, ref: string): Promise<LocationsTable | undefined> {
@@ -123,12 +142,23 @@ export function locationByRef(db: Executor, orgId: string, ref: string): Promise
 
 /** Up to 500 of the organization's locations (by name) for the Locations map. */
 export function locationPoints(db: Executor, orgId: string) {
-  return db.selectFrom('locations').select(['external_reference_id', 'name', 'latitude', 'longitude', 'city', 'state', 'country']).where('org_id', '=', orgId).orderBy('name').orderBy('id').limit(500).execute();
+  return db
+    .selectFrom('locations')
+    .select(['external_reference_id', 'name', 'latitude', 'longitude', 'city', 'state', 'country'])
+    .where('org_id', '=', orgId)
+    .orderBy('name')
+    .orderBy('id')
+    .limit(500)
+    .execute();
 }
 
 /** Lanes with the most delivered history first (then the most recent), a page at a time. */
 export async function topLanes(db: Executor, orgId: string, page: number, pageSize: number) {
-  const counted = await db.selectFrom('lane_stats').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
+  const counted = await db
+    .selectFrom('lane_stats')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirst();
   const total = Number(counted?.n ?? 0);
   const rows: LaneStatsTable[] = await db
     .selectFrom('lane_stats')
@@ -188,14 +218,25 @@ function loadLines(db: Executor, orgId: string) {
     .selectFrom('loads')
     .leftJoin('customers', 'customers.id', 'loads.customer_id')
     .leftJoin('carriers', 'carriers.id', 'loads.carrier_id')
-    .select(['loads.id', 'loads.external_reference_id', 'loads.status', 'loads.equipment_type', 'loads.pickup_at', 'loads.created_at', 'customers.name as customer_name', 'carriers.name as carrier_name'])
+    .select([
+      'loads.id',
+      'loads.external_reference_id',
+      'loads.status',
+      'loads.equipment_type',
+      'loads.pickup_at',
+      'loads.created_at',
+      'customers.name as customer_name',
+      'carriers.name as carrier_name',
+    ])
     .where('loads.org_id', '=', orgId);
 }
 
 /** The newest loads with a stop at the location (load_stops_location_type_idx, by its first column), at most `limit`. */
 export async function loadsThroughLocation(db: Executor, orgId: string, locationId: string, limit = DETAIL_LIST): Promise<LoadLine[]> {
   return loadLines(db, orgId)
-    .where('loads.id', 'in', (eb) => eb.selectFrom('load_stops').select('load_stops.load_id').where('load_stops.location_id', '=', locationId).where('load_stops.org_id', '=', orgId))
+    .where('loads.id', 'in', (eb) =>
+      eb.selectFrom('load_stops').select('load_stops.load_id').where('load_stops.location_id', '=', locationId).where('load_stops.org_id', '=', orgId),
+    )
     .orderBy('loads.created_at', 'desc')
     .orderBy('loads.id', 'desc')
     .limit(limit)
@@ -216,7 +257,10 @@ export function loadsOf(db: Executor, orgId: string, by: LoadsBy, limit = DETAIL
 }
 
 export async function countLoadsOf(db: Executor, orgId: string, by: LoadsBy): Promise<number> {
-  let q = db.selectFrom('loads').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId);
+  let q = db
+    .selectFrom('loads')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', orgId);
   if (by.customerId) q = q.where('customer_id', '=', by.customerId);
   if (by.carrierId) q = q.where('carrier_id', '=', by.carrierId);
   return Number((await q.executeTakeFirst())?.n ?? 0);
@@ -226,7 +270,16 @@ export async function countLoadsOf(db: Executor, orgId: string, by: LoadsBy): Pr
 export function carrierDeliveries(db: Executor, orgId: string, carrierId: string) {
   return db
     .selectFrom('lane_history')
-    .select(['equipment_type', 'origin_location_id', 'destination_location_id', 'delivered_at', 'stop_outcomes', 'carrier_rate_total', 'carrier_rate_currency', 'total_distance'])
+    .select([
+      'equipment_type',
+      'origin_location_id',
+      'destination_location_id',
+      'delivered_at',
+      'stop_outcomes',
+      'carrier_rate_total',
+      'carrier_rate_currency',
+      'total_distance',
+    ])
     .where('org_id', '=', orgId)
     .where('carrier_id', '=', carrierId)
     .orderBy('delivered_at', 'desc')
@@ -237,7 +290,14 @@ export function carrierDeliveries(db: Executor, orgId: string, carrierId: string
 /** The carriers' contacts (in order) and their own phone and email. */
 export async function carrierContacts(db: Executor, orgId: string, carrierIds: string[]) {
   const [contacts, carriers] = await Promise.all([
-    db.selectFrom('carrier_contacts').selectAll().where('org_id', '=', orgId).where('carrier_id', 'in', carrierIds).orderBy('carrier_id').orderBy('position').execute(),
+    db
+      .selectFrom('carrier_contacts')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('carrier_id', 'in', carrierIds)
+      .orderBy('carrier_id')
+      .orderBy('position')
+      .execute(),
     db.selectFrom('carriers').select(['id', 'phone_number', 'email']).where('org_id', '=', orgId).where('id', 'in', carrierIds).execute(),
   ]);
   return { contacts, carriers };
@@ -272,11 +332,30 @@ export async function laneHistoryNear(db: Executor, orgId: string, equipmentType
 }
 
 /** Market rate snapshots in the lane's index area (matched as a market max_buy_rate matches them), newest first, at most 200: the exact radius is the caller's filter. */
-export async function laneSnapshotsNear(db: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number) {
+export async function laneSnapshotsNear(
+  db: Executor,
+  orgId: string,
+  equipmentType: string,
+  origin: Coordinates,
+  destination: Coordinates,
+  radiusMiles: number,
+) {
   const area = laneAreaOf(orgId, equipmentType, origin, destination, radiusMiles);
   return db
     .selectFrom('market_rate_snapshots')
-    .select(['id', 'as_of', 'rate_per_mile', 'rate_per_mile_low', 'rate_per_mile_high', 'currency', 'source', 'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude'])
+    .select([
+      'id',
+      'as_of',
+      'rate_per_mile',
+      'rate_per_mile_low',
+      'rate_per_mile_high',
+      'currency',
+      'source',
+      'origin_latitude',
+      'origin_longitude',
+      'destination_latitude',
+      'destination_longitude',
+    ])
     .where((eb) => onLane(eb as never, area, ''))
     .orderBy('as_of', 'desc')
     .limit(200)
@@ -286,24 +365,45 @@ export async function laneSnapshotsNear(db: Executor, orgId: string, equipmentTy
 /** The organization's users of these ids (a load's reps matched to users), with their name and email. */
 export function usersByIds(db: Executor, orgId: string, ids: string[]) {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('users').select(['id', 'name', 'email']).where('org_id', '=', orgId).where('id', 'in', [...new Set(ids)]).execute();
+  return db
+    .selectFrom('users')
+    .select(['id', 'name', 'email'])
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
 }
 
 /** Of these records of one kind (by id), those that still exist, with their external reference (primary key lookups). */
 export function recordsByIds(db: Executor, orgId: string, table: 'customers' | 'carriers' | 'locations' | 'loads', ids: string[]) {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom(table).select(['id', 'external_reference_id']).where('org_id', '=', orgId).where('id', 'in', [...new Set(ids)]).execute();
+  return db
+    .selectFrom(table)
+    .select(['id', 'external_reference_id'])
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
 }
 
 /** Of these location references, those the organization has. */
 export function locationRefsPresent(db: Executor, orgId: string, refs: string[]) {
   if (refs.length === 0) return Promise.resolve([]);
-  return db.selectFrom('locations').select('external_reference_id').where('org_id', '=', orgId).where('external_reference_id', 'in', [...new Set(refs)]).execute();
+  return db
+    .selectFrom('locations')
+    .select('external_reference_id')
+    .where('org_id', '=', orgId)
+    .where('external_reference_id', 'in', [...new Set(refs)])
+    .execute();
 }
 
 /** Active keys and the revoked ones, for the usage table (at most 200, oldest first). */
 export function apiKeysOf(db: Executor, orgId: string) {
-  return db.selectFrom('api_keys').select(['id', 'name', 'external_system', 'key_prefix', 'revoked_at', 'last_used_at']).where('org_id', '=', orgId).orderBy('created_at').limit(200).execute();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'external_system', 'key_prefix', 'revoked_at', 'last_used_at'])
+    .where('org_id', '=', orgId)
+    .orderBy('created_at')
+    .limit(200)
+    .execute();
 }
 
 /**

@@ -76,19 +76,31 @@ function onTheLane(origin: Coordinates, destination: Coordinates, radiusMiles: n
 }
 
 /** The lanes (origin and destination locations, equipment) of delivered history rows, busiest first. */
-function groupByLane(rows: readonly { equipment_type: string; origin_location_id: string; destination_location_id: string; delivered_at: string }[]): CarrierLane[] {
+function groupByLane(
+  rows: readonly { equipment_type: string; origin_location_id: string; destination_location_id: string; delivered_at: string }[],
+): CarrierLane[] {
   const lanes = new Map<string, CarrierLane>();
   for (const r of rows) {
     const key = `${r.equipment_type}|${r.origin_location_id}|${r.destination_location_id}`;
     const lane = lanes.get(key);
     if (lane) lane.loads++;
-    else lanes.set(key, { equipment_type: r.equipment_type, origin_location_id: r.origin_location_id, destination_location_id: r.destination_location_id, loads: 1, last_delivered_at: r.delivered_at });
+    else
+      lanes.set(key, {
+        equipment_type: r.equipment_type,
+        origin_location_id: r.origin_location_id,
+        destination_location_id: r.destination_location_id,
+        loads: 1,
+        last_delivered_at: r.delivered_at,
+      });
   }
   return [...lanes.values()].sort((a, b) => b.loads - a.loads || (a.last_delivered_at < b.last_delivered_at ? 1 : -1));
 }
 
 /** On-time delivery on the carrier page (docs/dashboard.md, "Recommendation evidence"): scored delivery stops and those on time, per calendar month (UTC) of delivery, oldest first. */
-function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: string }[], graceMinutes: number): { month: string; scored: number; onTime: number }[] {
+function onTimeByMonth(
+  rows: readonly { delivered_at: string; stop_outcomes: string }[],
+  graceMinutes: number,
+): { month: string; scored: number; onTime: number }[] {
   const months = new Map<string, { scored: number; onTime: number }>();
   for (const r of rows) {
     const month = r.delivered_at.slice(0, 7);
@@ -107,7 +119,10 @@ function onTimeByMonth(rows: readonly { delivered_at: string; stop_outcomes: str
  * The reads the dashboard shows beyond the API's own: counts, the loads search, the busiest lanes, and
  * what the detail pages (a location, a carrier, a customer, a lane) show of a record's activity.
  */
-export function insightsService(reader: Executor, deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'> }) {
+export function insightsService(
+  reader: Executor,
+  deps: { loads: Pick<LoadsService, 'present'>; lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'> },
+) {
   /** Each carrier's primary contact (else its first), with the carrier's own phone and email as fallback. */
   async function primaryContacts(orgId: string, carrierIds: string[]): Promise<Map<string, PrimaryContact>> {
     const out = new Map<string, PrimaryContact>();
@@ -131,7 +146,13 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
   }
 
   /** The history of a lane (docs/api.md, "Lane history and carrier recommendations"): delivered loads of the equipment with each end within the radius, newest first. */
-  async function laneHistory(orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, radiusMiles: number): Promise<LaneHistoryLoad[]> {
+  async function laneHistory(
+    orgId: string,
+    equipmentType: string,
+    origin: Coordinates,
+    destination: Coordinates,
+    radiusMiles: number,
+  ): Promise<LaneHistoryLoad[]> {
     const rows = await laneHistoryNear(reader, orgId, equipmentType, origin, destination, radiusMiles);
     return rows.filter(onTheLane(origin, destination, radiusMiles)).map((r) => ({
       load_id: r.load_id,
@@ -193,7 +214,9 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
         Promise.all(kinds.map((kind) => recordsByIds(reader, orgId, kind, wanted.ids[kind] ?? []))),
         locationRefsPresent(reader, orgId, wanted.locationRefs),
       ]);
-      const ids = new Map<ReferencedRecordKind, Map<string, string>>(kinds.map((kind, i) => [kind, new Map(found[i]!.map((r) => [r.id, r.external_reference_id]))]));
+      const ids = new Map<ReferencedRecordKind, Map<string, string>>(
+        kinds.map((kind, i) => [kind, new Map(found[i]!.map((r) => [r.id, r.external_reference_id]))]),
+      );
       return { ids, locationRefs: new Set(refs.map((r) => r.external_reference_id)) };
     },
 
@@ -228,7 +251,15 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
         recommendedFor(orgId, carrierId),
       ]);
       const lanes = groupByLane(deliveries).slice(0, CARRIER_LANES_SHOWN);
-      const places = new Map((await locationsByIds(reader, orgId, lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]))).map((l) => [l.id, l]));
+      const places = new Map(
+        (
+          await locationsByIds(
+            reader,
+            orgId,
+            lanes.flatMap((l) => [l.origin_location_id, l.destination_location_id]),
+          )
+        ).map((l) => [l.id, l]),
+      );
       const graceMinutes = graceMinutesFor(await graceMinutesOf(reader, orgId), deps.lanes.rules.graceMinutes);
       // The price against the market on each lane shown, and over them all: its deliveries priced as
       // the recommendations price them (the lane's snapshot as of the delivery date), the median of each.
@@ -236,7 +267,12 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
         const origin = places.get(lane.origin_location_id);
         const destination = places.get(lane.destination_location_id);
         if (!origin || !destination) return [];
-        const rows = deliveries.filter((r) => r.equipment_type === lane.equipment_type && r.origin_location_id === lane.origin_location_id && r.destination_location_id === lane.destination_location_id);
+        const rows = deliveries.filter(
+          (r) =>
+            r.equipment_type === lane.equipment_type &&
+            r.origin_location_id === lane.origin_location_id &&
+            r.destination_location_id === lane.destination_location_id,
+        );
         return [{ lane, equipmentType: lane.equipment_type, origin, destination, rows }];
       });
       const ratios = await deps.lanes.priceAgainstMarket(reader, orgId, priceable);
@@ -260,7 +296,10 @@ export function insightsService(reader: Executor, deps: { loads: Pick<LoadsServi
         deps.lanes.recommendLane(reader, orgId, equipmentType, origin, destination, { rankBy }),
       ]);
       const carriers = ranked.items;
-      const contacts = await primaryContacts(orgId, carriers.map((r) => r.carrier_id));
+      const contacts = await primaryContacts(
+        orgId,
+        carriers.map((r) => r.carrier_id),
+      );
       return { origin, destination, radiusMiles, history, snapshots, carriers, contacts };
     },
   };

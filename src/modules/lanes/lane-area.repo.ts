@@ -42,7 +42,12 @@ export function laneAreaOf(orgId: string, equipmentType: string, origin: Coordin
  * ellipses). Each distinct pair of places once: a busy lane's open loads mostly share their facilities
  * (the follow-up ranks a hundred loads of one dock pair together).
  */
-export function unionAreaOf(orgId: string, equipmentType: string, lanes: readonly { origin: Coordinates; destination: Coordinates }[], radiusMiles: number): LaneArea {
+export function unionAreaOf(
+  orgId: string,
+  equipmentType: string,
+  lanes: readonly { origin: Coordinates; destination: Coordinates }[],
+  radiusMiles: number,
+): LaneArea {
   const distinct = new Map(lanes.map((l) => [`${l.origin.latitude},${l.origin.longitude}|${l.destination.latitude},${l.destination.longitude}`, l]));
   const areas = [...distinct.values()].map((l) => laneAreaOf(orgId, equipmentType, l.origin, l.destination, radiusMiles));
   const box = (pick: (a: LaneArea) => Box) => ({
@@ -180,7 +185,9 @@ const candidateRead = preparedByShape<LaneArea, unknown>(
     return tx
       .selectFrom('lane_history')
       .select(sql<Candidate[] | null>`json_agg(json_build_array(${sql.raw(CANDIDATE_COLUMNS.map((c) => `lane_history.${c}`).join(', '))}))`.as('rows'))
-      .select((eb) => eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'))
+      .select((eb) =>
+        eb.selectFrom('organizations').select('organizations.on_time_grace_minutes').where('organizations.id', '=', area.orgId).as('org_grace_minutes'),
+      )
       .where(onArea);
   },
   (a, dialect) => [
@@ -209,7 +216,14 @@ export function snapshotsOnLane(tx: Executor, area: LaneArea, limit: number | nu
   return q.execute();
 }
 
-const SNAPSHOT_COLUMNS = ['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high'] as const;
+const SNAPSHOT_COLUMNS = [
+  'origin_latitude',
+  'origin_longitude',
+  'destination_latitude',
+  'destination_longitude',
+  'rate_per_mile',
+  'rate_per_mile_high',
+] as const;
 
 /**
  * The newest `limit` market snapshots in each of `areas` (a list per area, newest first: as_of, then

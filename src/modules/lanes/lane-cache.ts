@@ -52,7 +52,11 @@ const LANE_ROWS_BYTES_MAX = 32 * 1024 * 1024;
 /** A bounded memo whose entries carry the counters they were read under (THE RULE above). */
 function versionedMemo<V>(opts: { maxEntries: number; maxWeight?: number; weight?: (value: V) => number }) {
   const weight = opts.weight;
-  const memo = boundedMemo<{ version: string; value: V }>({ maxEntries: opts.maxEntries, maxWeight: opts.maxWeight, weight: weight ? (e) => weight(e.value) : undefined });
+  const memo = boundedMemo<{ version: string; value: V }>({
+    maxEntries: opts.maxEntries,
+    maxWeight: opts.maxWeight,
+    weight: weight ? (e) => weight(e.value) : undefined,
+  });
   return {
     /** The entry, when it was kept under `version`; undefined when absent or stale. */
     get(key: string, version: string): { value: V } | undefined {
@@ -88,13 +92,19 @@ export function laneCache(opts: { keepLaneRows?: boolean; laneRowsCounters?: Cac
    * The market history of a lane (its evidence's price against the market): an open load's GET read the
    * lane's fifty-odd snapshots every time (0.2 ms on SQLite, 0.8 ms on PostgreSQL at a million loads).
    */
-  const marketHistory = versionedMemo<LaneMarketRate[]>({ maxEntries: MARKET_HISTORY_MAX, maxWeight: MARKET_HISTORY_SNAPSHOTS_MAX, weight: (onLane) => onLane.length });
+  const marketHistory = versionedMemo<LaneMarketRate[]>({
+    maxEntries: MARKET_HISTORY_MAX,
+    maxWeight: MARKET_HISTORY_SNAPSHOTS_MAX,
+    weight: (onLane) => onLane.length,
+  });
   /**
    * A lane's history rows, packed in columns (lane-rows.ts) with their proximity weights to the lane. An
    * open load's GET read the same 400-odd rows of its lane each time: about 1.2 ms of SQLite's 2.7 a
    * request at a million loads, and on PostgreSQL the largest statement and the JSON parsed from it.
    */
-  const laneRows = opts.keepLaneRows ? versionedMemo<ReturnType<typeof packLaneRows>>({ maxEntries: LANE_ROWS_MAX, maxWeight: LANE_ROWS_BYTES_MAX, weight: packedBytes }) : null;
+  const laneRows = opts.keepLaneRows
+    ? versionedMemo<ReturnType<typeof packLaneRows>>({ maxEntries: LANE_ROWS_MAX, maxWeight: LANE_ROWS_BYTES_MAX, weight: packedBytes })
+    : null;
   const counters = opts.laneRowsCounters ?? { hit() {}, miss() {} };
   const carrierPair = carrierPairs();
 

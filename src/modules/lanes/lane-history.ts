@@ -6,7 +6,15 @@ import { stopOutcomes, type OutcomeStop } from '../../domain/evidence.js';
 
 /** What a load's lane history row is made of, as the write that changes the load holds it. */
 export interface HistorySource {
-  load: { id: string; org_id: string; status: string; carrier_id: string | null; equipment_type: string; delivered_at: string | null; total_distance: number | null };
+  load: {
+    id: string;
+    org_id: string;
+    status: string;
+    carrier_id: string | null;
+    equipment_type: string;
+    delivered_at: string | null;
+    total_distance: number | null;
+  };
   carrierRef: string | null;
   stops: readonly (OutcomeStop & { location_id: string; latitude: number; longitude: number })[];
   rates: readonly { rate_entity: string; amount: number; currency: string }[];

@@ -60,7 +60,11 @@ export function carrierPairs(max = 50_000) {
  * The rows of `rows` whose `proximity` (the ranking's weight to the lane, in the rows' order) is not 0,
  * packed; `pairOf` gives the carriers' shared (id, reference) pairs (carrierPairs).
  */
-export function packLaneRows(all: readonly LaneHistoryRow[], proximity: Float64Array, pairOf: (id: string, ref: string) => { id: string; ref: string } = (id, ref) => ({ id, ref })): PackedLaneRows {
+export function packLaneRows(
+  all: readonly LaneHistoryRow[],
+  proximity: Float64Array,
+  pairOf: (id: string, ref: string) => { id: string; ref: string } = (id, ref) => ({ id, ref }),
+): PackedLaneRows {
   const rows = all.filter((_, i) => proximity[i] !== 0);
   const weights = proximity.filter((w) => w !== 0);
   const n = rows.length;

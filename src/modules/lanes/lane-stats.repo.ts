@@ -52,7 +52,12 @@ export async function beginHistoryChange(tx: Executor, orgId: string): Promise<v
 export async function removeHistory(tx: Executor, orgId: string, loadIds: readonly string[]): Promise<HistoryFact[]> {
   const out: HistoryFact[] = [];
   for (const ids of slices(loadIds, IDS_PER_STATEMENT)) {
-    const rows = await tx.deleteFrom('lane_history').where('org_id', '=', orgId).where('load_id', 'in', ids).returning([...FACT_COLUMNS]).execute();
+    const rows = await tx
+      .deleteFrom('lane_history')
+      .where('org_id', '=', orgId)
+      .where('load_id', 'in', ids)
+      .returning([...FACT_COLUMNS])
+      .execute();
     for (const r of rows) out.push(factOf(r));
   }
   return out;
@@ -100,7 +105,11 @@ async function addToLanes(tx: Executor, orgId: string, facts: readonly HistoryFa
     const counted = await tx
       .insertInto('lane_carriers')
       .values(part.map(({ fact, n }) => ({ org_id: orgId, ...keyOf(fact), carrier_id: fact.carrier_id, loads: n })))
-      .onConflict((oc) => oc.columns(['org_id', 'equipment_type', 'origin_cell', 'destination_cell', 'carrier_id']).doUpdateSet({ loads: sql`lane_carriers.loads + excluded.loads` }))
+      .onConflict((oc) =>
+        oc
+          .columns(['org_id', 'equipment_type', 'origin_cell', 'destination_cell', 'carrier_id'])
+          .doUpdateSet({ loads: sql`lane_carriers.loads + excluded.loads` }),
+      )
       .returning(['equipment_type', 'origin_cell', 'destination_cell', 'carrier_id', 'loads'])
       .execute();
     // A carrier whose loads on the lane are now just those added was new to it.
@@ -183,7 +192,14 @@ async function recountInTwoStatements(tx: Executor, orgId: string, lanes: readon
 /** A grouped read, then each table's rows of the lanes deleted and written again (in the caller's transaction). */
 async function recountStepByStep(tx: Executor, orgId: string, lanes: readonly LaneKey[], now: string): Promise<void> {
   const tuples = sql.join(lanes.map((k) => sql`(${k.equipment_type}, ${k.origin_cell}, ${k.destination_cell})`));
-  const stats = await sql<{ equipment_type: string; origin_cell: number; destination_cell: number; load_count: number; carrier_count: number; last_delivered_at: string }>`
+  const stats = await sql<{
+    equipment_type: string;
+    origin_cell: number;
+    destination_cell: number;
+    load_count: number;
+    carrier_count: number;
+    last_delivered_at: string;
+  }>`
     select equipment_type, origin_cell, destination_cell, count(*) as load_count, count(distinct carrier_id) as carrier_count,
            max(delivered_at) as last_delivered_at
     from lane_history

@@ -63,11 +63,18 @@ export async function historyLanesOf(tx: Executor, orgId: string, loadIds: strin
     .where('org_id', '=', orgId)
     .where('load_id', 'in', loadIds)
     .execute();
-  return new Map(rows.map((r) => [r.load_id, keyOf(Object.assign({}, r, { origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) }))]));
+  return new Map(
+    rows.map((r) => [r.load_id, keyOf(Object.assign({}, r, { origin_cell: Number(r.origin_cell), destination_cell: Number(r.destination_cell) }))]),
+  );
 }
 
 /** A location moved (re-geocoded): the history rows that start or end there follow it, and the stats of the lanes they left and joined. */
-export async function relocateLaneHistory(tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }, now: string): Promise<LaneKey[]> {
+export async function relocateLaneHistory(
+  tx: Executor,
+  orgId: string,
+  location: { id: string; latitude: number; longitude: number },
+  now: string,
+): Promise<LaneKey[]> {
   // Two indexed lookups, not one OR (which SQLite answers by scanning every history row).
   const affected = async () => [
     ...(await tx
@@ -113,9 +120,17 @@ export async function carrierCards(tx: Executor, orgId: string, carrierIds: stri
 }
 
 // carrierCards' statement, compiled once per number of carriers.
-const cardsRead = preparedByShape<{ orgId: string; carrierIds: readonly string[] }, { id: string; external_reference_id: string; name: string; dot_number: string | null }>(
+const cardsRead = preparedByShape<
+  { orgId: string; carrierIds: readonly string[] },
+  { id: string; external_reference_id: string; name: string; dot_number: string | null }
+>(
   ({ carrierIds }) => String(carrierIds.length),
-  (tx, { orgId, carrierIds }) => tx.selectFrom('carriers').select(['id', 'external_reference_id', 'name', 'dot_number']).where('org_id', '=', orgId).where('id', 'in', [...carrierIds]),
+  (tx, { orgId, carrierIds }) =>
+    tx
+      .selectFrom('carriers')
+      .select(['id', 'external_reference_id', 'name', 'dot_number'])
+      .where('org_id', '=', orgId)
+      .where('id', 'in', [...carrierIds]),
   ({ orgId, carrierIds }) => [orgId, ...carrierIds],
 );
 
@@ -165,7 +180,17 @@ const underwayRead = preparedByShape<{ orgId: string; carrierIds: readonly strin
         .selectFrom('loads as l')
         .innerJoin('load_stops as s', 's.load_id', 'l.id')
         .innerJoin('locations as lo', 'lo.id', 's.location_id')
-        .select(['l.id as load_id', 'l.external_reference_id', 'l.carrier_id', 's.stop_number', 's.stop_type', 's.early_arrival', 's.late_arrival', 'lo.latitude', 'lo.longitude'])
+        .select([
+          'l.id as load_id',
+          'l.external_reference_id',
+          'l.carrier_id',
+          's.stop_number',
+          's.stop_type',
+          's.early_arrival',
+          's.late_arrival',
+          'lo.latitude',
+          'lo.longitude',
+        ])
         .where('l.org_id', '=', orgId)
         .where('l.carrier_id', 'in', [...carrierIds])
         // Literal statuses: the partial index's own condition, so both engines use it.
@@ -197,7 +222,16 @@ export function marketHistoryOnLane(tx: Executor, area: LaneArea) {
   const onArea = onLaneIn(tx);
   return tx
     .selectFrom('market_rate_snapshots')
-    .select(['origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'rate_per_mile', 'rate_per_mile_high', 'currency', 'as_of'])
+    .select([
+      'origin_latitude',
+      'origin_longitude',
+      'destination_latitude',
+      'destination_longitude',
+      'rate_per_mile',
+      'rate_per_mile_high',
+      'currency',
+      'as_of',
+    ])
     .where((eb) => onArea(eb as never, area, ''))
     .orderBy('as_of', 'desc')
     .orderBy('created_at', 'desc')
@@ -216,7 +250,12 @@ export async function graceMinutesOf(tx: Executor, orgId: string): Promise<numbe
 }
 
 const anySnapshot = prepared<{ orgId: string; equipment: string }, { one: number }>((db, p) =>
-  db.selectFrom('market_rate_snapshots').select((eb) => eb.lit(1).as('one')).where('org_id', '=', p('orgId')).where('equipment_type', '=', p('equipment')).limit(1),
+  db
+    .selectFrom('market_rate_snapshots')
+    .select((eb) => eb.lit(1).as('one'))
+    .where('org_id', '=', p('orgId'))
+    .where('equipment_type', '=', p('equipment'))
+    .limit(1),
 );
 
 /**
@@ -229,4 +268,3 @@ export async function equipmentWithSnapshots(tx: Executor, orgId: string, equipm
   for (const e of new Set(equipment)) if ((await anySnapshot(tx, { orgId, equipment: e })).length > 0) found.add(e);
   return found;
 }
-

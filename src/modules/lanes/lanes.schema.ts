@@ -4,7 +4,9 @@ import { Nullable } from '../../lib/http/schema-helpers.js';
 const OnTime = (kind: string) =>
   Type.Object(
     {
-      rate: Nullable(Type.Number({ description: `Σw over on-time scored ${kind} stops ÷ Σw over scored ${kind} stops, 3 decimals; null when none is scored.` })),
+      rate: Nullable(
+        Type.Number({ description: `Σw over on-time scored ${kind} stops ÷ Σw over scored ${kind} stops, 3 decimals; null when none is scored.` }),
+      ),
       scored: Type.Integer({ description: `Count of scored ${kind} stops (an actual_arrival and a window).` }),
       coverage: Nullable(Type.Number({ description: `Σw over scored ${kind} stops ÷ Σw over all of them, 3 decimals; null when the carrier has none.` })),
     },
@@ -15,17 +17,19 @@ const OnTime = (kind: string) =>
 
 export const Evidence = Type.Object(
   {
-    effective_loads: Type.Number({ description: '(Σw)² ÷ Σw² over the carrier\'s history loads on the lane (w = proximity × 0.5^(age in days / 90)), 2 decimals.' }),
+    effective_loads: Type.Number({
+      description: "(Σw)² ÷ Σw² over the carrier's history loads on the lane (w = proximity × 0.5^(age in days / 90)), 2 decimals.",
+    }),
     on_time: Type.Object({
       pickup: OnTime('pickup'),
       delivery: OnTime('delivery'),
-      grace_minutes: Type.Integer({ description: 'The organization\'s on-time grace (default 15; ON_TIME_GRACE_MINUTES, dashboard Settings).' }),
+      grace_minutes: Type.Integer({ description: "The organization's on-time grace (default 15; ON_TIME_GRACE_MINUTES, dashboard Settings)." }),
     }),
     price: Type.Object({
       rate_vs_market: Nullable(
         Type.Number({
           description:
-            'Weighted (w) median over the carrier\'s lane loads with a CARRIER total and a market snapshot on this lane (both ends within the lane radius, as max_buy_rate matches them) as of their delivery date, in the same currency, of total ÷ (snapshot rate_per_mile × total_distance): the smallest ratio at which the cumulative weight reaches half the total; 3 decimals. null when none.',
+            "Weighted (w) median over the carrier's lane loads with a CARRIER total and a market snapshot on this lane (both ends within the lane radius, as max_buy_rate matches them) as of their delivery date, in the same currency, of total ÷ (snapshot rate_per_mile × total_distance): the smallest ratio at which the cumulative weight reaches half the total; 3 decimals. null when none.",
         }),
       ),
       priced_loads: Type.Integer({ description: 'How many loads the median is over.' }),
@@ -34,12 +38,12 @@ export const Evidence = Type.Object(
       Type.Object(
         {
           load_external_reference_id: Type.String(),
-          miles_to_origin: Type.Number({ description: 'Great-circle miles from its destination to this load\'s origin, 1 decimal.' }),
-          hours_before_pickup: Type.Number({ description: 'Hours from its delivery deadline to this load\'s first pickup early_arrival, 1 decimal.' }),
+          miles_to_origin: Type.Number({ description: "Great-circle miles from its destination to this load's origin, 1 decimal." }),
+          hours_before_pickup: Type.Number({ description: "Hours from its delivery deadline to this load's first pickup early_arrival, 1 decimal." }),
         },
         {
           description:
-            'The latest other load of the organization carried by this carrier, status COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE or AT_RECEIVER, whose destination lies within 100 miles of this load\'s origin and whose delivery deadline (last delivery stop\'s late_arrival) falls 0–48 h before this load\'s first pickup early_arrival; null when none.',
+            "The latest other load of the organization carried by this carrier, status COVERED, DISPATCHED, AT_SHIPPER, EN_ROUTE or AT_RECEIVER, whose destination lies within 100 miles of this load's origin and whose delivery deadline (last delivery stop's late_arrival) falls 0–48 h before this load's first pickup early_arrival; null when none.",
         },
       ),
     ),

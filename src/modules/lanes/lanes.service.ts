@@ -6,14 +6,43 @@ import type { Coordinates } from '../../geo/index.js';
 import { cellOf } from '../../domain/grid.js';
 import { latestOnLane, maxBuyRate, type LaneKey, type LaneSnapshot } from '../../domain/lane.js';
 import { MAX_RECOMMENDATIONS, WIDENED_RINGS, proximityWeights, rankLanes, type CarrierScore, type LaneRules } from '../../domain/scoring.js';
-import { balancedScore, byBalancedScore, carrierEvidence, graceMinutesFor, weightedRows, type Backhaul, type CarrierEvidence, type WeightedRow } from '../../domain/evidence.js';
+import {
+  balancedScore,
+  byBalancedScore,
+  carrierEvidence,
+  graceMinutesFor,
+  weightedRows,
+  type Backhaul,
+  type CarrierEvidence,
+  type WeightedRow,
+} from '../../domain/evidence.js';
 import { backhaulFor, backhaulWindow, underwayByCarrier } from '../../domain/backhaul.js';
-import { isPriceable, marketOnLane, marketRateOn, ratiosAgainstMarket, type AreaSnapshot, type LaneMarketRate, type PricedDelivery } from '../../domain/market.js';
+import {
+  isPriceable,
+  marketOnLane,
+  marketRateOn,
+  ratiosAgainstMarket,
+  type AreaSnapshot,
+  type LaneMarketRate,
+  type PricedDelivery,
+} from '../../domain/market.js';
 import type { CarrierRecommendation } from './lanes.schema.js';
 import type { CacheCounters } from '../../lib/http/read-cache.js';
 import { yieldToEventLoop } from '../../lib/event-loop.js';
 import { laneCache, laneKeyOf, type LaneCache, type WeighedRows } from './lane-cache.js';
-import { carrierCards, equipmentWithSnapshots, graceMinutesOf, marketHistoryOnLane, underwayStops, laneCandidates, laneEnds, relocateLaneHistory, snapshotsOnLane, type LaneArea, type LaneStop } from './lanes.repo.js';
+import {
+  carrierCards,
+  equipmentWithSnapshots,
+  graceMinutesOf,
+  marketHistoryOnLane,
+  underwayStops,
+  laneCandidates,
+  laneEnds,
+  relocateLaneHistory,
+  snapshotsOnLane,
+  type LaneArea,
+  type LaneStop,
+} from './lanes.repo.js';
 
 /**
  * The lanes' service orchestrates: it reads through the repos (lanes.repo.ts, lane-area.repo.ts),
@@ -67,7 +96,12 @@ const EVIDENCE_PART = 50;
 const NEWEST_SNAPSHOTS = 20;
 
 /** A ranked carrier as an answer's entry, with its evidence (and the balanced score when ranked so). */
-function entryOf(c: { id: string; external_reference_id: string; name: string; dot_number: string | null }, r: CarrierScore, found: CarrierEvidence, rankBy: RankBy): CarrierRecommendation {
+function entryOf(
+  c: { id: string; external_reference_id: string; name: string; dot_number: string | null },
+  r: CarrierScore,
+  found: CarrierEvidence,
+  rankBy: RankBy,
+): CarrierRecommendation {
   return {
     carrier_id: c.id,
     carrier_external_reference_id: c.external_reference_id,
@@ -93,14 +127,27 @@ interface Lanes {
   cache: LaneCache;
 }
 
-const areaOf = (ctx: Lanes, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea => laneAreaOf(orgId, equipmentType, origin, destination, ctx.rules.radiusMiles);
+const areaOf = (ctx: Lanes, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates): LaneArea =>
+  laneAreaOf(orgId, equipmentType, origin, destination, ctx.rules.radiusMiles);
 
 /** A lane's market snapshots on the lane (its evidence's price), kept under the organization's market counter. */
-async function marketHistoryOf(ctx: Lanes, tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, marketVersion?: number): Promise<LaneMarketRate[]> {
+async function marketHistoryOf(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  equipmentType: string,
+  lane: LaneRequest,
+  marketVersion?: number,
+): Promise<LaneMarketRate[]> {
   // The counter first, the snapshots after it (lane-cache.ts, the rule).
   const version = marketVersion ?? (await readVersions(tx, orgId)).market_rates;
   return ctx.cache.marketHistory(laneKeyOf(orgId, equipmentType, lane.origin, lane.destination), version, async () =>
-    marketOnLane(await marketHistoryOnLane(tx, areaOf(ctx, orgId, equipmentType, lane.origin, lane.destination)), lane.origin, lane.destination, ctx.rules.radiusMiles),
+    marketOnLane(
+      await marketHistoryOnLane(tx, areaOf(ctx, orgId, equipmentType, lane.origin, lane.destination)),
+      lane.origin,
+      lane.destination,
+      ctx.rules.radiusMiles,
+    ),
   );
 }
 
@@ -108,7 +155,15 @@ async function marketHistoryOf(ctx: Lanes, tx: Executor, orgId: string, equipmen
  * The history rows around the lanes: one lane (a GET) its own, which may be kept with their weights to
  * it (under `historyVersion`); several (the follow-up) the union of their areas.
  */
-function historyAround(ctx: Lanes, tx: Executor, orgId: string, equipmentType: string, lanes: readonly LaneRequest[], laneRules: LaneRules, historyVersion: string | undefined): Promise<WeighedRows> {
+function historyAround(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  equipmentType: string,
+  lanes: readonly LaneRequest[],
+  laneRules: LaneRules,
+  historyVersion: string | undefined,
+): Promise<WeighedRows> {
   const radius = laneRules.widenedToMiles ?? laneRules.radiusMiles;
   if (lanes.length !== 1) return laneCandidates(tx, unionAreaOf(orgId, equipmentType, lanes, radius));
   const lane = lanes[0]!;
@@ -153,10 +208,24 @@ async function recommendOnLanes(
     carrierCards(tx, orgId, wanted),
     readGrace !== undefined ? readGrace : graceMinutesOf(tx, orgId),
     // One lane (a GET): its snapshots on the lane, kept; several (the follow-up): the union's, filtered per lane below.
-    !anyPriced ? Promise.resolve(null) : lanes.length === 1 ? marketHistoryOf(ctx, tx, orgId, equipmentType, lanes[0]!, opts.marketVersion) : marketHistoryOnLane(tx, unionAreaOf(orgId, equipmentType, lanes, laneRules.radiusMiles)),
+    !anyPriced
+      ? Promise.resolve(null)
+      : lanes.length === 1
+        ? marketHistoryOf(ctx, tx, orgId, equipmentType, lanes[0]!, opts.marketVersion)
+        : marketHistoryOnLane(tx, unionAreaOf(orgId, equipmentType, lanes, laneRules.radiusMiles)),
     pickups.length > 0 ? underwayStops(tx, orgId, wanted, backhaulWindow(pickups)) : Promise.resolve([]),
   ]);
-  const evidence = evidenceOf({ history, lanes, laneRules, now, cards, market, graceMinutes: graceMinutesFor(grace, laneRules.graceMinutes), underway: underwayByCarrier(underway), rankBy: opts.rankBy });
+  const evidence = evidenceOf({
+    history,
+    lanes,
+    laneRules,
+    now,
+    cards,
+    market,
+    graceMinutes: graceMinutesFor(grace, laneRules.graceMinutes),
+    underway: underwayByCarrier(underway),
+    rankBy: opts.rankBy,
+  });
   if (!opts.between) return lanes.map((l, i) => evidence(l, rankings[i]!));
   // The follow-up ranks hundreds of loads of a lane at once: requests go first between parts of them.
   const out: CarrierRecommendation[][] = [];
@@ -184,12 +253,20 @@ function evidenceOf(c: {
   underway: ReturnType<typeof underwayByCarrier>;
   rankBy: RankBy;
 }) {
-  const perLane = new Map<LaneRanking, { rowsOf: Map<string, WeightedRow[]>; marketAt: (row: WeightedRow) => number | null; plain: Map<string, CarrierEvidence> }>();
+  const perLane = new Map<
+    LaneRanking,
+    { rowsOf: Map<string, WeightedRow[]>; marketAt: (row: WeightedRow) => number | null; plain: Map<string, CarrierEvidence> }
+  >();
   const laneWork = (l: LaneRequest, lane: LaneRanking) => {
     let work = perLane.get(lane);
     if (work) return work;
     const rowsOf = weightedRows(c.history, new Set(lane.ranked.map((r) => r.carrierId)), l.load.carrier_id, lane.weights);
-    const onLane = c.market === null ? [] : c.lanes.length === 1 ? (c.market as LaneMarketRate[]) : marketOnLane(c.market as AreaSnapshot[], l.origin, l.destination, c.laneRules.radiusMiles);
+    const onLane =
+      c.market === null
+        ? []
+        : c.lanes.length === 1
+          ? (c.market as LaneMarketRate[])
+          : marketOnLane(c.market as AreaSnapshot[], l.origin, l.destination, c.laneRules.radiusMiles);
     const rateOn = marketRateOn(onLane);
     const marketAt = (row: WeightedRow) => rateOn(row.deliveredAt, row.carrierRateCurrency);
     perLane.set(lane, (work = { rowsOf, marketAt, plain: new Map() }));
@@ -203,7 +280,14 @@ function evidenceOf(c: {
       const backhaul: Backhaul | null = backhaulFor({ loadId: l.load.id, origin: l.origin, pickupAt: l.pickupAt }, c.underway.get(r.carrierId) ?? []);
       let found = backhaul ? undefined : plain.get(r.carrierId);
       if (!found) {
-        found = carrierEvidence(rowsOf.get(r.carrierId) ?? [], { graceMinutes: c.graceMinutes, now: c.now, backhaul, marketAt, laneLoadCount: r.laneLoadCount, lastDeliveredAt: r.lastDeliveredAt });
+        found = carrierEvidence(rowsOf.get(r.carrierId) ?? [], {
+          graceMinutes: c.graceMinutes,
+          now: c.now,
+          backhaul,
+          marketAt,
+          laneLoadCount: r.laneLoadCount,
+          lastDeliveredAt: r.lastDeliveredAt,
+        });
         if (!backhaul) plain.set(r.carrierId, found);
       }
       return [entryOf(card, r, found, c.rankBy)];
@@ -213,15 +297,31 @@ function evidenceOf(c: {
 }
 
 /** One lane's recommendations, widened (`widen=true`) while fewer than 3 carriers are found. */
-async function rankedLane(ctx: Lanes, tx: Executor, orgId: string, equipmentType: string, lane: LaneRequest, opts: RecommendOptions): Promise<RecommendationAnswer> {
+async function rankedLane(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  equipmentType: string,
+  lane: LaneRequest,
+  opts: RecommendOptions,
+): Promise<RecommendationAnswer> {
   const { rules } = ctx;
   const rankBy = opts.rankBy ?? 'history';
-  let items = (await recommendOnLanes(ctx, tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion }))[0]!;
+  let items = (
+    await recommendOnLanes(ctx, tx, orgId, equipmentType, [lane], { rules, rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion })
+  )[0]!;
   let radius = rules.radiusMiles;
   if (opts.widen) {
     for (const ring of WIDENED_RINGS) {
       if (items.length >= 3 || ring.miles <= radius) continue;
-      items = (await recommendOnLanes(ctx, tx, orgId, equipmentType, [lane], { rules: Object.assign({}, rules, { widenedToMiles: ring.miles }), rankBy, marketVersion: opts.marketVersion, historyVersion: opts.historyVersion }))[0]!;
+      items = (
+        await recommendOnLanes(ctx, tx, orgId, equipmentType, [lane], {
+          rules: Object.assign({}, rules, { widenedToMiles: ring.miles }),
+          rankBy,
+          marketVersion: opts.marketVersion,
+          historyVersion: opts.historyVersion,
+        })
+      )[0]!;
       radius = ring.miles;
     }
   }
@@ -229,7 +329,14 @@ async function rankedLane(ctx: Lanes, tx: Executor, orgId: string, equipmentType
 }
 
 /** A stored load's lane (its stops' ends) ranked with the options (rankedLane); no lane, no entries. */
-async function recommendWith(ctx: Lanes, tx: Executor, orgId: string, load: LaneLoad, stops: readonly LaneStop[] | undefined, opts: RecommendOptions): Promise<RecommendationAnswer> {
+async function recommendWith(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  load: LaneLoad,
+  stops: readonly LaneStop[] | undefined,
+  opts: RecommendOptions,
+): Promise<RecommendationAnswer> {
   const ends = await laneEnds(tx, orgId, load.id, stops);
   if (!ends.origin || !ends.destination) return { items: [], lane_radius_miles: ctx.rules.radiusMiles, ranking: opts.rankBy ?? 'history' };
   const lane: LaneRequest = {
@@ -242,7 +349,13 @@ async function recommendWith(ctx: Lanes, tx: Executor, orgId: string, load: Lane
 }
 
 /** Many loads' recommendations: by equipment type, loads whose lanes share their two cells ranked from one read; requests go first between groups. */
-async function recommendMany(ctx: Lanes, tx: Executor, orgId: string, loads: readonly LaneRequest[], between: () => Promise<void>): Promise<CarrierRecommendation[][]> {
+async function recommendMany(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  loads: readonly LaneRequest[],
+  between: () => Promise<void>,
+): Promise<CarrierRecommendation[][]> {
   const out: CarrierRecommendation[][] = loads.map(() => []);
   const byEquipment = new Map<string, (LaneRequest & { index: number })[]>();
   loads.forEach(({ load, origin, destination, pickupAt }, index) => {
@@ -286,7 +399,9 @@ async function marketMaxBuyRates(
   marketVersion?: number,
 ): Promise<(number | null)[]> {
   const { rules, cache } = ctx;
-  const keyOf = loads.map(({ equipment_type, origin, destination, miles }) => (miles === null || !origin || !destination ? null : laneKeyOf(orgId, equipment_type, origin, destination)));
+  const keyOf = loads.map(({ equipment_type, origin, destination, miles }) =>
+    miles === null || !origin || !destination ? null : laneKeyOf(orgId, equipment_type, origin, destination),
+  );
   if (keyOf.every((k) => k === null)) return loads.map(() => null);
   // The organization's market counter first (read here, or by the statement that read the loads), the
   // snapshots after it (lane-cache.ts, the rule).
@@ -304,7 +419,11 @@ async function marketMaxBuyRates(
     missing.set(key, { area: areaOf(ctx, orgId, equipment_type, origin!, destination!), lane: { origin: origin!, destination: destination! } });
   }
   const fetched = [...missing.entries()];
-  const newest = await newestSnapshotsOnLanes(tx, fetched.map(([, m]) => m.area), NEWEST_SNAPSHOTS);
+  const newest = await newestSnapshotsOnLanes(
+    tx,
+    fetched.map(([, m]) => m.area),
+    NEWEST_SNAPSHOTS,
+  );
   for (const [j, [key, { area, lane }]] of fetched.entries()) {
     let latest = latestOnLane(newest[j]!, lane, rules.radiusMiles);
     // None of the newest within the radius (they lie in the cells' corners): all of the lane's.
@@ -324,11 +443,24 @@ async function marketMaxBuyRates(
  * page): the ratios of each lane's priceable rows (ratiosAgainstMarket). One read of the lane's snapshots
  * for each lane with a row to price.
  */
-function priceAgainstMarket(ctx: Lanes, tx: Executor, orgId: string, lanes: readonly { equipmentType: string; origin: Coordinates; destination: Coordinates; rows: readonly PricedDelivery[] }[]): Promise<number[][]> {
+function priceAgainstMarket(
+  ctx: Lanes,
+  tx: Executor,
+  orgId: string,
+  lanes: readonly { equipmentType: string; origin: Coordinates; destination: Coordinates; rows: readonly PricedDelivery[] }[],
+): Promise<number[][]> {
   return Promise.all(
     lanes.map(async (l) => {
       if (!l.rows.some(isPriceable)) return [];
-      return ratiosAgainstMarket(l.rows, marketOnLane(await marketHistoryOnLane(tx, areaOf(ctx, orgId, l.equipmentType, l.origin, l.destination)), l.origin, l.destination, ctx.rules.radiusMiles));
+      return ratiosAgainstMarket(
+        l.rows,
+        marketOnLane(
+          await marketHistoryOnLane(tx, areaOf(ctx, orgId, l.equipmentType, l.origin, l.destination)),
+          l.origin,
+          l.destination,
+          ctx.rules.radiusMiles,
+        ),
+      );
     }),
   );
 }
@@ -337,32 +469,65 @@ export function lanesService(clock: Clock, rules: LaneRules, opts: { keepLaneRow
   const ctx: Lanes = { clock, rules, cache: laneCache(opts) };
   return {
     rules,
-    priceAgainstMarket: (tx: Executor, orgId: string, lanes: Parameters<typeof priceAgainstMarket>[3]): Promise<number[][]> => priceAgainstMarket(ctx, tx, orgId, lanes),
+    priceAgainstMarket: (tx: Executor, orgId: string, lanes: Parameters<typeof priceAgainstMarket>[3]): Promise<number[][]> =>
+      priceAgainstMarket(ctx, tx, orgId, lanes),
 
     /** The recommendations (docs/api.md, "Lane history and carrier recommendations") for a load's lane (origin, destination, equipment), best first, at most 10. */
-    async recommend(tx: Executor, orgId: string, load: LaneLoad, stops?: readonly LaneStop[], versions: Pick<RecommendOptions, 'marketVersion' | 'historyVersion'> = {}): Promise<CarrierRecommendation[]> {
+    async recommend(
+      tx: Executor,
+      orgId: string,
+      load: LaneLoad,
+      stops?: readonly LaneStop[],
+      versions: Pick<RecommendOptions, 'marketVersion' | 'historyVersion'> = {},
+    ): Promise<CarrierRecommendation[]> {
       return (await recommendWith(ctx, tx, orgId, load, stops, versions)).items;
     },
 
     /** The same with the options of docs/api.md, "Stop actuals, tracking events and recommendation evidence": `rankBy` balanced, `widen`; the answer says the radius and the ranking used. */
-    recommendWith: (tx: Executor, orgId: string, load: LaneLoad, stops: readonly LaneStop[] | undefined, opts: RecommendOptions): Promise<RecommendationAnswer> => recommendWith(ctx, tx, orgId, load, stops, opts),
+    recommendWith: (
+      tx: Executor,
+      orgId: string,
+      load: LaneLoad,
+      stops: readonly LaneStop[] | undefined,
+      opts: RecommendOptions,
+    ): Promise<RecommendationAnswer> => recommendWith(ctx, tx, orgId, load, stops, opts),
 
     /** A lane between two places, ranked as a load with no carrier and no pickup time on it would be (the dashboard's lane page). */
-    recommendLane: (tx: Executor, orgId: string, equipmentType: string, origin: Coordinates, destination: Coordinates, opts: RecommendOptions): Promise<RecommendationAnswer> =>
-      rankedLane(ctx, tx, orgId, equipmentType, { load: { id: '', equipment_type: equipmentType, carrier_id: null }, origin, destination, pickupAt: null }, opts),
+    recommendLane: (
+      tx: Executor,
+      orgId: string,
+      equipmentType: string,
+      origin: Coordinates,
+      destination: Coordinates,
+      opts: RecommendOptions,
+    ): Promise<RecommendationAnswer> =>
+      rankedLane(
+        ctx,
+        tx,
+        orgId,
+        equipmentType,
+        { load: { id: '', equipment_type: equipmentType, carrier_id: null }, origin, destination, pickupAt: null },
+        opts,
+      ),
 
     /**
      * The same for many loads of one equipment type (the recommendations follow-up): one read of the
      * history over the union of their areas, then each load ranked exactly as `recommend` ranks it
      * (rows outside a load's radius weigh nothing).
      */
-    recommendMany: (tx: Executor, orgId: string, loads: readonly LaneRequest[], between: () => Promise<void> = yieldToEventLoop): Promise<CarrierRecommendation[][]> => recommendMany(ctx, tx, orgId, loads, between),
+    recommendMany: (
+      tx: Executor,
+      orgId: string,
+      loads: readonly LaneRequest[],
+      between: () => Promise<void> = yieldToEventLoop,
+    ): Promise<CarrierRecommendation[][]> => recommendMany(ctx, tx, orgId, loads, between),
 
     /** Equipment types that have any market snapshot in the organization (most loads can skip the lookup). */
     equipmentWithSnapshots,
 
     /** A market max_buy_rate for each of `loads` (marketMaxBuyRates). */
-    marketMaxBuyRates: (tx: Executor, orgId: string, loads: Parameters<typeof marketMaxBuyRates>[3], marketVersion?: number): Promise<(number | null)[]> => marketMaxBuyRates(ctx, tx, orgId, loads, marketVersion),
+    marketMaxBuyRates: (tx: Executor, orgId: string, loads: Parameters<typeof marketMaxBuyRates>[3], marketVersion?: number): Promise<(number | null)[]> =>
+      marketMaxBuyRates(ctx, tx, orgId, loads, marketVersion),
 
     /** A re-geocoded location moves the lane history that starts or ends there; the lanes it moved. */
     locationMoved: (tx: Executor, orgId: string, location: { id: string; latitude: number; longitude: number }): Promise<LaneKey[]> =>

@@ -123,7 +123,9 @@ export function recommendationsFeed(deps: {
     const until = events.length === WINDOW ? events[events.length - 1]!.sequence : last;
     // Each lane once (a window of a busy push names the same few lanes hundreds of times).
     const moved = [...new Map(events.flatMap((e) => lanesOf(e.lanes)).map((k) => [laneKeyId(k), k] as const)).values()];
-    const written = new Set(events.filter((e) => e.type.startsWith('load.') && e.type !== 'load.recommendations_changed' && e.record_id).map((e) => e.record_id!));
+    const written = new Set(
+      events.filter((e) => e.type.startsWith('load.') && e.type !== 'load.recommendations_changed' && e.record_id).map((e) => e.record_id!),
+    );
     const relocated = events.filter((e) => e.type === 'location.updated' && e.lanes && e.record_id).map((e) => e.record_id!);
     // Open loads at a moved location: their lane moved with it, whatever their cells say.
     const atMoved = new Set(await loadsAtLocations(reader, orgId, relocated));
@@ -167,7 +169,11 @@ export function recommendationsFeed(deps: {
     // Outside the transaction: the recommendations as GET would show them now (loads on the same cells
     // share one read of the history: a busy lane has hundreds of open loads).
     const rows = [...targets.values()];
-    const pickups = await pickupTimes(reader, orgId, rows.map((w) => w.load_id));
+    const pickups = await pickupTimes(
+      reader,
+      orgId,
+      rows.map((w) => w.load_id),
+    );
     await quiet();
     const ranked = await lanes.recommendMany(
       reader,
@@ -199,7 +205,10 @@ export function recommendationsFeed(deps: {
         await quiet();
         await pipeline.write(orgId, async (tx, changes) => {
           if ((await followUpTurn(tx, orgId)) !== after) throw new CursorMoved();
-          const announced = await watchRows(tx, part.map((r) => r.load_id));
+          const announced = await watchRows(
+            tx,
+            part.map((r) => r.load_id),
+          );
           const changed: WatchRow[] = [];
           part.forEach((w, i) => {
             const recs = partRanked[i]!;
@@ -207,7 +216,12 @@ export function recommendationsFeed(deps: {
             const before = announced.get(w.load_id);
             if ((before?.ranked ?? '[]') !== now) {
               stats.announced++;
-              changes.announce({ kind: 'loads', type: 'load.recommendations_changed', record_id: w.load_id, data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs } });
+              changes.announce({
+                kind: 'loads',
+                type: 'load.recommendations_changed',
+                record_id: w.load_id,
+                data: { id: w.load_id, external_reference_id: w.external_reference_id, carrier_recommendations: recs },
+              });
               changed.push(Object.assign({}, w, { ranked: now }));
             } else if (!before || !sameWatch(before, w)) changed.push(Object.assign({}, w, { ranked: now }));
           });

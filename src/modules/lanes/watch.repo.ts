@@ -72,7 +72,12 @@ export interface WatchedLoad {
 export async function loadsWithStops(db: Executor, orgId: string, ids: readonly string[]): Promise<{ load: WatchedLoad; stops: LaneStop[] }[]> {
   if (ids.length === 0) return [];
   const [loads, stops] = await Promise.all([
-    db.selectFrom('loads').select(['id', 'external_reference_id', 'status', 'equipment_type', 'carrier_id']).where('org_id', '=', orgId).where('id', 'in', [...ids]).execute(),
+    db
+      .selectFrom('loads')
+      .select(['id', 'external_reference_id', 'status', 'equipment_type', 'carrier_id'])
+      .where('org_id', '=', orgId)
+      .where('id', 'in', [...ids])
+      .execute(),
     db
       .selectFrom('load_stops as s')
       .innerJoin('locations as l', 'l.id', 's.location_id')
@@ -106,12 +111,28 @@ export async function loadsAtLocations(db: Executor, orgId: string, locationIds:
 export type WatchRow = RecommendationWatchTable;
 
 const WATCH_COLUMNS = [
-  'load_id', 'org_id', 'equipment_type', 'origin_cell', 'destination_cell', 'external_reference_id',
-  'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'carrier_id', 'ranked',
+  'load_id',
+  'org_id',
+  'equipment_type',
+  'origin_cell',
+  'destination_cell',
+  'external_reference_id',
+  'origin_latitude',
+  'origin_longitude',
+  'destination_latitude',
+  'destination_longitude',
+  'carrier_id',
+  'ranked',
 ] as const;
 
 /** Watched loads of one equipment type whose lane cells are among the given ones (a superset of a lane's neighbours). */
-export function watchedNear(db: Executor, orgId: string, equipmentType: string, originCells: readonly number[], destinationCells: readonly number[]): Promise<WatchRow[]> {
+export function watchedNear(
+  db: Executor,
+  orgId: string,
+  equipmentType: string,
+  originCells: readonly number[],
+  destinationCells: readonly number[],
+): Promise<WatchRow[]> {
   return db
     .selectFrom('recommendation_watch')
     .select(WATCH_COLUMNS)
@@ -125,7 +146,11 @@ export function watchedNear(db: Executor, orgId: string, equipmentType: string, 
 export async function watchRows(db: Executor, ids: readonly string[]): Promise<Map<string, WatchRow>> {
   const out = new Map<string, WatchRow>();
   for (let i = 0; i < ids.length; i += 1000) {
-    const rows = await db.selectFrom('recommendation_watch').select(WATCH_COLUMNS).where('load_id', 'in', ids.slice(i, i + 1000)).execute();
+    const rows = await db
+      .selectFrom('recommendation_watch')
+      .select(WATCH_COLUMNS)
+      .where('load_id', 'in', ids.slice(i, i + 1000))
+      .execute();
     for (const r of rows) out.set(r.load_id, r);
   }
   return out;
@@ -139,7 +164,9 @@ export async function upsertWatch(tx: Executor, rows: readonly WatchRow[]): Prom
       .insertInto('recommendation_watch')
       .values(sorted.slice(i, i + 200))
       .onConflict((oc) =>
-        oc.column('load_id').doUpdateSet((eb) => Object.fromEntries(WATCH_COLUMNS.filter((c) => c !== 'load_id').map((c) => [c, eb.ref(`excluded.${c}`)])) as never),
+        oc
+          .column('load_id')
+          .doUpdateSet((eb) => Object.fromEntries(WATCH_COLUMNS.filter((c) => c !== 'load_id').map((c) => [c, eb.ref(`excluded.${c}`)])) as never),
       )
       .execute();
   }
@@ -147,7 +174,11 @@ export async function upsertWatch(tx: Executor, rows: readonly WatchRow[]): Prom
 
 /** Stops watching loads that are no longer open (or lost their lane). */
 export async function unwatch(tx: Executor, ids: readonly string[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 1000) await tx.deleteFrom('recommendation_watch').where('load_id', 'in', ids.slice(i, i + 1000)).execute();
+  for (let i = 0; i < ids.length; i += 1000)
+    await tx
+      .deleteFrom('recommendation_watch')
+      .where('load_id', 'in', ids.slice(i, i + 1000))
+      .execute();
 }
 
 export const lanesOf = (json: string | null): LaneKey[] => (json ? (JSON.parse(json) as LaneKey[]) : []);
@@ -156,7 +187,12 @@ export const lanesOf = (json: string | null): LaneKey[] => (json ? (JSON.parse(j
 export async function pickupTimes(db: Executor, orgId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
   const out = new Map<string, string | null>();
   for (let i = 0; i < ids.length; i += 500) {
-    const rows = await db.selectFrom('loads').select(['id', 'pickup_at']).where('org_id', '=', orgId).where('id', 'in', ids.slice(i, i + 500)).execute();
+    const rows = await db
+      .selectFrom('loads')
+      .select(['id', 'pickup_at'])
+      .where('org_id', '=', orgId)
+      .where('id', 'in', ids.slice(i, i + 500))
+      .execute();
     for (const r of rows) out.set(r.id, r.pickup_at);
   }
   return out;

@@ -31,7 +31,9 @@ export async function loadBodyProblems(tx: Executor, orgId: string, body: unknow
   }
   if (Array.isArray(body.stops)) {
     const stops = body.stops.map((s) => (isObject(s) ? s : {}));
-    const refs = stops.flatMap((s) => (typeof s.location_external_reference_id === 'string' && s.location_external_reference_id.length > 0 ? [s.location_external_reference_id] : []));
+    const refs = stops.flatMap((s) =>
+      typeof s.location_external_reference_id === 'string' && s.location_external_reference_id.length > 0 ? [s.location_external_reference_id] : [],
+    );
     const known = new Set((await findByRefs(tx, 'locations', orgId, refs)).map((l) => l.external_reference_id));
     stops.forEach((s, i) => {
       const ref = s.location_external_reference_id;

@@ -48,7 +48,6 @@ const keyState = (keyId: string | null): RawBuilder<unknown> =>
 
 const rep = (column: string, field: 'email' | 'name') => sql.raw(`lower(l.${column}::json->>'${field}')`);
 
-
 /**
  * One load `l` (a row of loads joined with `c` and `ca`) as one JSON array: its columns, then its
  * customer's and carrier's reference and name, its stops with their places, its rates, its reps' users,
@@ -91,28 +90,34 @@ function decode(a: unknown[]): LoadDocument {
   doc.carrier_name = a[i++];
   const orgId = doc.org_id as string;
   const loadId = doc.id as string;
-  doc.stops = ((a[i++] as StopArray[] | null) ?? []).map(
-    (s): StopWithLocation => ({
-      id: s[0],
-      org_id: orgId,
-      load_id: loadId,
-      stop_number: s[1],
-      stop_type: s[2],
-      location_id: s[3],
-      location_external_reference_id: s[4],
-      location_name: s[5],
-      latitude: s[6],
-      longitude: s[7],
-      early_arrival: s[8],
-      late_arrival: s[9],
-      actual_arrival: s[10],
-      actual_departure: s[11],
-      arrival_deadline: s[12],
-    }),
-  );
-  doc.rates = ((a[i++] as RateArray[] | null) ?? []).map(
-    (r): LoadRatesTable => ({ id: r[0], org_id: orgId, load_id: loadId, position: r[1], rate_entity: r[2], amount: r[3], currency: r[4], rate_type: r[5], description: r[6] }),
-  );
+  doc.stops = ((a[i++] as StopArray[] | null) ?? []).map((s): StopWithLocation => ({
+    id: s[0],
+    org_id: orgId,
+    load_id: loadId,
+    stop_number: s[1],
+    stop_type: s[2],
+    location_id: s[3],
+    location_external_reference_id: s[4],
+    location_name: s[5],
+    latitude: s[6],
+    longitude: s[7],
+    early_arrival: s[8],
+    late_arrival: s[9],
+    actual_arrival: s[10],
+    actual_departure: s[11],
+    arrival_deadline: s[12],
+  }));
+  doc.rates = ((a[i++] as RateArray[] | null) ?? []).map((r): LoadRatesTable => ({
+    id: r[0],
+    org_id: orgId,
+    load_id: loadId,
+    position: r[1],
+    rate_entity: r[2],
+    amount: r[3],
+    currency: r[4],
+    rate_type: r[5],
+    description: r[6],
+  }));
   const users = a[i++] as [string, string, string][] | null;
   doc.rep_users = users === null ? null : users.map((u) => ({ id: u[0], email_lower: u[1], name: u[2] }));
   doc.market_priced = a[i++] === true;

@@ -18,7 +18,9 @@ import * as laneSchemas from '../lanes/lanes.schema.js';
 export const loadJson: (load: unknown) => string = fastJson(loadSchemas.Load as never, {
   // Every schema the Load schema may refer to, by $id (as Fastify's shared schemas).
   schema: Object.fromEntries(
-    [...Object.values(loadSchemas), ...Object.values(laneSchemas)].flatMap((s) => (typeof s === 'object' && s !== null && typeof (s as { $id?: unknown }).$id === 'string' ? [[(s as { $id: string }).$id, s]] : [])),
+    [...Object.values(loadSchemas), ...Object.values(laneSchemas)].flatMap((s) =>
+      typeof s === 'object' && s !== null && typeof (s as { $id?: unknown }).$id === 'string' ? [[(s as { $id: string }).$id, s]] : [],
+    ),
   ) as never,
 });
 
@@ -63,7 +65,10 @@ function teamMembers(users: readonly { id: string; email_lower: string; name: st
 
 /** The organization's users the loads' reps may name. */
 function repUsers(tx: Executor, orgId: string, rows: LoadsTable[]) {
-  const reps = rows.flatMap((r) => [r.sales_rep, r.dispatcher_rep]).filter((x): x is string => x !== null).map((x) => JSON.parse(x) as TeamMemberRecord);
+  const reps = rows
+    .flatMap((r) => [r.sales_rep, r.dispatcher_rep])
+    .filter((x): x is string => x !== null)
+    .map((x) => JSON.parse(x) as TeamMemberRecord);
   if (reps.length === 0) return Promise.resolve([]);
   return usersMatching(
     tx,
@@ -128,10 +133,24 @@ export function loadPresenter(lanes: LanesService) {
     const [stops, rates, customers, carriers, users, priced] = await Promise.all([
       stopsOf(tx, orgId, ids),
       ratesOf(tx, orgId, ids),
-      namesByIds(tx, 'customers', orgId, unknown.map((r) => r.customer_id)),
-      namesByIds(tx, 'carriers', orgId, unknown.flatMap((r) => (r.carrier_id ? [r.carrier_id] : []))),
+      namesByIds(
+        tx,
+        'customers',
+        orgId,
+        unknown.map((r) => r.customer_id),
+      ),
+      namesByIds(
+        tx,
+        'carriers',
+        orgId,
+        unknown.flatMap((r) => (r.carrier_id ? [r.carrier_id] : [])),
+      ),
       repUsers(tx, orgId, rows),
-      lanes.equipmentWithSnapshots(tx, orgId, rows.flatMap((r) => (r.max_buy_rate_source !== 'caller' ? [r.equipment_type] : []))),
+      lanes.equipmentWithSnapshots(
+        tx,
+        orgId,
+        rows.flatMap((r) => (r.max_buy_rate_source !== 'caller' ? [r.equipment_type] : [])),
+      ),
     ]);
     const parts: LoadParts = {
       stopsByLoad: groupByLoad(stops),
@@ -156,8 +175,16 @@ export function loadPresenter(lanes: LanesService) {
     return {
       stopsByLoad: new Map(docs.map((d) => [d.id, d.stops])),
       ratesByLoad: new Map(docs.map((d) => [d.id, d.rates])),
-      customerById: new Map(docs.flatMap((d) => (d.customer_ref !== null ? [[d.customer_id, { external_reference_id: d.customer_ref, name: d.customer_name ?? '' }] as const] : []))),
-      carrierById: new Map(docs.flatMap((d) => (d.carrier_id && d.carrier_ref !== null ? [[d.carrier_id, { external_reference_id: d.carrier_ref, name: d.carrier_name ?? '' }] as const] : []))),
+      customerById: new Map(
+        docs.flatMap((d) =>
+          d.customer_ref !== null ? [[d.customer_id, { external_reference_id: d.customer_ref, name: d.customer_name ?? '' }] as const] : [],
+        ),
+      ),
+      carrierById: new Map(
+        docs.flatMap((d) =>
+          d.carrier_id && d.carrier_ref !== null ? [[d.carrier_id, { external_reference_id: d.carrier_ref, name: d.carrier_name ?? '' }] as const] : [],
+        ),
+      ),
       member: teamMembers(docs.flatMap((d) => d.rep_users ?? [])),
       marketPriced: (r) => priced.has(r.id),
       ...(docs[0] ? { marketVersion: docs[0].market_version } : {}),

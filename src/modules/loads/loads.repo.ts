@@ -6,7 +6,15 @@ import { prepared } from '../../lib/db/prepared.js';
 import { lockedRead } from '../../lib/db/locks.js';
 import { fetchPage, pageIds, sinceFilters } from '../../lib/db/paging.js';
 import { loadDocumentsPage } from './loads.documents.repo.js';
-import { LOAD_COLUMNS, type Database, type LaneHistoryTable, type LoadRatesTable, type LoadStopsTable, type LoadsTable, type StopWithLocation } from '../../lib/db/types.js';
+import {
+  LOAD_COLUMNS,
+  type Database,
+  type LaneHistoryTable,
+  type LoadRatesTable,
+  type LoadStopsTable,
+  type LoadsTable,
+  type StopWithLocation,
+} from '../../lib/db/types.js';
 import type { PageRequest } from '../../lib/http/pagination.js';
 import { tenantRecords } from '../shared/tenant-records.repo.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
@@ -55,14 +63,7 @@ export function stopsOf(tx: Executor, orgId: string, loadIds: string[]): Promise
 export function ratesOf(tx: Executor, orgId: string, loadIds: string[]): Promise<LoadRatesTable[]> {
   if (loadIds.length === 0) return Promise.resolve([]);
   if (loadIds.length === 1) return ratesOfOne(tx, { orgId, loadId: loadIds[0]! });
-  return tx
-    .selectFrom('load_rates')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('load_id', 'in', loadIds)
-    .orderBy('load_id')
-    .orderBy('position')
-    .execute();
+  return tx.selectFrom('load_rates').selectAll().where('org_id', '=', orgId).where('load_id', 'in', loadIds).orderBy('load_id').orderBy('position').execute();
 }
 
 /** Loads by reference (a batch's; locked for the transaction on PostgreSQL, in reference order). */
@@ -91,7 +92,9 @@ const loadByIdStatement = prepared<{ orgId: string; id: string }, LoadsTable>((d
 const loadByRefLocked = prepared<{ orgId: string; ref: string }, LoadsTable>((db, p) =>
   lockedRead(db, db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('external_reference_id', '=', p('ref'))),
 );
-const loadByIdLocked = prepared<{ orgId: string; id: string }, LoadsTable>((db, p) => lockedRead(db, db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('id', '=', p('id'))));
+const loadByIdLocked = prepared<{ orgId: string; id: string }, LoadsTable>((db, p) =>
+  lockedRead(db, db.selectFrom('loads').selectAll().where('org_id', '=', p('orgId')).where('id', '=', p('id'))),
+);
 
 /** One load by reference (a single write's read): locked to the end of the transaction when `tx` is one. */
 export const loadByRef = async (tx: Executor, orgId: string, ref: string): Promise<LoadsTable | undefined> =>
@@ -100,12 +103,39 @@ export const loadById = async (tx: Executor, orgId: string, id: string): Promise
   (await (tx.isTransaction ? loadByIdLocked : loadByIdStatement)(tx, { orgId, id }))[0];
 
 const insertLoads = bulkInsert('loads', LOAD_COLUMNS);
-const insertStops = bulkInsert('load_stops', ['id', 'org_id', 'load_id', 'stop_number', 'stop_type', 'location_id', 'early_arrival', 'late_arrival', 'actual_arrival', 'actual_departure', 'arrival_deadline']);
+const insertStops = bulkInsert('load_stops', [
+  'id',
+  'org_id',
+  'load_id',
+  'stop_number',
+  'stop_type',
+  'location_id',
+  'early_arrival',
+  'late_arrival',
+  'actual_arrival',
+  'actual_departure',
+  'arrival_deadline',
+]);
 const insertRates = bulkInsert('load_rates', ['id', 'org_id', 'load_id', 'position', 'rate_entity', 'amount', 'currency', 'rate_type', 'description']);
 const insertHistory = bulkInsert('lane_history', [
-  'load_id', 'org_id', 'carrier_id', 'carrier_external_reference_id', 'equipment_type', 'origin_location_id', 'destination_location_id',
-  'origin_latitude', 'origin_longitude', 'destination_latitude', 'destination_longitude', 'origin_cell', 'destination_cell', 'delivered_at',
-  'carrier_rate_total', 'carrier_rate_currency', 'total_distance', 'stop_outcomes',
+  'load_id',
+  'org_id',
+  'carrier_id',
+  'carrier_external_reference_id',
+  'equipment_type',
+  'origin_location_id',
+  'destination_location_id',
+  'origin_latitude',
+  'origin_longitude',
+  'destination_latitude',
+  'destination_longitude',
+  'origin_cell',
+  'destination_cell',
+  'delivered_at',
+  'carrier_rate_total',
+  'carrier_rate_currency',
+  'total_distance',
+  'stop_outcomes',
 ]);
 
 /** What a unit of work changed of its loads, to be written at once (src/modules/loads/loads.workspace.ts). */
@@ -151,7 +181,12 @@ const byRef = {
 };
 
 /** Records by external reference: one compiled point read per distinct reference (a load names a few). */
-export async function findByRefs<T extends 'customers' | 'carriers' | 'locations'>(tx: Executor, table: T, orgId: string, refs: string[]): Promise<Database[T][]> {
+export async function findByRefs<T extends 'customers' | 'carriers' | 'locations'>(
+  tx: Executor,
+  table: T,
+  orgId: string,
+  refs: string[],
+): Promise<Database[T][]> {
   const found = await Promise.all([...new Set(refs)].map((ref) => byRef[table](tx, orgId, ref)));
   return found.filter((r): r is NonNullable<typeof r> => r !== undefined) as Database[T][];
 }
@@ -245,7 +280,10 @@ function filteredLoads(tx: Executor, orgId: string, filter: LoadFilter) {
   if (filter.transport_mode) q = q.where('transport_mode', '=', filter.transport_mode);
   if (filter.customer_id) q = q.where('customer_id', '=', filter.customer_id);
   if (filter.carrier_id) q = q.where('carrier_id', '=', filter.carrier_id);
-  for (const [column, table, ref] of [['customer_id', 'customers', filter.customer_ref], ['carrier_id', 'carriers', filter.carrier_ref]] as const) {
+  for (const [column, table, ref] of [
+    ['customer_id', 'customers', filter.customer_ref],
+    ['carrier_id', 'carriers', filter.carrier_ref],
+  ] as const) {
     if (ref !== undefined) {
       q = q.where(column, '=', (eb) => eb.selectFrom(table).select('id').where('org_id', '=', orgId).where('external_reference_id', '=', ref));
     }
@@ -257,12 +295,26 @@ function filteredLoads(tx: Executor, orgId: string, filter: LoadFilter) {
 
 /** Whether the kept status counters give the list's total (no filter but status). */
 const countedByStatus = (f: LoadFilter) =>
-  [f.equipment_type, f.transport_mode, f.customer_id, f.carrier_id, f.customer_ref, f.carrier_ref, f.pickup_date_from, f.pickup_date_to, f.updated_since, f.created_since].every((v) => v === undefined);
+  [
+    f.equipment_type,
+    f.transport_mode,
+    f.customer_id,
+    f.carrier_id,
+    f.customer_ref,
+    f.carrier_ref,
+    f.pickup_date_from,
+    f.pickup_date_to,
+    f.updated_since,
+    f.created_since,
+  ].every((v) => v === undefined);
 
 /** The total of a status-only (or unfiltered) list from the kept counters; null when other filters apply. */
 async function countFromCounters(tx: Executor, orgId: string, filter: LoadFilter): Promise<number | null> {
   if (!countedByStatus(filter)) return null;
-  let q = tx.selectFrom('load_status_counts').select((eb) => eb.fn.sum<number>('n').as('n')).where('org_id', '=', orgId);
+  let q = tx
+    .selectFrom('load_status_counts')
+    .select((eb) => eb.fn.sum<number>('n').as('n'))
+    .where('org_id', '=', orgId);
   if (filter.statuses) q = q.where('status', 'in', filter.statuses);
   const row = await q.executeTakeFirst();
   return Number(row?.n ?? 0);
@@ -294,10 +346,7 @@ export function usersMatching(tx: Executor, orgId: string, emails: string[], nam
     .select(['id', 'email_lower', 'name'])
     .where('org_id', '=', orgId)
     .where((eb) =>
-      eb.or([
-        ...(emails.length ? [eb('email_lower', 'in', emails)] : []),
-        ...(names.length ? [eb(sql<string>`lower(trim(name))`, 'in', names)] : []),
-      ]),
+      eb.or([...(emails.length ? [eb('email_lower', 'in', emails)] : []), ...(names.length ? [eb(sql<string>`lower(trim(name))`, 'in', names)] : [])]),
     )
     .execute();
 }

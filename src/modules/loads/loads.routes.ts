@@ -5,11 +5,7 @@ import { Load, LoadCreate, LoadListQuery, LoadPage, LoadUpdate } from './loads.s
 import { OPEN_STATUSES } from '../../domain/enums.js';
 import type { LoadsService } from './loads.service.js';
 
-export function loadRoutes(
-  app: FastifyInstance,
-  loads: LoadsService,
-  opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs: number },
-) {
+export function loadRoutes(app: FastifyInstance, loads: LoadsService, opts: { batchBodyLimit: number; readCache?: ReadCache; batchDeadlineMs: number }) {
   const load = resourceRoutes(app, loads, {
     collection: 'loads',
     noun: 'load',

@@ -5,13 +5,17 @@ import { CiEnum, ExternalReferenceId, Nullable, Text, Timestamp, TimestampUpTo }
 import { EQUIPMENT_TYPES, LOAD_STATUSES, RATE_ENTITIES, RATE_TYPES, STOP_TYPES, TRANSPORT_MODES, WEIGHT_UOMS } from '../../domain/enums.js';
 
 export const StopInput = Type.Object({
-  stop_number: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Position of the stop, from 1; defaults to the position in the array. Unique within the load.' })),
+  stop_number: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 1000, description: 'Position of the stop, from 1; defaults to the position in the array. Unique within the load.' }),
+  ),
   stop_type: CiEnum(STOP_TYPES, { description: 'Pickup, Delivery or Both.' }),
   location_external_reference_id: ExternalReferenceId({ description: 'A location of your organization; create locations before the loads that use them.' }),
   early_arrival: Timestamp('Start of the arrival window (ISO 8601; no offset means UTC).'),
   late_arrival: Timestamp('End of the arrival window; not before early_arrival.'),
   actual_arrival: Type.Optional(
-    Nullable(Timestamp('When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it.')),
+    Nullable(
+      Timestamp('When the truck actually arrived. In an update, a stop sent without it keeps the stored value of the same stop_number; null clears it.'),
+    ),
   ),
   actual_departure: Type.Optional(Nullable(Timestamp('When the truck actually left; not before actual_arrival. Kept like actual_arrival when not sent.'))),
 });
@@ -36,7 +40,11 @@ export const TeamMemberInput = Type.Object(
 );
 export type TeamMemberInput = Static<typeof TeamMemberInput>;
 
-const stops = Type.Array(StopInput, { minItems: 2, maxItems: 100, description: 'At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one.' });
+const stops = Type.Array(StopInput, {
+  minItems: 2,
+  maxItems: 100,
+  description: 'At least two stops: one Pickup (or Both) and one Delivery (or Both). Sent in an update, the array replaces the old one.',
+});
 
 const loadFields = {
   status: CiEnum(LOAD_STATUSES, { description: 'Default ACTIVE on create. Every transition is allowed.' }),
@@ -139,7 +147,9 @@ export const Load = Type.Object(
     weight: Nullable(Type.Number()),
     weight_uom: Nullable(Type.String({ enum: [...WEIGHT_UOMS] })),
     total_distance: Nullable(Type.Number({ description: 'Miles.' })),
-    total_distance_source: Nullable(Type.String({ enum: ['caller', 'estimated'], description: 'caller: as sent; estimated: great-circle miles along the stops × circuity factor.' })),
+    total_distance_source: Nullable(
+      Type.String({ enum: ['caller', 'estimated'], description: 'caller: as sent; estimated: great-circle miles along the stops × circuity factor.' }),
+    ),
     max_buy_rate: Nullable(Type.Number()),
     max_buy_rate_source: Nullable(Type.String({ enum: ['caller', 'market'] })),
     stops: Type.Array(Type.Ref(Stop)),
@@ -151,12 +161,15 @@ export const Load = Type.Object(
     operation_user: Nullable(Type.String()),
     account_manager: Nullable(Type.String()),
     status_updated_at: Type.String({ format: 'date-time' }),
-    delivered_at: Nullable(Type.String({ format: 'date-time', description: 'When the status last became DELIVERED (or a later status); null before delivery.' })),
+    delivered_at: Nullable(
+      Type.String({ format: 'date-time', description: 'When the status last became DELIVERED (or a later status); null before delivery.' }),
+    ),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
     carrier_recommendations: Type.Optional(
       Type.Array(Type.Ref(CarrierRecommendation), {
-        description: 'On GET of one load: for an open load (ACTIVE, SPOT, TENDERED, TENDER_REJECTED) the carriers that ran its lane, best first (at most 10); otherwise empty.',
+        description:
+          'On GET of one load: for an open load (ACTIVE, SPOT, TENDERED, TENDER_REJECTED) the carriers that ran its lane, best first (at most 10); otherwise empty.',
       }),
     ),
   },

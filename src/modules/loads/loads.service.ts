@@ -33,9 +33,14 @@ export interface LoadsDeps extends ServiceHooks {
 /** `status` of the list: one value or several, comma-separated, any case (docs/api.md, "Loads"). */
 function statusFilter(text: string): string[] {
   const canonical = new Map(LOAD_STATUSES.map((s) => [s.toLowerCase(), s]));
-  const parts = text.split(',').map((s) => s.trim()).filter(Boolean);
+  const parts = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (parts.length === 0 || parts.some((p) => !canonical.has(p.toLowerCase()))) {
-    throw new ValidationError([{ type: 'enum', loc: ['query', 'status'], msg: `Input should be one or more of ${LOAD_STATUSES.map((s) => `'${s}'`).join(', ')}, separated by commas` }]);
+    throw new ValidationError([
+      { type: 'enum', loc: ['query', 'status'], msg: `Input should be one or more of ${LOAD_STATUSES.map((s) => `'${s}'`).join(', ')}, separated by commas` },
+    ]);
   }
   return parts.map((p) => canonical.get(p.toLowerCase())!);
 }
@@ -58,7 +63,19 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
     // market max_buy_rate's equipment, on either engine; otherwise PostgreSQL reads a batch's loads as
     // documents in one statement.
     if (!oneStatementReads || rows.length < 2 || (known && rows.every((r) => known.has(r.id)))) return present(tx, orgId, rows, known);
-    const byId = new Map((await presentDocuments(tx, orgId, await loadDocumentsByIds(tx, orgId, rows.map((r) => r.id)))).map((l) => [l.id, l]));
+    const byId = new Map(
+      (
+        await presentDocuments(
+          tx,
+          orgId,
+          await loadDocumentsByIds(
+            tx,
+            orgId,
+            rows.map((r) => r.id),
+          ),
+        )
+      ).map((l) => [l.id, l]),
+    );
     // A load deleted later in the same unit of work is no longer there to read: presented from its row.
     const gone = rows.filter((r) => !byId.has(r.id));
     if (gone.length > 0) for (const l of await present(tx, orgId, gone)) byId.set(l.id, l);
@@ -106,7 +123,8 @@ export function loadsService(clock: Clock, options: LoadsOptions, deps: LoadsDep
   });
 
   type Versions = Pick<RecommendOptions, 'marketVersion' | 'historyVersion'>;
-  const recommendations = (orgId: string, load: Load, stops: LaneStop[] | undefined, versions: Versions): Promise<CarrierRecommendation[]> => lanes.recommend(reader, orgId, load, stops, versions);
+  const recommendations = (orgId: string, load: Load, stops: LaneStop[] | undefined, versions: Versions): Promise<CarrierRecommendation[]> =>
+    lanes.recommend(reader, orgId, load, stops, versions);
 
   /**
    * One load by reference, with its stops' places for the recommendations; `guard`: the key check folded

@@ -4,7 +4,18 @@ import type { LaneKey } from '../../domain/lane.js';
 import type { Workspace } from '../shared/write-pipeline.js';
 import { historyLanesOf, historyLaneOfLoad } from '../lanes/lanes.repo.js';
 import { isHistory, laneHistoryRow, laneKeyOf } from '../lanes/lane-history.js';
-import { loadById, loadByRef, loadsByRefs, namesByIds, ratesOf, recordsByRefs, stopsOf, writeLoadChanges, type LoadChanges, type StopWithLocation } from './loads.repo.js';
+import {
+  loadById,
+  loadByRef,
+  loadsByRefs,
+  namesByIds,
+  ratesOf,
+  recordsByRefs,
+  stopsOf,
+  writeLoadChanges,
+  type LoadChanges,
+  type StopWithLocation,
+} from './loads.repo.js';
 
 /** A load as a unit of work holds it: its row and, once read or written, its parts. */
 interface LoadEntry {
@@ -76,7 +87,8 @@ export class LoadWorkspace implements Workspace {
       for (const r of str(data.external_reference_id)) refs.add(r);
       for (const r of str(data.customer_external_reference_id)) wanted.customers.add(r);
       for (const r of str(data.carrier_external_reference_id)) wanted.carriers.add(r);
-      if (Array.isArray(data.stops)) for (const s of data.stops) if (isObject(s)) for (const r of str(s.location_external_reference_id)) wanted.locations.add(r);
+      if (Array.isArray(data.stops))
+        for (const s of data.stops) if (isObject(s)) for (const r of str(s.location_external_reference_id)) wanted.locations.add(r);
     }
     const loads = await loadsByRefs(tx, this.orgId, [...refs], lock);
     for (const r of refs) this.byRef.set(r, null);
@@ -186,7 +198,8 @@ export class LoadWorkspace implements Workspace {
 
   /** A carrier's reference by id (the history row keeps it). */
   async carrierRef(tx: Executor, carrierId: string): Promise<string | null> {
-    if (!this.carrierRefs.has(carrierId)) for (const c of await namesByIds(tx, 'carriers', this.orgId, [carrierId])) this.carrierRefs.set(c.id, c.external_reference_id);
+    if (!this.carrierRefs.has(carrierId))
+      for (const c of await namesByIds(tx, 'carriers', this.orgId, [carrierId])) this.carrierRefs.set(c.id, c.external_reference_id);
     return this.carrierRefs.get(carrierId) ?? null;
   }
 
@@ -262,7 +275,12 @@ export class LoadWorkspace implements Workspace {
   async syncHistory(tx: Executor, row: LoadsTable): Promise<LaneKey[]> {
     const before = await this.historyLaneOf(tx, row.id);
     const next = isHistory(row)
-      ? laneHistoryRow({ load: row, carrierRef: await this.carrierRef(tx, row.carrier_id!), stops: await this.stopsOf(tx, row.id), rates: await this.ratesOf(tx, row.id) })
+      ? laneHistoryRow({
+          load: row,
+          carrierRef: await this.carrierRef(tx, row.carrier_id!),
+          stops: await this.stopsOf(tx, row.id),
+          rates: await this.ratesOf(tx, row.id),
+        })
       : null;
     if (!before && !next) return [];
     this.setHistory(row.id, next);

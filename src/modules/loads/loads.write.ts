@@ -35,16 +35,29 @@ const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user',
 export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   // Every problem of a body in one 422 (docs/api.md, "Errors"). The checks below add to `issues` instead
   // of throwing; the write throws them all together before its first write.
-  async function resolveRef(tx: Executor, ws: LoadWorkspace, table: 'customers' | 'carriers', ref: string, field: string, issues: ValidationIssue[]): Promise<NamedRecord> {
+  async function resolveRef(
+    tx: Executor,
+    ws: LoadWorkspace,
+    table: 'customers' | 'carriers',
+    ref: string,
+    field: string,
+    issues: ValidationIssue[],
+  ): Promise<NamedRecord> {
     const row = await ws.record(tx, table, ref);
     if (!row) issues.push(unknownReferenceIssue(table, field, ref));
     return { id: row?.id ?? '', external_reference_id: row?.external_reference_id ?? ref, name: row?.name ?? '' };
   }
-  const customerId = (tx: Executor, ws: LoadWorkspace, ref: string, issues: ValidationIssue[]) => resolveRef(tx, ws, 'customers', ref, 'customer_external_reference_id', issues);
+  const customerId = (tx: Executor, ws: LoadWorkspace, ref: string, issues: ValidationIssue[]) =>
+    resolveRef(tx, ws, 'customers', ref, 'customer_external_reference_id', issues);
   const carrierId = (tx: Executor, ws: LoadWorkspace, ref: string | null, issues: ValidationIssue[]) =>
     ref === null ? null : resolveRef(tx, ws, 'carriers', ref, 'carrier_external_reference_id', issues);
 
-  async function stopPlan(tx: Executor, ws: LoadWorkspace, stops: StopRequest[], issues: ValidationIssue[]): Promise<StopPlan & { places: Map<string, LocationsTable> }> {
+  async function stopPlan(
+    tx: Executor,
+    ws: LoadWorkspace,
+    stops: StopRequest[],
+    issues: ValidationIssue[],
+  ): Promise<StopPlan & { places: Map<string, LocationsTable> }> {
     const places: LocationsTable[] = [];
     for (const ref of new Set(stops.map((s) => s.location_external_reference_id))) {
       const place = await ws.record(tx, 'locations', ref);
@@ -63,7 +76,16 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
   const stopRows = (orgId: string, loadId: string, plan: StopPlan & { places: Map<string, LocationsTable> }): StopWithLocation[] =>
     plan.stops.map((s) => {
       const l = plan.places.get(s.location_id)!;
-      return { id: newId('stop'), org_id: orgId, load_id: loadId, ...s, location_external_reference_id: l.external_reference_id, location_name: l.name, latitude: l.latitude, longitude: l.longitude };
+      return {
+        id: newId('stop'),
+        org_id: orgId,
+        load_id: loadId,
+        ...s,
+        location_external_reference_id: l.external_reference_id,
+        location_name: l.name,
+        latitude: l.latitude,
+        longitude: l.longitude,
+      };
     });
   const rateRows = (orgId: string, loadId: string, rates: RateRequest[]): LoadRatesTable[] =>
     normalizeRates(rates).map((r) => ({ id: newId('rate'), org_id: orgId, load_id: loadId, ...r }));
@@ -181,7 +203,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
     }
     const rule = distanceRule(input.total_distance, row.total_distance_source as 'caller' | 'estimated' | null, plan !== undefined);
     if (rule === 'caller') Object.assign(patch, { total_distance: input.total_distance, total_distance_source: 'caller' });
-    if (rule === 'estimate') Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await ws.stopsOf(tx, row.id), opts.circuityFactor)));
+    if (rule === 'estimate')
+      Object.assign(patch, estimatedDistance(plan ? plan.estimatedMiles : estimateMiles(await ws.stopsOf(tx, row.id), opts.circuityFactor)));
     if (input.financial_rates !== undefined) {
       const next = rateRows(orgId, row.id, input.financial_rates);
       rates = await ws.ratesOf(tx, row.id);
@@ -192,7 +215,8 @@ export function loadWrites(clock: Clock, opts: { circuityFactor: number }) {
       }
     }
     if (customer && carrier !== undefined && stops && rates) changes.keep(row.id, { stops, rates, customer, carrier } satisfies KnownParts);
-    const followUp = laneMoved || ['status', 'equipment_type', 'carrier_id'].some((k) => k in patch && patch[k as keyof LoadsTable] !== row[k as keyof LoadsTable]);
+    const followUp =
+      laneMoved || ['status', 'equipment_type', 'carrier_id'].some((k) => k in patch && patch[k as keyof LoadsTable] !== row[k as keyof LoadsTable]);
     return { patch, touched, followUp };
   }
 

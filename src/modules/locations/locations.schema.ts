@@ -6,8 +6,7 @@ const OPEN_HOURS = '^([01][0-9]|2[0-3]):[0-5][0-9]$';
 const CLOSE_HOURS = '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$';
 
 const openHours = (description: string) => Nullable(Type.String({ pattern: OPEN_HOURS, description: `${description} HH:MM, 00:00 to 23:59.` }));
-const closeHours = (description: string) =>
-  Nullable(Type.String({ pattern: CLOSE_HOURS, description: `${description} HH:MM, 00:00 to 23:59, or 24:00.` }));
+const closeHours = (description: string) => Nullable(Type.String({ pattern: CLOSE_HOURS, description: `${description} HH:MM, 00:00 to 23:59, or 24:00.` }));
 
 const locationFields = {
   address_line1: Nullable(Text(255)),

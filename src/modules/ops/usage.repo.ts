@@ -12,7 +12,12 @@ export interface FailedWriteCursor {
  * What was counted since the last flush, written in one transaction: hourly counters and ignored-field
  * counts added to the rows already there, failed writes appended (100 rows a statement).
  */
-export async function writeUsage(db: Db, counters: readonly ApiUsageHourlyTable[], failed: readonly FailedWritesTable[], ignored: readonly IgnoredFieldsTable[]): Promise<void> {
+export async function writeUsage(
+  db: Db,
+  counters: readonly ApiUsageHourlyTable[],
+  failed: readonly FailedWritesTable[],
+  ignored: readonly IgnoredFieldsTable[],
+): Promise<void> {
   await db.transaction().execute(async (tx) => {
     for (const row of counters) {
       await tx
@@ -29,7 +34,11 @@ export async function writeUsage(db: Db, counters: readonly ApiUsageHourlyTable[
         )
         .execute();
     }
-    for (let i = 0; i < failed.length; i += 100) await tx.insertInto('failed_writes').values(failed.slice(i, i + 100)).execute();
+    for (let i = 0; i < failed.length; i += 100)
+      await tx
+        .insertInto('failed_writes')
+        .values(failed.slice(i, i + 100))
+        .execute();
     for (const row of ignored) {
       await tx
         .insertInto('ignored_fields')
@@ -97,13 +106,23 @@ export function ignoredFieldsSince(db: Db, orgId: string, sinceIso: string, limi
  * failed_writes_org_idx index serves and that new failures do not shift. With the count of them
  * all and of those newer than the first row returned (its position).
  */
-export async function failedWritesPage(db: Db, orgId: string, sinceIso: string, limit: number, page: { before?: FailedWriteCursor; after?: FailedWriteCursor } = {}) {
+export async function failedWritesPage(
+  db: Db,
+  orgId: string,
+  sinceIso: string,
+  limit: number,
+  page: { before?: FailedWriteCursor; after?: FailedWriteCursor } = {},
+) {
   const since = () => db.selectFrom('failed_writes').where('org_id', '=', orgId).where('occurred_at', '>=', sinceIso);
   const newerThan = (c: FailedWriteCursor) => (eb: ExpressionBuilder<Database, 'failed_writes'>) =>
     eb.or([eb('occurred_at', '>', c.occurred_at), eb.and([eb('occurred_at', '=', c.occurred_at), eb('id', '>', c.id)])]);
   const olderThan = (c: FailedWriteCursor) => (eb: ExpressionBuilder<Database, 'failed_writes'>) =>
     eb.or([eb('occurred_at', '<', c.occurred_at), eb.and([eb('occurred_at', '=', c.occurred_at), eb('id', '<', c.id)])]);
-  const countOf = (q: ReturnType<typeof since>) => q.select((eb) => eb.fn.countAll().as('n')).executeTakeFirst().then((r) => Number(r?.n ?? 0));
+  const countOf = (q: ReturnType<typeof since>) =>
+    q
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirst()
+      .then((r) => Number(r?.n ?? 0));
   const newest = (q = since()) => q.selectAll().orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
   const rowsPromise = page.after
     ? since()

@@ -146,10 +146,21 @@ export function failedWritesIn(req: AnsweredRequest, reply: AnsweredReply, paylo
   if (status < 400) {
     // Only a body that names a failure is parsed.
     if (!batch || typeof payload !== 'string' || !payload.includes('"success":false')) return [];
-    const body = parseJson(payload) as { results?: { index: number; external_reference_id: string | null; operation: string; success: boolean; error?: { status: number; detail: unknown } }[] } | undefined;
+    const body = parseJson(payload) as
+      | {
+          results?: { index: number; external_reference_id: string | null; operation: string; success: boolean; error?: { status: number; detail: unknown } }[];
+        }
+      | undefined;
     return (body?.results ?? [])
       .filter((r) => !r.success)
-      .map((r) => ({ ...base, operation: r.operation, reference: r.external_reference_id, batch_index: r.index, status: r.error?.status ?? 0, detail: detailText(r.error?.detail) }));
+      .map((r) => ({
+        ...base,
+        operation: r.operation,
+        reference: r.external_reference_id,
+        batch_index: r.index,
+        status: r.error?.status ?? 0,
+        detail: detailText(r.error?.detail),
+      }));
   }
   const params = (req.params ?? {}) as Record<string, unknown>;
   const body = (req.body ?? {}) as Record<string, unknown>;
@@ -224,7 +235,13 @@ export class UsageRecorder {
     for (const row of failedWritesIn(req, reply, payload, () => this.o.clock.now().toISOString())) {
       if (this.pending.length >= MAX_PENDING_FAILED) return;
       // A key pasted into a URL or a reference is not kept in clear (the dashboard shows these rows to members).
-      this.pending.push({ id: randomUUID(), ...row, path: maskApiKeys(row.path), reference: row.reference === null ? null : maskApiKeys(row.reference), detail: maskApiKeys(row.detail) });
+      this.pending.push({
+        id: randomUUID(),
+        ...row,
+        path: maskApiKeys(row.path),
+        reference: row.reference === null ? null : maskApiKeys(row.reference),
+        detail: maskApiKeys(row.detail),
+      });
     }
   }
 
@@ -245,7 +262,8 @@ export class UsageRecorder {
       return;
     }
     const now = this.o.clock.now().getTime();
-    if (failed.length > 0 || now - this.lastPrune > 60_000) await this.prune(new Set(failed.map((f) => f.org_id))).catch((err) => this.o.log?.warn({ err }, 'usage prune failed'));
+    if (failed.length > 0 || now - this.lastPrune > 60_000)
+      await this.prune(new Set(failed.map((f) => f.org_id))).catch((err) => this.o.log?.warn({ err }, 'usage prune failed'));
   }
 
   /** Keeps the log bounded: older than the retention, or past the per-organization cap (of `orgs`), goes. */

@@ -5,7 +5,12 @@ import type { MarketRateListQuery } from './rates.schema.js';
 
 /** A location of the organization as a lane end. */
 export function locationPoint(tx: Executor, orgId: string, ref: string) {
-  return tx.selectFrom('locations').select(['latitude', 'longitude', 'state']).where('org_id', '=', orgId).where('external_reference_id', '=', ref).executeTakeFirst();
+  return tx
+    .selectFrom('locations')
+    .select(['latitude', 'longitude', 'state'])
+    .where('org_id', '=', orgId)
+    .where('external_reference_id', '=', ref)
+    .executeTakeFirst();
 }
 
 export const insertSnapshot = (tx: Executor, row: MarketRateSnapshotsTable) => tx.insertInto('market_rate_snapshots').values(row).execute();

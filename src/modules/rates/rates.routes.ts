@@ -15,7 +15,8 @@ export function marketRateRoutes(app: FastifyInstance, rates: MarketRatesService
       tags,
       operationId: 'createMarketRate',
       summary: 'Record a market rate snapshot for a lane',
-      description: 'A load without a caller max_buy_rate takes it from the latest snapshot on its lane and equipment: (rate_per_mile_high, else rate_per_mile) × total_distance.',
+      description:
+        'A load without a caller max_buy_rate takes it from the latest snapshot on its lane and equipment: (rate_per_mile_high, else rate_per_mile) × total_distance.',
       body: MarketRateCreate,
       response: { 201: Type.Ref(MarketRate, { description: 'The snapshot recorded.' }) },
     },

@@ -68,8 +68,10 @@ export function marketRatesService(pipeline: WritePipeline, clock: Clock) {
     async create(orgId: string, input: MarketRateCreate): Promise<MarketRate> {
       const low = input.rate_per_mile_low ?? null;
       const high = input.rate_per_mile_high ?? null;
-      if (low !== null && low > input.rate_per_mile) throw ValidationError.single(['body', 'rate_per_mile_low'], 'Value error, rate_per_mile_low is above rate_per_mile');
-      if (high !== null && high < input.rate_per_mile) throw ValidationError.single(['body', 'rate_per_mile_high'], 'Value error, rate_per_mile_high is below rate_per_mile');
+      if (low !== null && low > input.rate_per_mile)
+        throw ValidationError.single(['body', 'rate_per_mile_low'], 'Value error, rate_per_mile_low is above rate_per_mile');
+      if (high !== null && high < input.rate_per_mile)
+        throw ValidationError.single(['body', 'rate_per_mile_high'], 'Value error, rate_per_mile_high is below rate_per_mile');
       const origin = await resolvePoint(orgId, 'origin', input.origin);
       const destination = await resolvePoint(orgId, 'destination', input.destination);
       const now = toIso(clock.now());

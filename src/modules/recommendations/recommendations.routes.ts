@@ -19,9 +19,9 @@ export function recommendationRoutes(app: FastifyInstance, recommendations: Reco
         '',
         'Each entry carries its evidence, w being the weight of each history load (proximity × 0.5^(age in days/90)):',
         '- effective_loads = (Σw)² ÷ Σw² (2 decimals).',
-        '- on_time.pickup / on_time.delivery: rate = Σw on-time scored ÷ Σw scored; scored = count of stops with an actual_arrival and a window; coverage = Σw scored ÷ Σw over all the carrier\'s lane stops of that kind (3 decimals). On time iff actual_arrival ≤ deadline (late_arrival, else early_arrival, as recorded with the arrival) + grace_minutes.',
+        "- on_time.pickup / on_time.delivery: rate = Σw on-time scored ÷ Σw scored; scored = count of stops with an actual_arrival and a window; coverage = Σw scored ÷ Σw over all the carrier's lane stops of that kind (3 decimals). On time iff actual_arrival ≤ deadline (late_arrival, else early_arrival, as recorded with the arrival) + grace_minutes.",
         '- price.rate_vs_market = weighted median of total ÷ (market rate_per_mile on the lane as of the delivery date × total_distance) (3 decimals); priced_loads their count.',
-        '- backhaul: the carrier\'s latest load on its way delivering within 100 miles of this origin 0–48 h before the first pickup.',
+        "- backhaul: the carrier's latest load on its way delivering within 100 miles of this origin 0–48 h before the first pickup.",
         '- confidence = round(50 + 50 × (1 − e^(−effective_loads/4)) × 1/(1+cv) × (0.5 + 0.5 × mean coverage)), 50–100; below 63, get more bids.',
         '- reasons: at most 3 sentences built from the above.',
         '',
@@ -33,7 +33,12 @@ export function recommendationRoutes(app: FastifyInstance, recommendations: Reco
     },
     handler: async (req) => {
       const orgId = principalOf(req).orgId;
-      return guardedRead(req, (g) => recommendations.forLoad(orgId, req.params.external_reference_id, g, { rankBy: req.query.rank_by as 'history' | 'balanced' | undefined, widen: req.query.widen }));
+      return guardedRead(req, (g) =>
+        recommendations.forLoad(orgId, req.params.external_reference_id, g, {
+          rankBy: req.query.rank_by as 'history' | 'balanced' | undefined,
+          widen: req.query.widen,
+        }),
+      );
     },
   });
 }

@@ -42,22 +42,20 @@ export interface BatchResult {
 }
 
 export function batchRequestSchema(dataKey: string, operations: readonly BatchOperation[]) {
-  return Type.Object(
-    {
-      items: Type.Array(
-        Type.Object({
-          operation: CiEnum(operations, { description: `One of ${operations.join(', ')} (any letter case).` }),
-          external_reference_id: Type.Optional(
-            ExternalReferenceId({ description: `Used when the ${dataKey} object omits its own; when both are given they must be equal.` }),
-          ),
-          [dataKey]: Type.Optional(
-            Type.Unknown({ description: `The ${dataKey}, validated per item with the same rules as the single-record endpoints. Omitted for delete.` }),
-          ),
-        }),
-        { maxItems: MAX_BATCH_ITEMS, description: `At most ${MAX_BATCH_ITEMS} items, applied in order.` },
-      ),
-    },
-  );
+  return Type.Object({
+    items: Type.Array(
+      Type.Object({
+        operation: CiEnum(operations, { description: `One of ${operations.join(', ')} (any letter case).` }),
+        external_reference_id: Type.Optional(
+          ExternalReferenceId({ description: `Used when the ${dataKey} object omits its own; when both are given they must be equal.` }),
+        ),
+        [dataKey]: Type.Optional(
+          Type.Unknown({ description: `The ${dataKey}, validated per item with the same rules as the single-record endpoints. Omitted for delete.` }),
+        ),
+      }),
+      { maxItems: MAX_BATCH_ITEMS, description: `At most ${MAX_BATCH_ITEMS} items, applied in order.` },
+    ),
+  });
 }
 
 /**
@@ -72,7 +70,11 @@ export function batchRequestDocument(dataKey: string, operations: readonly Batch
   if (operations.includes('create')) {
     variants.push(
       Type.Object(
-        { operation: operation(['create']), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe(Object.assign({}, schemas.create as object, { description: `The new ${dataKey}, as the single create takes it.` })) },
+        {
+          operation: operation(['create']),
+          external_reference_id: Type.Optional(itemRef),
+          [dataKey]: Type.Unsafe(Object.assign({}, schemas.create as object, { description: `The new ${dataKey}, as the single create takes it.` })),
+        },
         { title: `Create ${dataKey}`, description: 'Creates the record; 409 in its result when the external_reference_id exists.' },
       ),
     );
@@ -81,8 +83,19 @@ export function batchRequestDocument(dataKey: string, operations: readonly Batch
   if (changing.length > 0) {
     variants.push(
       Type.Object(
-        { operation: operation(changing), external_reference_id: Type.Optional(itemRef), [dataKey]: Type.Unsafe(Object.assign({}, schemas.update as object, { description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).` })) },
-        { title: `Update or upsert ${dataKey}`, description: 'update: 404 in its result when the record does not exist; upsert creates it then (with the create rules).' },
+        {
+          operation: operation(changing),
+          external_reference_id: Type.Optional(itemRef),
+          [dataKey]: Type.Unsafe(
+            Object.assign({}, schemas.update as object, {
+              description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).`,
+            }),
+          ),
+        },
+        {
+          title: `Update or upsert ${dataKey}`,
+          description: 'update: 404 in its result when the record does not exist; upsert creates it then (with the create rules).',
+        },
       ),
     );
   }
@@ -97,7 +110,10 @@ export function batchRequestDocument(dataKey: string, operations: readonly Batch
   return Type.Object({
     // One variant per operation (their operations never overlap). anyOf rather than oneOf: the operation is
     // matched in any letter case, which a discriminator cannot express, and linters cannot see the patterns exclude each other.
-    items: Type.Array(Type.Unsafe({ anyOf: variants }), { maxItems: MAX_BATCH_ITEMS, description: `At most ${MAX_BATCH_ITEMS} items, applied in order, each on its own.` }),
+    items: Type.Array(Type.Unsafe({ anyOf: variants }), {
+      maxItems: MAX_BATCH_ITEMS,
+      description: `At most ${MAX_BATCH_ITEMS} items, applied in order, each on its own.`,
+    }),
   });
 }
 
@@ -115,10 +131,14 @@ export const BatchResultSchema = Type.Object(
         error: Type.Optional(
           Type.Object(
             {
-              status: Type.Integer({ description: '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.' }),
+              status: Type.Integer({
+                description:
+                  '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.',
+              }),
               request_id: Type.Optional(Type.String({ description: 'On a 500: the request id to quote when reporting it.' })),
               detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue), { maxItems: 100 })], {
-                description: 'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem (at most the first 100), loc starting at ["body", "items", index].',
+                description:
+                  'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem (at most the first 100), loc starting at ["body", "items", index].',
               }),
               truncated: Type.Optional(Type.Literal(true, { description: 'On a 422 with more than 100 problems: only the first 100 are listed.' })),
             },
@@ -229,14 +249,16 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     }
     const ref = data.external_reference_id as string | undefined;
     if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-    const nested = (w: ItemWork): ItemWork => async (tx, ch, ws) => {
-      try {
-        return await w(tx, ch, ws);
-      } catch (err) {
-        if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
-        throw err;
-      }
-    };
+    const nested =
+      (w: ItemWork): ItemWork =>
+      async (tx, ch, ws) => {
+        try {
+          return await w(tx, ch, ws);
+        } catch (err) {
+          if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
+          throw err;
+        }
+      };
     if (op === 'create') return { ref, work: nested((tx, ch, ws) => resource.create(tx, ch, ws, orgId, data as C)), upsert: false };
     if (op === 'update') return { ref, work: nested((tx, ch, ws) => resource.update(tx, ch, ws, orgId, ref, data as U)), upsert: false };
     return { ref, work: nested((tx, ch, ws) => resource.upsert(tx, ch, ws, orgId, ref, data as U)), upsert: true };
@@ -256,9 +278,7 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
       // The item's own external_reference_id when it has one, else its data object's
       // (docs/api.md, "Batches").
       const declaredRef =
-        item.external_reference_id ??
-        (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ??
-        null;
+        item.external_reference_id ?? (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ?? null;
       const entry: BatchResultEntry = { index, external_reference_id: declaredRef, operation: item.operation, success: false, id: null };
       if (Date.now() > deadline) {
         entry.error = { status: 503, detail: OUT_OF_TIME };
@@ -288,27 +308,31 @@ export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C
     const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
     try {
       const open = resource.workspace;
-      results = await resource.pipeline.batch<BatchResultEntry[], W>(orgId, async (runItem) => {
-        applied = await applyAll(orgId, items, deadlineAt, opts, runItem);
-        const last = opts.beforeCommit;
-        // As the batch's last step, in its transaction: it commits with the items or not at all.
-        if (last) await runItem(async (tx) => (await last(tx, applied), { id: '' }));
-        return applied;
-      }, {
-        analyticsRun: resource.analyticsRun,
-        deadlineAt,
-        // Items refused for their text are not read ahead: they fail before they run.
-        ...(open
-          ? {
-              workspace: (tx: Executor) =>
-                open(
-                  tx,
-                  orgId,
-                  items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
-                ),
-            }
-          : {}),
-      });
+      results = await resource.pipeline.batch<BatchResultEntry[], W>(
+        orgId,
+        async (runItem) => {
+          applied = await applyAll(orgId, items, deadlineAt, opts, runItem);
+          const last = opts.beforeCommit;
+          // As the batch's last step, in its transaction: it commits with the items or not at all.
+          if (last) await runItem(async (tx) => (await last(tx, applied), { id: '' }));
+          return applied;
+        },
+        {
+          analyticsRun: resource.analyticsRun,
+          deadlineAt,
+          // Items refused for their text are not read ahead: they fail before they run.
+          ...(open
+            ? {
+                workspace: (tx: Executor) =>
+                  open(
+                    tx,
+                    orgId,
+                    items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
+                  ),
+              }
+            : {}),
+        },
+      );
     } catch (err) {
       // The closing commit failed (or the transaction could not start): nothing of the batch was
       // saved, so no item may be reported saved.

@@ -13,7 +13,6 @@ import { batchRunner, type BatchOperation, type BatchPrefetchItem } from './batc
 import { assertSameReference, changedFields } from './records.js';
 import { IMMEDIATE, type ChangeSet, type Presenter, type RecordChange, type Workspace, type WritePipeline } from './write-pipeline.js';
 
-
 /** The columns every new record row starts with. */
 export interface NewRecordBase {
   id: string;
@@ -68,7 +67,14 @@ export interface RecordLifecycleOptions<T extends RecordTable, Create, Update, O
    * The column values an update sets (unchanged ones are dropped later), after writing anything the
    * row carries in other tables; `touched` says such a write happened, so updated_at moves.
    */
-  updateColumns(tx: Executor, orgId: string, row: RowOf<T>, input: Update, changes: ChangeSet, ws: W): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean; followUp?: boolean }>;
+  updateColumns(
+    tx: Executor,
+    orgId: string,
+    row: RowOf<T>,
+    input: Update,
+    changes: ChangeSet,
+    ws: W,
+  ): Promise<{ patch: Partial<RowOf<T>>; touched?: boolean; followUp?: boolean }>;
   /** Creates and deletes of this kind are followed up after commit (loads: load.recommendations_changed). */
   followUpWrites?: boolean;
   /** The response records for rows (loading what they carry, such as contacts). */
@@ -107,9 +113,13 @@ export function allProblems(schemaIssues: readonly ValidationIssue[], others: re
  * item's. Single-record routes, batch items, the dashboard and the CLI all call these, so they cannot
  * drift apart.
  */
-export function recordLifecycle<T extends RecordTable, Create extends { external_reference_id: string }, Update extends { external_reference_id?: string }, Out, W extends Workspace = Workspace>(
-  o: RecordLifecycleOptions<T, Create, Update, Out, W>,
-) {
+export function recordLifecycle<
+  T extends RecordTable,
+  Create extends { external_reference_id: string },
+  Update extends { external_reference_id?: string },
+  Out,
+  W extends Workspace = Workspace,
+>(o: RecordLifecycleOptions<T, Create, Update, Out, W>) {
   const repo = tenantRecords(o.table);
   const rows: RecordRows<T, W> = o.workspace?.rows ?? (immediateRows(repo) as RecordRows<T, W>);
   const open = (orgId: string): W => o.workspace?.open(orgId) ?? (IMMEDIATE as W);
@@ -119,7 +129,12 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   const validateCreate = compileBodyValidator(o.createSchema);
   const presenter = o.present as unknown as Presenter;
   /** A change of the unit of work; its event's data is the record's answer, built at seal (docs/events.md, "The events"). */
-  const changeOf = (op: 'created' | 'updated' | 'deleted', row: RowOf<T>, previous?: RowOf<T>, followUp = op !== 'updated' && o.followUpWrites === true): RecordChange => ({
+  const changeOf = (
+    op: 'created' | 'updated' | 'deleted',
+    row: RowOf<T>,
+    previous?: RowOf<T>,
+    followUp = op !== 'updated' && o.followUpWrites === true,
+  ): RecordChange => ({
     kind: o.table as VersionedKind,
     op,
     id: row.id,
@@ -130,7 +145,14 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
   });
 
   /** Every problem of a body beside its schema's (a body that failed its schema; `ref`: the record it updates). */
-  async function bodyProblems(tx: Executor, ws: W, orgId: string, schemaIssues: readonly ValidationIssue[], body: unknown, ref: string | null): Promise<ValidationIssue[]> {
+  async function bodyProblems(
+    tx: Executor,
+    ws: W,
+    orgId: string,
+    schemaIssues: readonly ValidationIssue[],
+    body: unknown,
+    ref: string | null,
+  ): Promise<ValidationIssue[]> {
     const row = ref === null ? null : ((await rows.findByRef(tx, ws, orgId, ref)) ?? null);
     const sentRef = typeof body === 'object' && body !== null ? (body as { external_reference_id?: unknown }).external_reference_id : undefined;
     const others = [...(row === null ? blankReferenceIssues(sentRef ?? ref) : []), ...((await o.problems?.(tx, orgId, body, row)) ?? [])];
@@ -141,7 +163,13 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
     const blank = blankReferenceIssues(input.external_reference_id);
     if (blank.length > 0) throw new ValidationError([...blank, ...((await o.problems?.(tx, orgId, input, null)) ?? [])]);
     const now = toIso(o.clock.now());
-    const row = await o.insert(tx, input, { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now }, changes, ws);
+    const row = await o.insert(
+      tx,
+      input,
+      { id: newId(idKind), org_id: orgId, external_reference_id: input.external_reference_id, created_at: now, updated_at: now },
+      changes,
+      ws,
+    );
     changes.record(changeOf('created', row), (await o.afterSave?.(tx, orgId, row, null, ws)) ?? []);
     return row;
   }
@@ -262,8 +290,10 @@ export function recordLifecycle<T extends RecordTable, Create extends { external
         throw err;
       }
     },
-    update: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.update(tx, changes, ws, orgId, ref, input))),
-    upsert: (orgId: string, ref: string, input: Update): Promise<Out> => single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.upsert(tx, changes, ws, orgId, ref, input)), true),
+    update: (orgId: string, ref: string, input: Update): Promise<Out> =>
+      single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.update(tx, changes, ws, orgId, ref, input))),
+    upsert: (orgId: string, ref: string, input: Update): Promise<Out> =>
+      single(orgId, async (tx, changes, ws) => answer(tx, changes, ws, orgId, await steps.upsert(tx, changes, ws, orgId, ref, input)), true),
     delete: (orgId: string, refOrId: string): Promise<{ id: string }> => single(orgId, (tx, changes, ws) => steps.delete(tx, changes, ws, orgId, refOrId)),
     /** The batch endpoint: the same steps, items answering the service id only (docs/api.md, "Batches"). */
     batch: batchRunner<Create, Update, W>({

@@ -3,7 +3,15 @@ import { Type, type TObject, type TSchema, type Static } from '@sinclair/typebox
 import { guardedRead, principalOf } from '../../lib/http/auth.js';
 import type { KeyGuard } from '../../lib/http/principal.js';
 import type { Scope } from '../accounts/scopes.js';
-import { batchRequestDocument, batchRequestSchema, BatchResultSchema, type BatchItem, type BatchOperation, type BatchResult, type RunOptions } from './batch.js';
+import {
+  batchRequestDocument,
+  batchRequestSchema,
+  BatchResultSchema,
+  type BatchItem,
+  type BatchOperation,
+  type BatchResult,
+  type RunOptions,
+} from './batch.js';
 import type { VersionedKind } from '../../lib/db/versions.js';
 import type { ReadCache } from '../../lib/http/read-cache.js';
 import { RefOrIdParams } from './route-schemas.js';
@@ -73,7 +81,15 @@ type AnyService = ResourceService<unknown, unknown, unknown, unknown>;
  * A read answered from the read cache when what it depends on is unchanged, else read, serialised by
  * the route's own response serialiser (the same bytes as an answer not kept) and kept.
  */
-async function cachedRead<T>(o: ResourceRoutesOptions<TObject, TObject, TObject>, req: FastifyRequest, reply: FastifyReply, orgId: string, key: string, read: () => Promise<T>, keep: (value: T) => boolean) {
+async function cachedRead<T>(
+  o: ResourceRoutesOptions<TObject, TObject, TObject>,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  orgId: string,
+  key: string,
+  read: () => Promise<T>,
+  keep: (value: T) => boolean,
+) {
   const cache = o.readCache;
   const snapshot = req.dataSnapshot;
   if (!cache?.enabled || !snapshot) return read();
@@ -107,32 +123,69 @@ const withBodyProblems = (service: AnyService, refOf: (req: FastifyRequest) => s
 const refOf = (service: AnyService, orgId: string, refOrId: string) => (service.refOf ? service.refOf(orgId, refOrId) : refOrId);
 
 /** GET one, GET the list: read scope, answers kept by the read cache. */
-function readRoutes(service: AnyService, o: ResourceRoutesOptions<TObject, TObject, TObject>, names: { Noun: string; Plural: string }): Pick<ResourceRouteSet, 'list' | 'get'> {
+function readRoutes(
+  service: AnyService,
+  o: ResourceRoutesOptions<TObject, TObject, TObject>,
+  names: { Noun: string; Plural: string },
+): Pick<ResourceRouteSet, 'list' | 'get'> {
   const tags = [o.tag];
   const config = { scope: o.readScope, ...(o.foldsKeyCheck ? { foldsKeyCheck: true } : {}) };
   return {
     list: {
       config,
-      schema: { tags, operationId: `list${names.Plural}`, summary: `List ${o.collection}`, querystring: o.listQuery, response: { 200: Type.Ref(o.pageSchema, { description: `A page of ${o.collection}, with pagination.` }) } },
+      schema: {
+        tags,
+        operationId: `list${names.Plural}`,
+        summary: `List ${o.collection}`,
+        querystring: o.listQuery,
+        response: { 200: Type.Ref(o.pageSchema, { description: `A page of ${o.collection}, with pagination.` }) },
+      },
       handler: async (req, reply) => {
         const orgId = principalOf(req).orgId;
-        return cachedRead(o, req, reply, orgId, `${o.collection}\u0001${req.url}`, () => guardedRead(req, (g) => service.list(orgId, req.query, g)), () => true);
+        return cachedRead(
+          o,
+          req,
+          reply,
+          orgId,
+          `${o.collection}\u0001${req.url}`,
+          () => guardedRead(req, (g) => service.list(orgId, req.query, g)),
+          () => true,
+        );
       },
     },
     get: {
       config,
-      schema: { tags, operationId: `get${names.Noun}`, summary: `Get a ${o.noun}`, params: RefOrIdParams, response: { 200: Type.Ref(o.recordSchema, { description: `The ${o.noun}.` }) } },
+      schema: {
+        tags,
+        operationId: `get${names.Noun}`,
+        summary: `Get a ${o.noun}`,
+        params: RefOrIdParams,
+        response: { 200: Type.Ref(o.recordSchema, { description: `The ${o.noun}.` }) },
+      },
       handler: async (req, reply) => {
         const orgId = principalOf(req).orgId;
         const ref = await refOf(service, orgId, (req.params as RefOrId).external_reference_id);
-        return cachedRead(o, req, reply, orgId, `${o.collection}\u0000${ref}`, () => guardedRead(req, (g) => service.get(orgId, ref, g)), (rec) => !o.cacheable || o.cacheable(rec));
+        return cachedRead(
+          o,
+          req,
+          reply,
+          orgId,
+          `${o.collection}\u0000${ref}`,
+          () => guardedRead(req, (g) => service.get(orgId, ref, g)),
+          (rec) => !o.cacheable || o.cacheable(rec),
+        );
       },
     },
   };
 }
 
 /** The batch endpoint: up to 100 items, each applied on its own, under one deadline. */
-function batchRoute(service: AnyService, o: ResourceRoutesOptions<TObject, TObject, TObject>, names: { Plural: string }, bodies: { create: unknown; update: unknown }): ResourceRoute {
+function batchRoute(
+  service: AnyService,
+  o: ResourceRoutesOptions<TObject, TObject, TObject>,
+  names: { Plural: string },
+  bodies: { create: unknown; update: unknown },
+): ResourceRoute {
   return {
     config: {
       scope: o.writeScope,
@@ -195,7 +248,14 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     get,
     update: {
       config: { scope: o.writeScope, swaggerTransform: documentedBody(updateBody) },
-      schema: { tags, operationId: `update${Noun}`, summary: `Update a ${o.noun} (only the fields sent change)`, params: RefOrIdParams, body: o.updateSchema, response: { 200: record(`The ${o.noun} as updated.`) } },
+      schema: {
+        tags,
+        operationId: `update${Noun}`,
+        summary: `Update a ${o.noun} (only the fields sent change)`,
+        params: RefOrIdParams,
+        body: o.updateSchema,
+        response: { 200: record(`The ${o.noun} as updated.`) },
+      },
       errorHandler: withBodyProblems(service, (req) => (req.params as RefOrId).external_reference_id),
       handler: async (req) => {
         const orgId = principalOf(req).orgId;
@@ -204,7 +264,13 @@ export function resourceRoutes<C extends TObject, U extends TObject, Q extends T
     },
     delete: {
       config: { scope: o.writeScope },
-      schema: { tags, operationId: `delete${Noun}`, summary: `Delete a ${o.noun}`, params: RefOrIdParams, response: { 204: Type.Null({ description: `Deleted: no body.` }) } },
+      schema: {
+        tags,
+        operationId: `delete${Noun}`,
+        summary: `Delete a ${o.noun}`,
+        params: RefOrIdParams,
+        response: { 204: Type.Null({ description: `Deleted: no body.` }) },
+      },
       handler: async (req, reply) => {
         await service.delete(principalOf(req).orgId, (req.params as RefOrId).external_reference_id);
         return reply.code(204).send(null);

@@ -22,9 +22,18 @@ export function tenantRecords<T extends RecordTable>(table: T) {
     findByRef: async (tx: Executor, orgId: string, ref: string): Promise<RowOf<T> | undefined> => (await byRef(tx, { orgId, ref }))[0],
     findById: (tx: Executor, orgId: string, id: string) =>
       tx.selectFrom(t).selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst() as Promise<RowOf<T> | undefined>,
-    insert: (tx: Executor, row: RowOf<T>) => tx.insertInto(t).values(row as never).execute(),
+    insert: (tx: Executor, row: RowOf<T>) =>
+      tx
+        .insertInto(t)
+        .values(row as never)
+        .execute(),
     update: (tx: Executor, orgId: string, id: string, patch: Partial<RowOf<T>>) =>
-      tx.updateTable(t).set(patch as never).where('org_id', '=', orgId).where('id', '=', id).execute(),
+      tx
+        .updateTable(t)
+        .set(patch as never)
+        .where('org_id', '=', orgId)
+        .where('id', '=', id)
+        .execute(),
     delete: (tx: Executor, orgId: string, id: string) => tx.deleteFrom(t).where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };
 }

@@ -249,7 +249,10 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
 
   async function seal(tx: Executor, orgId: string, changes: ChangeSet): Promise<void> {
     // The events' data is read first, before the organization's counter row is locked (held to commit).
-    const drafts = deps.outbox && (changes.records.length > 0 || changes.announcements.length > 0) ? await deps.outbox.draft(tx, orgId, changes.records, changes.announcements) : [];
+    const drafts =
+      deps.outbox && (changes.records.length > 0 || changes.announcements.length > 0)
+        ? await deps.outbox.draft(tx, orgId, changes.records, changes.announcements)
+        : [];
     for (const [counter, moves] of changes.tallies) {
       const write = deps.counters?.[counter];
       if (!write) throw new Error(`no writer for counter ${counter}`);
@@ -262,7 +265,13 @@ export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit
     if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
   }
 
-  async function inOwnTransaction<R, W extends Workspace>(orgId: string, work: Work<R, W>, workspace: () => W, committed: ChangeSet, retry?: boolean): Promise<R> {
+  async function inOwnTransaction<R, W extends Workspace>(
+    orgId: string,
+    work: Work<R, W>,
+    workspace: () => W,
+    committed: ChangeSet,
+    retry?: boolean,
+  ): Promise<R> {
     return retrying(retry, async () => {
       const changes = new ChangeSet();
       const result = await store.db.transaction().execute(async (tx) => {

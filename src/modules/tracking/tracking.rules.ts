@@ -12,12 +12,23 @@ function typeOf(input: TrackingEventInput): TrackingType | ValidationIssue {
   const code = input.edi_status_code?.toUpperCase();
   const fromCode = code === undefined ? undefined : EDI_STATUS_CODES[code];
   if (code !== undefined && fromCode === undefined) {
-    return { type: 'enum', loc: ['body', 'edi_status_code'], msg: `Input should be one of ${Object.keys(EDI_STATUS_CODES).map((c) => `'${c}'`).join(', ')} (EDI 214 arrival and departure codes)` };
+    return {
+      type: 'enum',
+      loc: ['body', 'edi_status_code'],
+      msg: `Input should be one of ${Object.keys(EDI_STATUS_CODES)
+        .map((c) => `'${c}'`)
+        .join(', ')} (EDI 214 arrival and departure codes)`,
+    };
   }
   const type = input.type as TrackingType | undefined;
-  if (type === undefined && fromCode === undefined) return { type: 'missing', loc: ['body', 'type'], msg: 'Field required: type (ARRIVED or DEPARTED), or an edi_status_code' };
+  if (type === undefined && fromCode === undefined)
+    return { type: 'missing', loc: ['body', 'type'], msg: 'Field required: type (ARRIVED or DEPARTED), or an edi_status_code' };
   if (type !== undefined && fromCode !== undefined && type !== fromCode) {
-    return { type: 'value_error', loc: ['body', 'edi_status_code'], msg: `Value error, edi_status_code ${code} means ${fromCode}, which contradicts type ${type}` };
+    return {
+      type: 'value_error',
+      loc: ['body', 'edi_status_code'],
+      msg: `Value error, edi_status_code ${code} means ${fromCode}, which contradicts type ${type}`,
+    };
   }
   return (type ?? fromCode)!;
 }
@@ -26,11 +37,19 @@ function typeOf(input: TrackingEventInput): TrackingType | ValidationIssue {
 function timeOf(input: TrackingEventInput): TrackingTime | ValidationIssue {
   const { occurred_at: utc, occurred_at_local: local } = input;
   if (utc !== undefined && local !== undefined) {
-    return { type: 'value_error', loc: ['body', 'occurred_at_local'], msg: "Value error, send occurred_at (the instant, UTC unless it carries an offset) or occurred_at_local (the stop's local clock time), not both" };
+    return {
+      type: 'value_error',
+      loc: ['body', 'occurred_at_local'],
+      msg: "Value error, send occurred_at (the instant, UTC unless it carries an offset) or occurred_at_local (the stop's local clock time), not both",
+    };
   }
   if (utc !== undefined) return { utc };
   if (local !== undefined) return { local };
-  return { type: 'missing', loc: ['body', 'occurred_at'], msg: "Field required: occurred_at (the instant, UTC unless it carries an offset), or occurred_at_local (the stop's local clock time, YYYY-MM-DDTHH:MM[:SS])" };
+  return {
+    type: 'missing',
+    loc: ['body', 'occurred_at'],
+    msg: "Field required: occurred_at (the instant, UTC unless it carries an offset), or occurred_at_local (the stop's local clock time, YYYY-MM-DDTHH:MM[:SS])",
+  };
 }
 
 /** The event's type and time, or one 422 naming every problem of the two. */
@@ -52,8 +71,14 @@ export function instantAt(time: TrackingTime, timeZone: string, stopNumber: numb
   if ('instant' in reading) return reading.instant;
   const [type, msg] = {
     invalid: ['datetime_parsing', `Input should be a valid local date and time, YYYY-MM-DDTHH:MM[:SS] without an offset (got ${time.local})`],
-    skipped: ['value_error', `Value error, ${time.local} does not exist in ${timeZone} (stop ${stopNumber}'s time zone): the clocks skipped it for daylight saving time; send the time the stop's clock showed, or occurred_at in UTC`],
-    out_of_range: ['datetime_parsing', `Input should be a local time whose instant lies between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (${time.local} in ${timeZone} is outside)`],
+    skipped: [
+      'value_error',
+      `Value error, ${time.local} does not exist in ${timeZone} (stop ${stopNumber}'s time zone): the clocks skipped it for daylight saving time; send the time the stop's clock showed, or occurred_at in UTC`,
+    ],
+    out_of_range: [
+      'datetime_parsing',
+      `Input should be a local time whose instant lies between 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z in UTC (${time.local} in ${timeZone} is outside)`,
+    ],
   }[reading.refused] as [string, string];
   throw ValidationError.single(['body', 'occurred_at_local'], msg, type);
 }

@@ -18,12 +18,18 @@ export const EDI_STATUS_CODES: Readonly<Record<string, (typeof TRACKING_TYPES)[n
 
 export const TrackingEventInput = Type.Object(
   {
-    event_id: Type.String({ minLength: 1, maxLength: 255, description: 'Your id of the event, unique in your organization: the same id again answers what the first answered and changes nothing.' }),
-    type: Type.Optional(CiEnum(TRACKING_TYPES, { description: 'ARRIVED sets the stop\'s actual_arrival, DEPARTED its actual_departure. May be left out when edi_status_code is given.' })),
-    stop_number: Type.Integer({ minimum: 1, maximum: 1000, description: 'The stop of the load the event is at.' }),
-    occurred_at: Type.Optional(
-      Timestamp('When the event happened, as an instant; send this or occurred_at_local, not both.'),
+    event_id: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Your id of the event, unique in your organization: the same id again answers what the first answered and changes nothing.',
+    }),
+    type: Type.Optional(
+      CiEnum(TRACKING_TYPES, {
+        description: "ARRIVED sets the stop's actual_arrival, DEPARTED its actual_departure. May be left out when edi_status_code is given.",
+      }),
     ),
+    stop_number: Type.Integer({ minimum: 1, maximum: 1000, description: 'The stop of the load the event is at.' }),
+    occurred_at: Type.Optional(Timestamp('When the event happened, as an instant; send this or occurred_at_local, not both.')),
     occurred_at_local: Type.Optional(
       Type.String({
         pattern: WALL_TIME_PATTERN,
@@ -33,7 +39,11 @@ export const TrackingEventInput = Type.Object(
     ),
     source: Type.Optional(CiEnum(TRACKING_SOURCES, { description: 'Where the event came from. Default: EDI when edi_status_code is given, else MANUAL.' })),
     edi_status_code: Type.Optional(
-      Type.String({ minLength: 2, maxLength: 2, description: 'EDI 214 status code, any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. Given with a type that contradicts it: 422.' }),
+      Type.String({
+        minLength: 2,
+        maxLength: 2,
+        description: 'EDI 214 status code, any case: x3, x1 → ARRIVED; af, cd, d1 → DEPARTED. Given with a type that contradicts it: 422.',
+      }),
     ),
     correction: Type.Optional(Type.Boolean({ description: 'true replaces a different time already recorded for the stop (else 409).' })),
   },

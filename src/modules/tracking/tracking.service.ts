@@ -38,7 +38,17 @@ export function trackingService(clock: Clock, deps: TrackingDeps) {
    * Sets the stop's actual through the load's update, then announces load.stop_arrived or
    * load.stop_departed (data: the load as answered).
    */
-  async function applyToStop(tx: Executor, changes: ChangeSet, ws: LoadWorkspace, orgId: string, ref: string, stops: StopWithLocation[], stopNumber: number, field: 'actual_arrival' | 'actual_departure', occurredAt: string) {
+  async function applyToStop(
+    tx: Executor,
+    changes: ChangeSet,
+    ws: LoadWorkspace,
+    orgId: string,
+    ref: string,
+    stops: StopWithLocation[],
+    stopNumber: number,
+    field: 'actual_arrival' | 'actual_departure',
+    occurredAt: string,
+  ) {
     const next = stops.map((s) => ({
       stop_number: s.stop_number,
       stop_type: s.stop_type,
@@ -72,18 +82,27 @@ export function trackingService(clock: Clock, deps: TrackingDeps) {
         if (!row) throw new NotFoundError('Load', ref);
         const stops = await ws.stopsOf(tx, row.id);
         const stop = stops.find((s) => s.stop_number === input.stop_number);
-        if (!stop) throw ValidationError.single(['body', 'stop_number'], `Value error, load '${ref}' has no stop ${input.stop_number} (its stops: ${stops.map((s) => s.stop_number).join(', ')})`);
+        if (!stop)
+          throw ValidationError.single(
+            ['body', 'stop_number'],
+            `Value error, load '${ref}' has no stop ${input.stop_number} (its stops: ${stops.map((s) => s.stop_number).join(', ')})`,
+          );
         const timeZone = stopTimeZone((await ws.record(tx, 'locations', stop.location_external_reference_id))?.timezone);
         const occurredAt = instantAt(time, timeZone, stop.stop_number);
         const field = type === 'ARRIVED' ? 'actual_arrival' : 'actual_departure';
         const current = stop[field];
         if (current !== null && current !== occurredAt && input.correction !== true) {
-          throw new ConflictError(`Stop ${stop.stop_number} of load '${ref}' already has ${field} ${current}; send "correction": true to replace it with ${occurredAt}`);
+          throw new ConflictError(
+            `Stop ${stop.stop_number} of load '${ref}' already has ${field} ${current}; send "correction": true to replace it with ${occurredAt}`,
+          );
         }
         const arrival = type === 'ARRIVED' ? occurredAt : stop.actual_arrival;
         const departure = type === 'DEPARTED' ? occurredAt : stop.actual_departure;
         if (arrival !== null && departure !== null && departure < arrival) {
-          throw ValidationError.single(['body', 'occurred_at'], `Value error, the departure (${departure}) would be before the arrival (${arrival}) at stop ${stop.stop_number}`);
+          throw ValidationError.single(
+            ['body', 'occurred_at'],
+            `Value error, the departure (${departure}) would be before the arrival (${arrival}) at stop ${stop.stop_number}`,
+          );
         }
         if (current !== occurredAt) await applyToStop(tx, changes, ws, orgId, ref, stops, stop.stop_number, field, occurredAt);
         const answer: TrackingEventAnswer = {
@@ -94,7 +113,13 @@ export function trackingService(clock: Clock, deps: TrackingDeps) {
           ...answeredTimes(occurredAt, timeZone),
           source: (input.source ?? (input.edi_status_code !== undefined ? 'EDI' : 'MANUAL')) as TrackingEventAnswer['source'],
         };
-        await insertTrackingEvent(tx, { org_id: orgId, event_id: input.event_id, load_id: row.id, answer: JSON.stringify(answer), created_at: toIso(clock.now()) });
+        await insertTrackingEvent(tx, {
+          org_id: orgId,
+          event_id: input.event_id,
+          load_id: row.id,
+          answer: JSON.stringify(answer),
+          created_at: toIso(clock.now()),
+        });
         return answer;
       },
       // Two requests with one new event_id: the loser's insert fails the unique key and runs again, finding the winner's.

@@ -55,7 +55,14 @@ export async function sendAttempt(req: AttemptRequest, control: AbortController)
   let keptBytes = 0;
   let error: string | null = null;
   try {
-    const res = await fetch(req.url, { method: 'POST', headers: req.headers, body: req.body, redirect: 'manual', signal: control.signal, dispatcher: req.dispatcher });
+    const res = await fetch(req.url, {
+      method: 'POST',
+      headers: req.headers,
+      body: req.body,
+      redirect: 'manual',
+      signal: control.signal,
+      dispatcher: req.dispatcher,
+    });
     responseStatus = res.status;
     retryAfter = res.headers.get('retry-after');
     if (res.body) {

@@ -4,7 +4,10 @@ import { writesInWith } from '../../lib/db/capabilities.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../../lib/db/types.js';
 
 /** What an attempt changes on its delivery's row. */
-export type DeliveryOutcome = Pick<WebhookDeliveriesTable, 'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'>;
+export type DeliveryOutcome = Pick<
+  WebhookDeliveriesTable,
+  'attempt' | 'status' | 'response_status' | 'duration_ms' | 'error' | 'next_attempt_at' | 'updated_at'
+>;
 
 /**
  * A webhook attempt's writes (src/modules/webhooks/outcome.ts): the delivery's outcome, the attempt log,
@@ -57,6 +60,15 @@ export async function setEndpointFailingSince(tx: Executor, endpointId: string, 
 }
 
 /** The endpoint's row disabled (its pending deliveries are failed by failPending, webhooks.repo.ts). */
-export async function disableEndpointRow(tx: Executor, endpointId: string, reason: NonNullable<WebhookEndpointsTable['disabled_reason']>, now: string): Promise<void> {
-  await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason, disabled_at: now, updated_at: now }).where('id', '=', endpointId).execute();
+export async function disableEndpointRow(
+  tx: Executor,
+  endpointId: string,
+  reason: NonNullable<WebhookEndpointsTable['disabled_reason']>,
+  now: string,
+): Promise<void> {
+  await tx
+    .updateTable('webhook_endpoints')
+    .set({ status: 'disabled', disabled_reason: reason, disabled_at: now, updated_at: now })
+    .where('id', '=', endpointId)
+    .execute();
 }

@@ -13,7 +13,16 @@ export type DisabledReason = 'manual' | 'gone' | 'failing';
 /** Disables an endpoint and fails its pending deliveries (they can be replayed). */
 export async function disableEndpoint(tx: Executor, endpointId: string, reason: DisabledReason, now: string): Promise<void> {
   await disableEndpointRow(tx, endpointId, reason, now);
-  await failPending(tx, endpointId, reason === 'gone' ? 'Endpoint disabled: the receiver answered 410 Gone' : reason === 'failing' ? 'Endpoint disabled: every attempt failed for 5 days' : 'Endpoint disabled', now);
+  await failPending(
+    tx,
+    endpointId,
+    reason === 'gone'
+      ? 'Endpoint disabled: the receiver answered 410 Gone'
+      : reason === 'failing'
+        ? 'Endpoint disabled: every attempt failed for 5 days'
+        : 'Endpoint disabled',
+    now,
+  );
 }
 
 /** What an attempt saw (or why none could be sent). */
@@ -80,7 +89,15 @@ export async function recordOutcome(deps: OutcomeDeps, c: ClaimedDelivery, claim
     }
   }
   const nowIso = toIso(finished);
-  const outcome: DeliveryOutcome = { attempt: attempts, status: result.status, response_status: result.response_status, duration_ms: result.duration_ms, error: result.error, next_attempt_at: next, updated_at: nowIso };
+  const outcome: DeliveryOutcome = {
+    attempt: attempts,
+    status: result.status,
+    response_status: result.response_status,
+    duration_ms: result.duration_ms,
+    error: result.error,
+    next_attempt_at: next,
+    updated_at: nowIso,
+  };
   const entry: AttemptRow = {
     id: newId('wha'),
     org_id: d.org_id,

@@ -49,8 +49,10 @@ export function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4[] {
  */
 function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
   if (isIP(address) === 6) {
-    const hex = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)(%.*)?$/, (_m, a: string, b: string, c: string, d: string, zone: string | undefined) =>
-      `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}${zone ?? ''}`,
+    const hex = address.replace(
+      /(\d+)\.(\d+)\.(\d+)\.(\d+)(%.*)?$/,
+      (_m, a: string, b: string, c: string, d: string, zone: string | undefined) =>
+        `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}${zone ?? ''}`,
     );
     return ipaddr.IPv6.parse(hex);
   }
@@ -154,13 +156,21 @@ export class BlockedAddressError extends Error {
  * would otherwise have let the connection in. Every address is checked, as in `urlProblem`.
  */
 export function guardedLookup(resolve: Resolver = systemResolver): LookupFunction {
-  return (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+  return (
+    hostname: string,
+    options: LookupOptions,
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     resolve(hostname).then(
       (addresses) => {
         const usable = addresses.filter((a) => isIP(a) !== 0 && (!options.family || options.family === isIP(a)));
         if (usable.length === 0) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
         if (addresses.some(isBlockedAddress)) return callback(new BlockedAddressError(), '', 0);
-        if (options.all) return callback(null, usable.map((address) => ({ address, family: isIP(address) })));
+        if (options.all)
+          return callback(
+            null,
+            usable.map((address) => ({ address, family: isIP(address) })),
+          );
         callback(null, usable[0]!, isIP(usable[0]!));
       },
       (err: NodeJS.ErrnoException) => callback(Object.assign(err, { code: err.code ?? 'ENOTFOUND' }), '', 0),

@@ -1,7 +1,17 @@
 import type { Executor } from '../../lib/db/index.js';
 import { type Clock, toIso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { endpointsBehind, eventRefsAfter, insertDeliveries, lockEndpointForEnqueue, moveCursor, orgsWithEnabledEndpoints, type DeliveryRow, type EndpointRow, type EventRef } from './webhooks.repo.js';
+import {
+  endpointsBehind,
+  eventRefsAfter,
+  insertDeliveries,
+  lockEndpointForEnqueue,
+  moveCursor,
+  orgsWithEnabledEndpoints,
+  type DeliveryRow,
+  type EndpointRow,
+  type EventRef,
+} from './webhooks.repo.js';
 
 // Events read per enqueue transaction; a longer backlog takes several.
 const ENQUEUE_WINDOW = 500;
@@ -10,7 +20,12 @@ const ENQUEUE_WINDOW = 500;
 export const webhookId = (kind: 'whe' | 'whd' | 'whr', now: number) => newId(kind, now);
 
 /** A delivery of `e` to `ep`, due at once (the outbox's events and replays, which name themselves, enqueue these). */
-export function pendingDelivery(ep: Pick<EndpointRow, 'id' | 'org_id'>, e: Pick<EventRef, 'id' | 'type' | 'sequence'>, at: Date, replayId: string | null = null): DeliveryRow {
+export function pendingDelivery(
+  ep: Pick<EndpointRow, 'id' | 'org_id'>,
+  e: Pick<EventRef, 'id' | 'type' | 'sequence'>,
+  at: Date,
+  replayId: string | null = null,
+): DeliveryRow {
   const iso = toIso(at);
   return {
     id: webhookId('whd', at.getTime()),
@@ -49,7 +64,10 @@ async function enqueueEndpoint(db: Executor, clock: Clock, endpointId: string): 
       if (events.length === 0) return false;
       const types = ep.event_types ? new Set(JSON.parse(ep.event_types) as string[]) : null;
       const at = clock.now();
-      await insertDeliveries(tx, events.filter((e) => !types || types.has(e.type)).map((e) => pendingDelivery(ep, e, at)));
+      await insertDeliveries(
+        tx,
+        events.filter((e) => !types || types.has(e.type)).map((e) => pendingDelivery(ep, e, at)),
+      );
       await moveCursor(tx, ep.id, events[events.length - 1]!.sequence);
       return events.length === ENQUEUE_WINDOW;
     });

@@ -38,7 +38,14 @@ export async function findEndpoint(db: Executor, orgId: string, id: string): Pro
 export async function pageOfEndpoints(
   db: Executor,
   orgId: string,
-  q: { offset: number; limit: number; sort: 'created_at' | 'updated_at'; direction: 'asc' | 'desc'; createdSince?: string | undefined; updatedSince?: string | undefined },
+  q: {
+    offset: number;
+    limit: number;
+    sort: 'created_at' | 'updated_at';
+    direction: 'asc' | 'desc';
+    createdSince?: string | undefined;
+    updatedSince?: string | undefined;
+  },
 ): Promise<{ rows: EndpointRow[]; total: number }> {
   let base = db.selectFrom('webhook_endpoints').where('org_id', '=', orgId);
   if (q.createdSince) base = base.where('created_at', '>=', q.createdSince);
@@ -57,7 +64,11 @@ export async function pageOfEndpoints(
  */
 export async function countEndpointsLocked(tx: Executor, orgId: string): Promise<number> {
   await holdOrganization(tx, orgId);
-  const row = await tx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', orgId).executeTakeFirst();
+  const row = await tx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('org_id', '=', orgId)
+    .executeTakeFirst();
   return num(row?.n);
 }
 
@@ -100,7 +111,15 @@ export async function failPending(db: Executor, endpointId: string, error: strin
 export async function lastDeliveries(db: Executor, endpointIds: readonly string[]): Promise<Map<string, DeliveryRow>> {
   const out = new Map<string, DeliveryRow>();
   for (const id of endpointIds) {
-    const row = await db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', id).orderBy('created_at', 'desc').orderBy('sequence', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    const row = await db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('endpoint_id', '=', id)
+      .orderBy('created_at', 'desc')
+      .orderBy('sequence', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
     if (row) out.set(id, deliveryOf(row));
   }
   return out;
@@ -159,12 +178,25 @@ export async function eventRefsAfter(tx: Executor, orgId: string, after: number,
 /** The organization's events with these ids (ids and types only). */
 export async function eventRefsById(db: Executor, orgId: string, ids: readonly string[]): Promise<EventRef[]> {
   if (ids.length === 0) return [];
-  const rows = await db.selectFrom('events').select(['sequence', 'id', 'type']).where('org_id', '=', orgId).where('id', 'in', [...ids]).orderBy('sequence').execute();
+  const rows = await db
+    .selectFrom('events')
+    .select(['sequence', 'id', 'type'])
+    .where('org_id', '=', orgId)
+    .where('id', 'in', [...ids])
+    .orderBy('sequence')
+    .execute();
   return rows.map((r) => ({ ...r, sequence: num(r.sequence) }));
 }
 
 /** Events after `after` up to `through` (what the endpoint has been given), oldest first. */
-export async function eventRefsBetween(db: Executor, orgId: string, after: number, through: number, types: readonly string[] | null, limit: number): Promise<EventRef[]> {
+export async function eventRefsBetween(
+  db: Executor,
+  orgId: string,
+  after: number,
+  through: number,
+  types: readonly string[] | null,
+  limit: number,
+): Promise<EventRef[]> {
   let q = db.selectFrom('events').select(['sequence', 'id', 'type']).where('org_id', '=', orgId).where('sequence', '>', after).where('sequence', '<=', through);
   if (types) q = q.where('type', 'in', [...types]);
   const rows = await q.orderBy('sequence').limit(limit).execute();
@@ -173,7 +205,11 @@ export async function eventRefsBetween(db: Executor, orgId: string, after: numbe
 
 export async function insertDeliveries(tx: Executor, rows: readonly DeliveryRow[]): Promise<void> {
   // 500 rows of 17 columns stay under both engines' parameter limits.
-  for (let i = 0; i < rows.length; i += 500) await tx.insertInto('webhook_deliveries').values(rows.slice(i, i + 500)).execute();
+  for (let i = 0; i < rows.length; i += 500)
+    await tx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + 500))
+      .execute();
 }
 
 export async function moveCursor(tx: Executor, id: string, through: number): Promise<void> {
@@ -231,7 +267,12 @@ export async function claimDeliveries(db: Executor, q: { ids: readonly string[];
 /** Of these endpoints, the ones that still exist and are enabled (a process cuts its chains to the others). */
 export async function enabledEndpointIds(db: Executor, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await db.selectFrom('webhook_endpoints').select('id').where('id', 'in', [...ids]).where('status', '=', 'enabled').execute();
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('id', 'in', [...ids])
+    .where('status', '=', 'enabled')
+    .execute();
   return rows.map((r) => r.id);
 }
 
@@ -245,13 +286,25 @@ export interface ClaimedDelivery {
 /** The claimed deliveries with their endpoint and event, by sequence. */
 export async function claimedDetails(db: Executor, ids: readonly string[]): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
-  const deliveries = (await db.selectFrom('webhook_deliveries').selectAll().where('id', 'in', [...ids]).orderBy('sequence').execute()).map(deliveryOf);
+  const deliveries = (
+    await db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', 'in', [...ids])
+      .orderBy('sequence')
+      .execute()
+  ).map(deliveryOf);
   const endpointIds = [...new Set(deliveries.map((d) => d.endpoint_id))];
   const endpoints = new Map((await db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', endpointIds).execute()).map((e) => [e.id, endpointOf(e)]));
   const events = new Map<string, ClaimedDelivery['event']>();
   for (const orgId of new Set(deliveries.filter((d) => d.payload === null).map((d) => d.org_id))) {
     const seqs = deliveries.filter((d) => d.org_id === orgId && d.payload === null).map((d) => d.sequence);
-    const rows = await db.selectFrom('events').select(['id', 'type', 'sequence', 'created_at', 'data']).where('org_id', '=', orgId).where('sequence', 'in', seqs).execute();
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'type', 'sequence', 'created_at', 'data'])
+      .where('org_id', '=', orgId)
+      .where('sequence', 'in', seqs)
+      .execute();
     for (const r of rows) events.set(r.id, { ...r, sequence: num(r.sequence) });
   }
   return deliveries
@@ -261,7 +314,13 @@ export async function claimedDetails(db: Executor, ids: readonly string[]): Prom
 
 /** Keeps a claim (a long chain of one endpoint's deliveries): false when it was lost. */
 export async function extendLease(db: Executor, id: string, claim: string, leasedUntil: string): Promise<boolean> {
-  const r = await db.updateTable('webhook_deliveries').set({ leased_until: leasedUntil }).where('id', '=', id).where('claim', '=', claim).where('status', '=', 'pending').executeTakeFirst();
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set({ leased_until: leasedUntil })
+    .where('id', '=', id)
+    .where('claim', '=', claim)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
   return num(r.numUpdatedRows) > 0;
 }
 
@@ -331,7 +390,14 @@ export async function pageOfAttempts(
 /** The attempts of these deliveries, newest first (the dashboard's log, grouped by delivery). */
 export async function attemptsOfDeliveries(db: Executor, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
-  const rows = await db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', [...deliveryIds]).orderBy('delivery_id').orderBy('attempt', 'desc').orderBy('id', 'desc').execute();
+  const rows = await db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', [...deliveryIds])
+    .orderBy('delivery_id')
+    .orderBy('attempt', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   return rows.map(attemptOf);
 }
 

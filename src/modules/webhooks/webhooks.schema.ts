@@ -18,7 +18,8 @@ const EventTypes = Type.Array(CiEnum(EVENT_TYPES), {
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  description: 'Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery.',
+  description:
+    'Where events are POSTed: https, and a host whose every address is public (no loopback, private, link-local, documentation, reserved or other special-use address, nor one written inside an IPv6 form); checked again at each delivery.',
 });
 const Description = Nullable(Text(500, 'What the endpoint is for (up to 500 characters).'));
 
@@ -34,7 +35,9 @@ export const WebhookEndpointUpdate = Type.Object(
     url: Type.Optional(Url),
     event_types: Type.Optional(EventTypes),
     description: Type.Optional(Description),
-    status: Type.Optional(CiEnum(ENDPOINT_STATUSES, { description: '`disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on.' })),
+    status: Type.Optional(
+      CiEnum(ENDPOINT_STATUSES, { description: '`disabled` stops deliveries (pending ones fail); `enabled` resumes with the events committed from then on.' }),
+    ),
   },
   { description: 'Only the fields sent change.' },
 );
@@ -126,15 +129,25 @@ export const WebhookAttemptListQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1, description: 'Page number, 1-indexed.' }),
   page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Items per page, at most 100.' }),
   delivery_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this delivery (whd_…).' })),
-  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this event (evt_…), across its deliveries and replays.' })),
+  event_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this event (evt_…), across its deliveries and replays.' }),
+  ),
   created_since: Type.Optional(Timestamp('Only attempts started at or after this time (ISO 8601).')),
 });
 export type WebhookAttemptListQuery = Static<typeof WebhookAttemptListQuery>;
 
 export const WebhookReplay = Type.Object(
   {
-    after_sequence: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: `Queue the events after this sequence (at most ${MAX_REPLAY_EVENTS}, oldest first).` })),
-    event_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_REPLAY_IDS, description: 'Queue these events (evt_…).' })),
+    after_sequence: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: `Queue the events after this sequence (at most ${MAX_REPLAY_EVENTS}, oldest first).`,
+      }),
+    ),
+    event_ids: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_REPLAY_IDS, description: 'Queue these events (evt_…).' }),
+    ),
   },
   { description: 'Exactly one of after_sequence and event_ids. Only events the endpoint subscribes to are queued.' },
 );

@@ -149,7 +149,15 @@ const changesEndpoint = (ep: EndpointRow, body: WebhookEndpointUpdate): boolean 
  * rotate the secret, the delivery log, replay, and the dashboard's test event. Deliveries are the
  * worker's.
  */
-export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecure: boolean; leaseMs: number; worker: DeliveryWorker; resolve?: Resolver; maxEndpoints?: number }) {
+export function webhooksService(deps: {
+  db: Executor;
+  clock: Clock;
+  allowInsecure: boolean;
+  leaseMs: number;
+  worker: DeliveryWorker;
+  resolve?: Resolver;
+  maxEndpoints?: number;
+}) {
   const { db, clock, worker } = deps;
   const maxEndpoints = deps.maxEndpoints ?? DEFAULT_MAX_ENDPOINTS;
   const now = () => toIso(clock.now());
@@ -239,7 +247,13 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         if (body.description !== undefined) patch.description = body.description;
         if (body.status === 'enabled' && ep.status !== 'enabled') {
           // Resumes with the events committed from now on; what was missed can be replayed.
-          Object.assign(patch, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null, enqueued_through: await lastSequence(tx, orgId) });
+          Object.assign(patch, {
+            status: 'enabled',
+            disabled_reason: null,
+            disabled_at: null,
+            failing_since: null,
+            enqueued_through: await lastSequence(tx, orgId),
+          });
         }
         await updateEndpoint(tx, orgId, id, patch);
         if (body.status === 'disabled' && ep.status !== 'disabled') await disableEndpoint(tx, id, 'manual', at);
@@ -267,7 +281,12 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
       const at = clock.now();
       const secret = newSecret();
       await db.transaction().execute(async (tx) => {
-        await updateEndpoint(tx, orgId, id, { secret, previous_secret: ep.secret, previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)), updated_at: toIso(at) });
+        await updateEndpoint(tx, orgId, id, {
+          secret,
+          previous_secret: ep.secret,
+          previous_secret_until: toIso(new Date(at.getTime() + SECRET_OVERLAP_MS)),
+          updated_at: toIso(at),
+        });
         await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.secret_rotated', { type: 'webhook_endpoint', id });
       });
       return { secret };
@@ -291,7 +310,10 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
     /** The dashboard's log: a page of deliveries, newest first, each with its attempts, newest first. */
     async deliveryLog(orgId: string, id: string, query: WebhookDeliveryListQuery) {
       const page = await deliveries(orgId, id, query);
-      const attempts = await attemptsOfDeliveries(db, page.items.map((d) => d.id));
+      const attempts = await attemptsOfDeliveries(
+        db,
+        page.items.map((d) => d.id),
+      );
       const byDelivery = new Map<string, WebhookAttempt[]>();
       for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), toAttempt(a)]);
       return { items: page.items.map((d): DeliveryWithAttempts => ({ ...d, attempts: byDelivery.get(d.id) ?? [] })), pagination: page.pagination };
@@ -316,7 +338,9 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         const found = await eventRefsById(db, orgId, ids);
         const known = new Set(found.map((e) => e.id));
         const issues: ValidationIssue[] = body.event_ids!.flatMap((eid, i) =>
-          known.has(eid) ? [] : [{ type: 'value_error', loc: ['body', 'event_ids', i], msg: `Event '${eid}' not found (unknown, of another organization, or no longer kept)` }],
+          known.has(eid)
+            ? []
+            : [{ type: 'value_error', loc: ['body', 'event_ids', i], msg: `Event '${eid}' not found (unknown, of another organization, or no longer kept)` }],
         );
         if (issues.length > 0) throw new ValidationError(issues);
         events = found.filter((e) => !types || types.includes(e.type));
@@ -328,7 +352,10 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
         if (!(await lockEndpoint(tx, orgId, id))) throw new WebhookEndpointNotFoundError(id);
         const pending = await pendingReplayDeliveries(tx, id);
         if (pending > 0) throw new ReplayRunningError(pending);
-        await insertDeliveries(tx, events.map((e) => deliveryRow(ep, e, at, replayId)));
+        await insertDeliveries(
+          tx,
+          events.map((e) => deliveryRow(ep, e, at, replayId)),
+        );
         await recordAudit(tx, clock, orgId, actor, 'webhook_endpoint.replayed', { type: 'webhook_endpoint', id });
       });
       if (events.length > 0) worker.wake(orgId);
@@ -366,7 +393,10 @@ export function webhooksService(deps: { db: Executor; clock: Clock; allowInsecur
     /** The dashboard's list: every endpoint (at most 100) with why it is disabled and its last delivery. */
     async overview(orgId: string): Promise<EndpointOverview[]> {
       const { rows } = await pageOfEndpoints(db, orgId, { offset: 0, limit: 100, sort: 'created_at', direction: 'asc' });
-      const last = await lastDeliveries(db, rows.map((r) => r.id));
+      const last = await lastDeliveries(
+        db,
+        rows.map((r) => r.id),
+      );
       return rows.map((r) => overviewOf(r, last.get(r.id)));
     },
 

@@ -9,10 +9,12 @@ export interface Webhooks {
 }
 
 /** Webhooks (docs/webhooks.md), wired: the delivery worker and the service that manages endpoints beside it. */
-export function webhooksModule(deps: Omit<DeliveryWorkerDeps, 'random'> & {
-  /** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS). */
-  maxEndpoints?: number;
-}): Webhooks {
+export function webhooksModule(
+  deps: Omit<DeliveryWorkerDeps, 'random'> & {
+    /** Endpoints an organization may have (WEBHOOK_MAX_ENDPOINTS). */
+    maxEndpoints?: number;
+  },
+): Webhooks {
   const worker = deliveryWorker(deps);
   const service = webhooksService({ ...deps, worker });
   return { service, worker };

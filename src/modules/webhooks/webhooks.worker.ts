@@ -127,8 +127,15 @@ async function attempt(ctx: AttemptContext, c: ClaimedDelivery, claim: string, c
     if (problem) {
       seen = { ...unsent, error: `URL refused: ${problem}`, sendable: true };
     } else {
-      const secrets = [ep.secret, ...(ep.previous_secret && ep.previous_secret_until && ep.previous_secret_until > toIso(startedAt) ? [ep.previous_secret] : [])];
-      const headers = { 'content-type': 'application/json', 'user-agent': USER_AGENT, ...signedHeaders(secrets, d.event_id, Math.floor(startedAt.getTime() / 1000), body) };
+      const secrets = [
+        ep.secret,
+        ...(ep.previous_secret && ep.previous_secret_until && ep.previous_secret_until > toIso(startedAt) ? [ep.previous_secret] : []),
+      ];
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        ...signedHeaders(secrets, d.event_id, Math.floor(startedAt.getTime() / 1000), body),
+      };
       const answer = await sendAttempt({ url: ep.url, headers, body, deadlineMs: ctx.timeoutMs, dispatcher: ctx.dispatcher }, chain.nextAttempt());
       if (answer.cut === 'stopping') {
         await releaseClaim(ctx.db, d.id, claim).catch(() => undefined);

@@ -8,7 +8,9 @@ export function migration0009(dialect: Dialect): Migration {
   return {
     async up(db: Db) {
       // A counter per organization and kind of record, moved by every writing transaction (src/lib/db/versions.ts).
-      let t = db.schema.createTable('org_versions').addColumn('org_id', 'text', (c) => (dialect === 'postgres' ? c.modifyFront(sql`collate "C"`) : c).primaryKey());
+      let t = db.schema
+        .createTable('org_versions')
+        .addColumn('org_id', 'text', (c) => (dialect === 'postgres' ? c.modifyFront(sql`collate "C"`) : c).primaryKey());
       for (const kind of ['customers', 'carriers', 'locations', 'loads', 'market_rates', 'users', 'api_keys']) {
         t = t.addColumn(kind, 'bigint', (c) => c.notNull().defaultTo(0));
       }

@@ -54,10 +54,19 @@ export function migration0010(dialect: Dialect): Migration {
         .execute();
       await db.schema.createIndex('events_created_idx').on('events').columns(['created_at']).execute();
       // The last sequence given, and the last one pruned (an `after` below it is answered 410).
-      await db.schema.alterTable('org_versions').addColumn('events', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
-      await db.schema.alterTable('org_versions').addColumn('events_pruned', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('org_versions')
+        .addColumn('events', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('org_versions')
+        .addColumn('events_pruned', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       // The last event the recommendations follow-up has read (load.recommendations_changed).
-      await db.schema.alterTable('org_versions').addColumn('recommendations_after', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('org_versions')
+        .addColumn('recommendations_after', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       // Open loads with their lane cells and the ranked carriers last announced for them. No foreign key
       // to loads: the follow-up's transaction then never waits on a load row a write holds (a write
       // locks loads, then the organization's counters; the follow-up locks only these rows, then the

@@ -18,7 +18,10 @@ const BACKFILL_CHUNK = 2000;
 async function backfill(db: Db, dialect: Dialect, table: string, column: string, from: string): Promise<void> {
   let after = '';
   for (;;) {
-    const { rows } = await sql<{ id: string; text: string | null }>`select id, ${sql.ref(from)} as text from ${sql.table(table)} where id > ${after} order by id limit ${BACKFILL_CHUNK}`.execute(db);
+    const { rows } = await sql<{
+      id: string;
+      text: string | null;
+    }>`select id, ${sql.ref(from)} as text from ${sql.table(table)} where id > ${after} order by id limit ${BACKFILL_CHUNK}`.execute(db);
     if (rows.length === 0) return;
     const changed = rows.filter((r) => r.text !== null);
     if (changed.length > 0) {
@@ -62,9 +65,7 @@ export function migration0013(dialect: Dialect): Migration {
       // JavaScript, so both engines agree (SQL lower() folds only ASCII under PostgreSQL's "C" collation
       // and in SQLite).
       for (const f of FOLDED) {
-        await sql
-          .raw(`alter table ${f.table} add column ${f.column} text${dialect === 'postgres' ? ' collate "C"' : ''}`)
-          .execute(db);
+        await sql.raw(`alter table ${f.table} add column ${f.column} text${dialect === 'postgres' ? ' collate "C"' : ''}`).execute(db);
         await backfill(db, dialect, f.table, f.column, f.from);
       }
       // city is an equality filter: a plain index serves it on both engines.

@@ -23,7 +23,9 @@ export function migration0016(dialect: Dialect): Migration {
       // (pickup/delivery) then, when scored, the arrival's lateness in seconds against the recorded
       // deadline ("p-600,d930,d").
       await db.schema.alterTable('lane_history').addColumn('total_distance', real).execute();
-      await db.schema.alterTable('lane_history').addColumn('stop_outcomes', 'text', (c) => text(c).notNull().defaultTo(''))
+      await db.schema
+        .alterTable('lane_history')
+        .addColumn('stop_outcomes', 'text', (c) => text(c).notNull().defaultTo(''))
         .execute();
       await sql`update lane_history set total_distance = (select l.total_distance from loads l where l.id = lane_history.load_id)`.execute(db);
       // Rows written before actuals existed: every stop unscored.

@@ -12,7 +12,10 @@ export function migration0018(dialect: Dialect): Migration {
       // Users that exist before roles become admins (the default;
       // docs/dashboard.md, "Roles, the first run and the audit log"); new users are members once an
       // admin exists (decided by the accounts service, not the column).
-      await db.schema.alterTable('users').addColumn('role', 'text', (c) => text(c).notNull().defaultTo('admin')).execute();
+      await db.schema
+        .alterTable('users')
+        .addColumn('role', 'text', (c) => text(c).notNull().defaultTo('admin'))
+        .execute();
       // A key's end (ISO 8601, UTC); null: it never expires. Rotation with a grace period sets the old key's.
       await db.schema.alterTable('api_keys').addColumn('expires_at', 'text', text).execute();
       // The audit log (docs/api.md, "The audit log"): one row per change to users, keys, webhook

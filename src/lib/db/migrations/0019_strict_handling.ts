@@ -12,7 +12,10 @@ export function migration0019(dialect: Dialect): Migration {
       // A key made strict
       // (docs/api.md, "Unknown fields: `Lanebridge-Ignored-Fields` and `Prefer: handling=strict`")
       // answers every request as `Prefer: handling=strict` would (0 or 1).
-      await db.schema.alterTable('api_keys').addColumn('strict', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('strict', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
       // Fields ignored per key and field (`body.contacts[].phone_number`, `query.custmer_id`), counted
       // in memory and upserted with the usage counters (src/modules/ops/usage.service.ts), so a request never writes.
       await db.schema

@@ -52,9 +52,7 @@ export function migration0021(dialect: Dialect): Migration {
       // The write path always sets the column, so it holds only what an older version wrote.
       await sql.raw('create index loads_deadline_unfilled_idx on loads (id) where delivery_deadline is null').execute(db);
       await db.schema.dropIndex('loads_backhaul_idx').execute();
-      await sql
-        .raw(`create index loads_backhaul_idx on loads (org_id, carrier_id, delivery_deadline) where status in ${BACKHAUL_STATUSES_SQL}`)
-        .execute(db);
+      await sql.raw(`create index loads_backhaul_idx on loads (org_id, carrier_id, delivery_deadline) where status in ${BACKHAUL_STATUSES_SQL}`).execute(db);
     },
   };
 }

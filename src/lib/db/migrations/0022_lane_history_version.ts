@@ -11,7 +11,10 @@ export function migration0022(_dialect: Dialect): Migration {
       // by every transaction that changes a history row (a load's, or a place's that moved) and by the
       // on-time grace. The open loads' kept lane rows (src/modules/lanes/lane-rows.ts) check it instead of
       // the loads' counter, which every write of an open load moves too.
-      await db.schema.alterTable('org_versions').addColumn('lane_history', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('org_versions')
+        .addColumn('lane_history', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
     },
   };
 }
