@@ -180,4 +180,10 @@ export default tseslint.config(
     ignores: ['src/lib/db/migrations/**'],
     rules: { 'no-restricted-syntax': ['error', LEADING_SPREAD] },
   },
+  // Sizes a reader can hold (docs/architecture.md, "Sizes"): a file of at most 400 lines, a function of at
+  // most 80, counted as Prettier writes them (comments and blank lines included).
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines': ['warn', { max: 400 }], 'max-lines-per-function': ['warn', { max: 80 }] },
+  },
 );
