@@ -289,6 +289,7 @@ const NEWER_MIGRATIONS: Record<string, string[] | { postgres: string[] }> = {
       'alter table load_rates add constraint load_rates_org_id_fkey foreign key (org_id) references organizations (id)',
     ],
   },
+  '0024_audit_target_name': ['alter table audit_log drop column target_name'],
 };
 const undoOf = (m: string, engine: string): string[] => {
   const undo = NEWER_MIGRATIONS[m]!;
