@@ -52,7 +52,7 @@ interface Claimed {
 }
 
 /** The runner's state, handed with its deps to each of its steps below and in imports.run.ts. */
-export interface RunnerState {
+interface RunnerState {
   deps: ImportRunnerDeps;
   targets: PacingTargets;
   foreground: Foreground;
