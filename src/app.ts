@@ -59,7 +59,7 @@ import { dashboardPlugin, type DashboardOptions, type DashboardWriteRoute } from
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
-import { importsModule, type Imports } from './modules/imports/imports.js';
+import { importResources, importsModule, type Imports } from './modules/imports/imports.js';
 import { importRoutes } from './modules/imports/imports.routes.js';
 import { IMPORT_SCHEMAS } from './modules/imports/imports.schema.js';
 import { auditService } from './modules/audit/audit.js';
@@ -255,18 +255,21 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     clock,
     dir: config.importsDir,
     pipeline,
-    writers: { all: services, summary: quiet },
+    resources: importResources({ all: services, summary: quiet }),
     log: app.log,
-    leaseMs: config.importLeaseMs,
-    chunkRows: config.importChunkRows,
-    chunkMs: config.importChunkMs,
-    uploadExpiryMs: config.importUploadExpiryMs,
+    tuning: {
+      leaseMs: config.importLeaseMs,
+      chunkRows: config.importChunkRows,
+      chunkMs: config.importChunkMs,
+      liveChunkMs: config.importLiveChunkMs,
+      uploadExpiryMs: config.importUploadExpiryMs,
+    },
     maxUploadBytes: config.importMaxUploadBytes,
     maxRunning: config.importMaxRunning,
     betweenChunks: () => store.betweenWrites(),
     // One connection (SQLite) is the API's and the import's: the import lets the requests in flight
     // finish first (docs/imports.md). With a pool (PostgreSQL) requests run on connections of their own.
-    ...(store.oneConnection ? { foreground: requests, liveChunkMs: config.importLiveChunkMs } : {}),
+    ...(store.oneConnection ? { foreground: requests } : {}),
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
 

@@ -24,6 +24,59 @@ export interface StagedPart {
 const partName = (n: number) => `part-${String(n).padStart(6, '0')}`;
 
 /**
+ * Streams `body` into a staged copy of part `n`: its size, and `keep` (it becomes part `n`, replacing
+ * one sent before under that number) or `discard`. Kept only once the caller has made sure, under the
+ * import's row lock, that the upload is still open: a part that finishes streaming after the import was
+ * completed never replaces what the completion counted and the runner reads.
+ */
+async function stagePart(dir: string, n: number, body: Readable): Promise<StagedPart> {
+  await mkdir(dir, { recursive: true });
+  // Its own name: two uploads of one part at once never write into the same file.
+  const tmp = join(dir, `${partName(n)}.${randomUUID()}.tmp`);
+  let size = 0;
+  const digest = createHash('sha256');
+  const limit = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length;
+      digest.update(chunk);
+      if (size > MAX_PART_BYTES) return done(new PartTooLargeError(`part is larger than ${MAX_PART_BYTES} bytes (64 MiB)`));
+      done(null, chunk);
+    },
+  });
+  try {
+    await pipeline(body, limit, createWriteStream(tmp));
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  return { bytes: size, sha256: digest.digest('hex'), keep: () => rename(tmp, join(dir, partName(n))), discard: () => rm(tmp, { force: true }) };
+}
+
+/**
+ * The parts 1 … count read one after another into ONE buffer of 1 MiB, reused: each chunk yielded is
+ * valid only until the next one is asked for, and none is read ahead. For NDJSON, whose line splitter
+ * turns each line into a string (and copies a line's start that runs into the next chunk) before it
+ * asks for more (imports.rows.ts). A stream (`open`) gives each read a new 1 MiB buffer, memory
+ * outside the JavaScript heap that outlived the young generation and was freed only by a full
+ * collection: 50 MB more resident memory at its peaks during an import (BENCHMARKS.md).
+ */
+async function* partChunks(dir: string, count: number): AsyncGenerator<Buffer> {
+  const buffer = Buffer.allocUnsafeSlow(1 << 20);
+  for (let n = 1; n <= count; n++) {
+    const file = await open(join(dir, partName(n)), 'r');
+    try {
+      for (;;) {
+        const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+        if (bytesRead === 0) break;
+        yield buffer.subarray(0, bytesRead);
+      }
+    } finally {
+      await file.close();
+    }
+  }
+}
+
+/**
  * Where an import's uploaded parts live: one directory per import under IMPORTS_DIR, one file per
  * part. Parts stream to disk as they arrive (never held in memory) and are read back as one stream.
  * Several instances share the directory (a shared volume) so that any of them can run or resume an import.
@@ -34,33 +87,9 @@ export function importFiles(root: string) {
   return {
     /**
      * Streams `body` into a staged copy of part `n`: its size, and `keep` (it becomes part `n`, replacing
-     * one sent before under that number) or `discard`. Kept only once the caller has made sure, under the
-     * import's row lock, that the upload is still open: a part that finishes streaming after the import was
-     * completed never replaces what the completion counted and the runner reads.
+     * one sent before under that number) or `discard` (stagePart).
      */
-    async stagePart(importId: string, n: number, body: Readable): Promise<StagedPart> {
-      const dir = dirOf(importId);
-      await mkdir(dir, { recursive: true });
-      // Its own name: two uploads of one part at once never write into the same file.
-      const tmp = join(dir, `${partName(n)}.${randomUUID()}.tmp`);
-      let size = 0;
-      const digest = createHash('sha256');
-      const limit = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          size += chunk.length;
-          digest.update(chunk);
-          if (size > MAX_PART_BYTES) return done(new PartTooLargeError(`part is larger than ${MAX_PART_BYTES} bytes (64 MiB)`));
-          done(null, chunk);
-        },
-      });
-      try {
-        await pipeline(body, limit, createWriteStream(tmp));
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-      return { bytes: size, sha256: digest.digest('hex'), keep: () => rename(tmp, join(dir, partName(n))), discard: () => rm(tmp, { force: true }) };
-    },
+    stagePart: (importId: string, n: number, body: Readable): Promise<StagedPart> => stagePart(dirOf(importId), n, body),
 
     /** The parts uploaded, by number, with their sizes. */
     async parts(importId: string): Promise<{ n: number; bytes: number }[]> {
@@ -91,29 +120,8 @@ export function importFiles(root: string) {
       return Readable.from(bytes(), { objectMode: false, highWaterMark: 1 << 20 });
     },
 
-    /**
-     * The parts 1 … count read one after another into ONE buffer of 1 MiB, reused: each chunk yielded is
-     * valid only until the next one is asked for, and none is read ahead. For NDJSON, whose line splitter
-     * turns each line into a string (and copies a line's start that runs into the next chunk) before it
-     * asks for more (imports.rows.ts). A stream (`open`) gives each read a new 1 MiB buffer, memory
-     * outside the JavaScript heap that outlived the young generation and was freed only by a full
-     * collection: 50 MB more resident memory at its peaks during an import (BENCHMARKS.md).
-     */
-    async *chunks(importId: string, count: number): AsyncGenerator<Buffer> {
-      const buffer = Buffer.allocUnsafeSlow(1 << 20);
-      for (let n = 1; n <= count; n++) {
-        const file = await open(join(dirOf(importId), partName(n)), 'r');
-        try {
-          for (;;) {
-            const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
-            if (bytesRead === 0) break;
-            yield buffer.subarray(0, bytesRead);
-          }
-        } finally {
-          await file.close();
-        }
-      }
-    },
+    /** The parts 1 … count read one after another into ONE buffer of 1 MiB, reused (partChunks). */
+    chunks: (importId: string, count: number): AsyncGenerator<Buffer> => partChunks(dirOf(importId), count),
 
     /** Deletes an import's parts (it finished, failed or was cancelled). */
     remove: (importId: string) => rm(dirOf(importId), { recursive: true, force: true }),

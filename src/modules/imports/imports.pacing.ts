@@ -15,6 +15,46 @@ export interface PacingTargets {
   liveChunkMs: number;
 }
 
+/**
+ * The numbers an import runs with that no operator sets (config.ts's internal fields, which tests and
+ * benchmarks change): the chunks' targets, the claim's lease and an upload's expiry.
+ */
+export interface ImportTuning {
+  /** Rows per chunk at most (one transaction, one checkpoint, one analytics run). */
+  chunkRows: number;
+  /**
+   * How long a chunk's transaction should take (ms): each chunk is sized from the time per row of the
+   * last ones, up to `chunkRows`. On SQLite's one connection the API's writes wait for the chunk in
+   * flight; this bounds that wait. 0: every chunk has `chunkRows` rows.
+   */
+  chunkMs: number;
+  /**
+   * With a foreground (SQLite): how long a chunk should take while the API's writes arrive (one arrived
+   * within LIVE_WINDOW_MS), instead of `chunkMs`; sized from the last chunk's time per row without the
+   * halfway step, from MIN_LIVE_CHUNK_ROWS rows. A write beside the import then waits about this long for
+   * the chunk in flight. 0: chunks are sized to `chunkMs` whatever arrives.
+   */
+  liveChunkMs: number;
+  /** How long a claimed import stays with its process without news before another instance may resume it. */
+  leaseMs: number;
+  /** An import awaiting its upload this long after its last part is cancelled and its parts removed. */
+  uploadExpiryMs: number;
+}
+
+/** How often a started runner looks for imports queued elsewhere or left by a process that died. */
+export const IMPORT_POLL_MS = 1000;
+/** A chunk that fails as a whole (not a row's refusal) is tried this many times before the import fails. */
+export const MAX_CHUNK_ATTEMPTS = 5;
+/** How often (at most) a runner looks for abandoned uploads and imports past their retention. */
+export const EXPIRY_SWEEP_MS = 60_000;
+
+/** The targets an import's chunks are sized to: live chunks only with a foreground to watch (SQLite) and timed chunks. */
+export const pacingTargets = (t: ImportTuning, withForeground: boolean): PacingTargets => ({
+  chunkRows: t.chunkRows,
+  chunkMs: t.chunkMs,
+  liveChunkMs: withForeground && t.chunkMs > 0 ? t.liveChunkMs : 0,
+});
+
 /** A chunk's rows and the time its transaction took (ms). */
 export interface ChunkTime {
   rows: number;

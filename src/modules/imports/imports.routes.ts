@@ -19,29 +19,7 @@ const one = (description: string) => Type.Ref(Import, { description });
 /** The imports API (docs/imports.md, "The shape"). The rows run in the import runner (imports.runner.ts), in `serve` and `bin/lanebridge worker`. */
 export function importRoutes(app: FastifyInstance, imports: ImportsService, partTimeoutMs = 600_000) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.post('/v2/tms-api/imports', {
-    config,
-    schema: {
-      tags,
-      operationId: 'createImport',
-      summary: 'Start an import (then upload its parts and complete it)',
-      description:
-        'Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).',
-      body: ImportCreate,
-      response: {
-        201: one('The import, awaiting its upload.'),
-        ...conflict(
-          'Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.',
-        ),
-      },
-    },
-    handler: async (req, reply) => {
-      const p = principalOf(req);
-      // A strict key makes its imports strict, as it makes its requests (docs/imports.md, "Rows").
-      const body = p.strict ? Object.assign({}, req.body, { strict: true }) : req.body;
-      return reply.code(201).send(await imports.create(p.orgId, body, keyActor(p, req.ip)));
-    },
-  });
+  createRoute(app, imports);
   r.get('/v2/tms-api/imports', {
     config,
     schema: {
@@ -88,6 +66,53 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
     },
     handler: (req) => imports.complete(principalOf(req).orgId, req.params.id),
   });
+  errorsRoute(app, imports);
+  r.post('/v2/tms-api/imports/:id/cancel', {
+    config,
+    schema: {
+      tags,
+      operationId: 'cancelImport',
+      summary: 'Cancel an import',
+      description:
+        'An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.',
+      params: ImportIdParams,
+      response: { 200: one('The import, cancelled.'), ...notFound, ...conflict('The import has already finished.') },
+    },
+    handler: (req) => imports.cancel(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip)),
+  });
+}
+
+/** POST /imports: an import awaiting its upload. */
+function createRoute(app: FastifyInstance, imports: ImportsService) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.post('/v2/tms-api/imports', {
+    config,
+    schema: {
+      tags,
+      operationId: 'createImport',
+      summary: 'Start an import (then upload its parts and complete it)',
+      description:
+        'Creates an import awaiting its upload. Then PUT the file as parts (`/imports/{id}/parts/1`, `/2` … each at most 64 MiB, read in order as one file), then POST `/imports/{id}/complete`: nothing runs before it. Rows are the records of the single create, checked by the same rules and written by the same write path as the batch endpoints. 409 while another import of the organization is queued or running (one at a time).',
+      body: ImportCreate,
+      response: {
+        201: one('The import, awaiting its upload.'),
+        ...conflict(
+          'Another import of this organization is queued or running: {"detail":"Import imp_… is running for this organization; one import runs at a time: …"}.',
+        ),
+      },
+    },
+    handler: async (req, reply) => {
+      const p = principalOf(req);
+      // A strict key makes its imports strict, as it makes its requests (docs/imports.md, "Rows").
+      const body = p.strict ? Object.assign({}, req.body, { strict: true }) : req.body;
+      return reply.code(201).send(await imports.create(p.orgId, body, keyActor(p, req.ip)));
+    },
+  });
+}
+
+/** GET /imports/{id}/errors: the refused rows as NDJSON, streamed a page at a time. */
+function errorsRoute(app: FastifyInstance, imports: ImportsService) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.get('/v2/tms-api/imports/:id/errors', {
     config,
     schema: {
@@ -106,19 +131,6 @@ export function importRoutes(app: FastifyInstance, imports: ImportsService, part
       const lines = await imports.errorLines(principalOf(req).orgId, req.params.id);
       return reply.type('application/x-ndjson; charset=utf-8').send(Readable.from(lines));
     },
-  });
-  r.post('/v2/tms-api/imports/:id/cancel', {
-    config,
-    schema: {
-      tags,
-      operationId: 'cancelImport',
-      summary: 'Cancel an import',
-      description:
-        'An import awaiting its upload or queued never runs; a running one stops before its next chunk (the chunks already committed stay). 409 once it finished.',
-      params: ImportIdParams,
-      response: { 200: one('The import, cancelled.'), ...notFound, ...conflict('The import has already finished.') },
-    },
-    handler: (req) => imports.cancel(principalOf(req).orgId, req.params.id, keyActor(principalOf(req), req.ip)),
   });
 }
 

@@ -1,18 +1,15 @@
 import type { Executor } from '../../lib/db/index.js';
 import type { Clock } from '../../lib/clock.js';
-import { CarrierCreate } from '../carriers/carriers.schema.js';
-import { CustomerCreate } from '../customers/customers.schema.js';
-import { LoadCreate } from '../loads/loads.schema.js';
-import { LocationCreate } from '../locations/locations.schema.js';
 import type { Foreground } from '../../lib/http/foreground.js';
 import type { WritePipeline } from '../shared/write-pipeline.js';
+import type { ImportLog } from './imports.chunk.js';
 import { importFiles } from './imports.files.js';
-import { importRunner, type ImportLog, type ImportWriter } from './imports.runner.js';
-import type { ImportResource } from './imports.schema.js';
+import type { ImportTuning } from './imports.pacing.js';
+import type { ImportResources } from './imports.resources.js';
+import { importRunner } from './imports.runner.js';
 import { importsService } from './imports.service.js';
 
-/** The create schema of each resource an import takes (CSV cells are typed and required columns checked by it). */
-export const IMPORT_CREATE_SCHEMAS = { locations: LocationCreate, customers: CustomerCreate, carriers: CarrierCreate, loads: LoadCreate };
+export { importResources } from './imports.resources.js';
 
 /** The imports API's service and the job runner (docs/imports.md), over one directory of parts. */
 export function importsModule(deps: {
@@ -20,46 +17,33 @@ export function importsModule(deps: {
   clock: Clock;
   dir: string;
   pipeline: WritePipeline;
-  writers: Record<'summary' | 'all', Record<ImportResource, ImportWriter>>;
+  /** The resources an import takes (importResources over the record services). */
+  resources: ImportResources;
   log: ImportLog;
-  leaseMs?: number;
-  chunkRows?: number;
-  chunkMs?: number;
-  liveChunkMs?: number;
-  pollMs?: number;
-  uploadExpiryMs?: number;
-  maxUploadBytes?: number;
-  maxRunning?: number;
-  betweenChunks?: () => Promise<void>;
+  tuning: ImportTuning;
+  /** Bytes of parts an organization's unfinished imports may hold (IMPORT_MAX_UPLOAD_BYTES). */
+  maxUploadBytes: number;
+  /** Imports this process runs at once (IMPORT_MAX_RUNNING). */
+  maxRunning: number;
+  betweenChunks(): Promise<void>;
+  /** SQLite's one connection: the requests in flight, which each chunk lets finish first (docs/imports.md). */
   foreground?: Foreground;
 }) {
+  const { db, clock, resources, log, tuning } = deps;
   const files = importFiles(deps.dir);
   const runner = importRunner({
-    db: deps.db,
-    clock: deps.clock,
+    db,
+    clock,
     files,
-    writers: deps.writers,
-    createSchemas: IMPORT_CREATE_SCHEMAS,
+    resources,
     pipeline: deps.pipeline,
-    log: deps.log,
-    ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
-    ...(deps.chunkRows ? { chunkRows: deps.chunkRows } : {}),
-    ...(deps.chunkMs !== undefined ? { chunkMs: deps.chunkMs } : {}),
-    ...(deps.liveChunkMs !== undefined ? { liveChunkMs: deps.liveChunkMs } : {}),
-    ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
-    ...(deps.uploadExpiryMs ? { uploadExpiryMs: deps.uploadExpiryMs } : {}),
-    ...(deps.maxRunning ? { maxRunning: deps.maxRunning } : {}),
-    ...(deps.betweenChunks ? { betweenChunks: deps.betweenChunks } : {}),
-    ...(deps.foreground ? { foreground: deps.foreground } : {}),
+    log,
+    tuning,
+    maxRunning: deps.maxRunning,
+    betweenChunks: deps.betweenChunks,
+    foreground: deps.foreground,
   });
-  const service = importsService({
-    db: deps.db,
-    clock: deps.clock,
-    files,
-    createSchemas: IMPORT_CREATE_SCHEMAS,
-    maxUploadBytes: deps.maxUploadBytes ?? 2 ** 31,
-    queued: () => runner.wake(),
-  });
+  const service = importsService({ db, clock, files, resources, maxUploadBytes: deps.maxUploadBytes, queued: () => runner.wake() });
   return { service, runner, files };
 }
 
