@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { startApp, uid, type TestApp } from '../helpers.js';
-import { startReceiver, type Receiver } from '../webhooks-support.js';
+import { startReceiver, type Receiver } from '../modules/webhooks/support.js';
 import { checkPageStructure } from './support.js';
 
 /**
