@@ -90,9 +90,14 @@ export async function startAppOn(
  * (after hooks in reverse). A test that restarts, crashes or closes its app on purpose uses startApp.
  */
 export function useApp(overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): TestApp {
+  return useAppFrom(() => startApp(overrides, opts));
+}
+
+/** useApp for an app another helper starts (the dashboard's, test/dashboard/support.ts). */
+export function useAppFrom(start: () => Promise<TestApp>): TestApp {
   let started: TestApp | undefined;
   beforeAll(async () => {
-    started = await startApp(overrides, opts);
+    started = await start();
   });
   afterAll(async () => {
     await started?.close();

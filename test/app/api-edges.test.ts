@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant } from '../helpers.js';
 import { dallasToHouston, seedFreight } from '../fixtures.js';
 
 // Issue 30's API edges: date-only pickup_date_to, GET/PUT by service id, the 401 message, events after the newest.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 describe('pickup_date_to with a bare date includes that day', () => {
   it('a pickup at 08:00 on the day is in; the day before is out; a time keeps its meaning', async () => {

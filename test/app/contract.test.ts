@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { json, newTenant, startApp, type TestApp } from '../helpers.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { useApp, json, newTenant } from '../helpers.js';
 import { assertNoViolations, contractChecker, takeViolations, type ContractChecker } from '../support/contract.js';
 
 /**
@@ -7,13 +7,11 @@ import { assertNoViolations, contractChecker, takeViolations, type ContractCheck
  * against the served OpenAPI document. These tests show that it catches a wrong answer, so that a clean
  * run of the suite means something.
  */
-let t: TestApp;
 let checker: ContractChecker;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   checker = await contractChecker(json(await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' })));
 });
-afterAll(async () => t.close());
 
 const headers = {
   'content-type': 'application/json; charset=utf-8',

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant, type Tenant } from '../helpers.js';
 import { dallasToHouston, seedFreight } from '../fixtures.js';
 
 // D1a (DECISIONS.md): every problem in one 422, the batch echo, blank references, a state that
 // contradicts the coordinates, and the currency of average_carrier_rate. Runs on both engines.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const loads = '/v2/tms-api/loads';
 const locs = (body: { detail: { loc: unknown[] }[] }) => body.detail.map((d) => d.loc.join('.')).sort();

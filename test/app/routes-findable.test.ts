@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers.js';
 
 /**
  * A URL can be grepped (docs/architecture.md, "Layers"): every API route the app serves is written out,
@@ -16,11 +16,7 @@ function routesFiles(): { file: string; text: string }[] {
     .map((f) => ({ file: `src/modules/${f}`, text: readFileSync(join(MODULES, f), 'utf8') }));
 }
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 describe('findable endpoints', () => {
   it('every API route URL is written out in one src/modules/**/*.routes.ts file', () => {

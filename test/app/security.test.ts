@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { SCOPES, type Scope } from '../../src/modules/accounts/scopes.js';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { accountsService as otherAccounts } from '../../src/modules/accounts/accounts.service.js';
-import { json, newTenant, startApp, type TestApp } from '../helpers.js';
+import { useApp, json, newTenant } from '../helpers.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const UNAUTHORIZED = { error: { code: 'UNAUTHORIZED', message: 'Invalid or missing API key: send it in the X-API-Key header' } };
 
@@ -154,11 +150,7 @@ describe('every API route refuses callers without the right key', () => {
 
 describe('every API route lets the right key in, and counts it', () => {
   // A fixed clock: every request of the test falls in the same rate-limit minute.
-  let fixed: TestApp;
-  beforeAll(async () => {
-    fixed = await startApp({}, { clock: { now: () => new Date('2026-06-01T12:00:30.000Z') } });
-  });
-  afterAll(async () => fixed.close());
+  const fixed = useApp({}, { clock: { now: () => new Date('2026-06-01T12:00:30.000Z') } });
 
   it('a key with only the route’s scope is neither 401 nor 403', async () => {
     for (const route of fixed.routeTable) {

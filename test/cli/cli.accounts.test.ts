@@ -4,18 +4,14 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers.js';
 import { Visitor } from '../dashboard/support.js';
 
 const run = promisify(execFile);
 const BIN = join(process.cwd(), 'bin/lanebridge');
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(() => t.close());
+const t = useApp();
 
 async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number; out: any }> {
   try {

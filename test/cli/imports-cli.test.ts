@@ -3,19 +3,13 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTenant, startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, newTenant } from '../helpers.js';
 import { BIN, tempDir } from '../reliability/support.js';
 
 const run = promisify(execFile);
-let t: TestApp;
-let dir: string;
-
-beforeAll(async () => {
-  dir = tempDir('imports-cli');
-  t = await startApp({ importsDir: join(dir, 'parts') }, { importRunner: 'manual', webhookDelivery: 'manual' });
-});
-afterAll(() => t.close());
+const dir = tempDir('imports-cli');
+const t = useApp({ importsDir: join(dir, 'parts') }, { importRunner: 'manual', webhookDelivery: 'manual' });
 
 async function cli(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newTenant, startApp, type TestApp } from '../helpers.js';
+import { useApp, newTenant } from '../helpers.js';
 
 // The typed client used from another project as docs/client.md says: `npm pack` in clients/typescript
 // (which builds dist/ with tsc), the tarball laid out as an install does, then a plain JavaScript consumer and a
@@ -15,11 +15,10 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const CLIENT = resolve('clients/typescript');
 const TSC = resolve('node_modules/typescript/bin/tsc');
 
-let t: TestApp;
 let baseUrl: string;
 let project: string;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   project = mkdtempSync(join(tmpdir(), 'lanebridge-client-consumer-'));
@@ -39,7 +38,6 @@ beforeAll(async () => {
   for (const dep of ['openapi-fetch', 'standardwebhooks']) symlinkSync(resolve('node_modules', dep), join(project, 'node_modules', dep), 'dir');
 }, 300_000);
 afterAll(async () => {
-  await t.close();
   rmSync(project, { recursive: true, force: true });
 });
 

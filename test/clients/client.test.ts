@@ -8,21 +8,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFiles, staleFiles } from '../../scripts/client/generate.js';
 import { createLanebridgeClient, parseRetryAfter, retryingFetch, verifyWebhook, walkPages, WebhookVerificationError } from '../../clients/typescript/src/index.js';
 import { newSecret, signedHeaders } from '../../src/modules/webhooks/signing.js';
-import { json, newTenant, startApp, type TestApp } from '../helpers.js';
+import { useApp, json, newTenant } from '../helpers.js';
 
 const run = promisify(execFile);
 
-let t: TestApp;
 let baseUrl: string;
 let dir: string;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), 'lanebridge-client-test-'));
 });
 afterAll(async () => {
-  await t.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -9,7 +9,8 @@ import { buildApp, type AppDeps } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDataStore } from '../../src/lib/db/index.js';
 import type { Clock } from '../../src/lib/clock.js';
-import { testClock, type TestApp } from '../helpers.js';
+import { startAppOn, useAppFrom, type TestApp } from '../helpers.js';
+import { freshPgDatabase } from '../reliability/support.js';
 
 export interface DashboardAppOptions {
   /**
@@ -29,47 +30,23 @@ let counter = 0;
 
 export async function startDashboardApp(o: DashboardAppOptions = {}): Promise<TestApp> {
   const runUrl = inject('databaseUrl');
-  let databaseUrl: string;
-  let cleanup: () => Promise<void> = async () => {};
-  if (!runUrl) {
-    const dir = mkdtempSync(join(tmpdir(), 'lanebridge-dash-'));
-    databaseUrl = join(dir, 'test.db');
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else if (o.fresh) {
-    const url = new URL(runUrl);
-    const name = `${url.pathname.slice(1)}_dash_${process.pid}_${++counter}`;
-    const admin = new pg.Client({ connectionString: runUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    cleanup = async () => {
-      const c = new pg.Client({ connectionString: runUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+  const own = runUrl && o.fresh ? await freshPgDatabase(runUrl, `${new URL(runUrl).pathname.slice(1)}_dash_${process.pid}_${++counter}`) : null;
+  // The dashboard's apps run their import runner as the product does unless `workers` says otherwise.
+  const deps: Partial<AppDeps> = Object.assign({ importRunner: undefined }, o.workers, o.clock && { clock: o.clock }, o.dashboard && { dashboard: o.dashboard });
+  const t = await startAppOn(own?.url ?? runUrl, o.config, deps);
+  if (own) {
+    const close = t.close;
+    t.close = async () => {
+      await close();
+      await own.drop();
     };
-  } else {
-    databaseUrl = runUrl;
   }
-  const config = { ...loadConfig({}), ...o.config, databaseUrl };
-  const store = openDataStore(databaseUrl, { poolSize: 5 });
-  await store.migrate();
-  const clock = testClock();
-  const built = await buildApp({ config, store, logger: false, clock: o.clock ?? clock, ...o.workers, ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
-  return {
-    ...built,
-    store,
-    config,
-    clock,
-    async close() {
-      await built.app.close();
-      await store.close();
-      await cleanup();
-    },
-  };
+  return t;
+}
+
+/** startDashboardApp with useApp's automatic teardown (test/helpers.ts). */
+export function useDashboardApp(o: DashboardAppOptions = {}): TestApp {
+  return useAppFrom(() => startDashboardApp(o));
 }
 
 export type Form = Record<string, string | string[]>;

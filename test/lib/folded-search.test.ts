@@ -3,22 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kysely, Migrator, sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { foldCase } from '../../src/lib/fold.js';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { migrationProvider } from '../../src/lib/db/migrations/index.js';
-import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from '../helpers.js';
+import { useApp, isPostgres, json, newTenant, type Tenant } from '../helpers.js';
 
 // D1a: every case-insensitive filter folds Unicode case the same way on both engines, from folded
 // columns the write path keeps (migration 0013 backfills them); PostgreSQL serves name_contains from a
 // pg_trgm index when the extension can be created, and migrates without it when it cannot.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const refsOf = async (a: Tenant, url: string) => {
   const res = await a.get(url);

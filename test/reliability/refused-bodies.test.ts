@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { accountsService } from '../../src/modules/accounts/accounts.service.js';
-import { startApp, type TestApp } from '../helpers.js';
+import { useApp } from '../helpers.js';
 import { parseRawAnswer } from '../support/raw-http.js';
 import { createTenantInDb, killAllServers, sleep, startReadyServer, tempDir, type ServerProcess } from './support.js';
 
@@ -293,18 +293,14 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
 });
 
 describe('the drain bounds (in process)', () => {
-  let t: TestApp;
   let port = 0;
   let key = '';
+  const t = useApp({ refusedBodyDrainMs: 500 });
   beforeAll(async () => {
-    t = await startApp({ refusedBodyDrainMs: 500 });
     const org = await t.services.accounts.createOrganization(`Drain ${process.pid}`);
     key = (await t.services.accounts.createKey(org.id, { name: 't', externalSystem: 't', scopes: ['write:customers'] })).key;
     const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = Number(new URL(address).port);
-  });
-  afterAll(async () => {
-    await t.close();
   });
 
   it('a client trickling a refused body is cut off after the drain time (config.refusedBodyDrainMs), having read its 413', async () => {

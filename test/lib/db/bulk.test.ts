@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bulkInsert } from '../../../src/lib/db/bulk.js';
-import { isPostgres, startApp, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres } from '../../helpers.js';
 
 // SQLite's multi-row insert is a statement text per row count, compiled and kept in the statement
 // cache (a 100-row insert is a large program). An import's chunks vary in size: a text per count
 // from 1 to 100 filled the cache and the server's memory (60 MB more in the import benchmark).
 describe.skipIf(isPostgres())('set-based inserts on SQLite', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startApp();
-  });
-  afterAll(() => t.close());
+  const t = useApp();
 
   it('write every row: a set of up to 100 rows in one statement, a larger one with 8 statement texts per table whatever its count', async () => {
     const insert = bulkInsert('lane_stats', [

@@ -1,15 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_SHAPES, preparedByShape } from '../../../src/lib/db/prepared.js';
-import { isPostgres, startApp, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres } from '../../helpers.js';
 
 // The open load's hot reads (lane history, loads on their way, carriers' cards) are compiled once per
 // shape and run with each call's values: a value bound to the wrong place would answer another
 // carrier's or another lane's rows without any error, so the order is checked at the first compile.
 describe('statements compiled once per shape', () => {
-  let t: TestApp;
   const org = 'org_prepared_shape';
+  const t = useApp();
   beforeAll(async () => {
-    t = await startApp();
     const rows = Array.from({ length: 6 }, (_, i) => ({
       org_id: org,
       equipment_type: i % 2 === 0 ? 'DRY_VAN' : 'REEFER',
@@ -22,7 +21,6 @@ describe('statements compiled once per shape', () => {
     }));
     await t.store.db.insertInto('lane_stats').values(rows).execute();
   });
-  afterAll(() => t.close());
 
   type Input = { equipment: string; cells: number[] };
   const build = (byPosition: boolean) =>

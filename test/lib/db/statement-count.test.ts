@@ -1,13 +1,14 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp, isPostgres, json, newTenant, type Tenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // Round trips per request, counted through the store's statement log (every statement sent; on
 // PostgreSQL every one is a round trip). A regression to a statement per load, per stop or per
 // reference fails here, not only in the benchmark.
 
-let t: TestApp;
+// The recommendations follow-up runs beside requests: here only when asked, so no statement of it is counted.
+const t = useApp({}, { recommendationFollowUp: 'manual' });
 let a: Tenant;
 
 const delivered = (ref: string, extra: Record<string, unknown> = {}) =>
@@ -20,8 +21,6 @@ const delivered = (ref: string, extra: Record<string, unknown> = {}) =>
   });
 
 beforeAll(async () => {
-  // The recommendations follow-up runs beside requests: here only when asked, so no statement of it is counted.
-  t = await startApp({}, { recommendationFollowUp: 'manual' });
   a = await newTenant(t);
   await seedFreight(a);
   expect((await a.post('/v2/tms-api/carriers', { external_reference_id: 'CAR-2', name: 'Second Carrier' })).statusCode).toBe(201);
@@ -31,7 +30,6 @@ beforeAll(async () => {
   }
   expect((await a.post('/v2/tms-api/loads', dallasToHouston('SC-OPEN'))).statusCode).toBe(201);
 });
-afterAll(() => t.close());
 
 async function statementsOf(request: () => Promise<LightMyRequestResponse>, status = 200): Promise<{ sql: string[]; body: any }> {
   const sql: string[] = [];

@@ -4,23 +4,21 @@
  * are refused with their offset. Hostile bodies go over real HTTP beside another tenant's GET (inject
  * would serialize them), so a held event loop shows as a slow GET.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { seedFreight, dallasToHouston } from '../../fixtures.js';
-import { newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, newTenant, type Tenant } from '../../helpers.js';
 
-let t: TestApp;
 let base: string;
 let hostile: Tenant;
 let bystander: Tenant;
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
   hostile = await newTenant(t);
   bystander = await newTenant(t);
   await seedFreight(bystander);
 });
-afterAll(() => t.close());
 
 async function send(tenant: Tenant, method: string, path: string, body?: string | Uint8Array) {
   const started = performance.now();

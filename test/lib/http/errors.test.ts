@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
 import { openDataStore } from '../../../src/lib/db/index.js';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant } from '../../helpers.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 describe('transport errors', () => {
   it('400 for a body that is not JSON, naming the problem', async () => {

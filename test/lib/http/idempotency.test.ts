@@ -1,13 +1,13 @@
 import { request as httpRequest } from 'node:http';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config.js';
 import { claimIdempotencyKey, findIdempotencyKey, pruneIdempotencyKeys } from '../../../src/lib/db/idempotency-keys.js';
 import { readVersions } from '../../../src/lib/db/versions.js';
 import { canonicalJson, requestFingerprint } from '../../../src/lib/http/idempotency.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { isPostgres, json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres, json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
 
 // D13: Idempotency-Key on every write (src/lib/http/idempotency.ts), on both engines.
 
@@ -26,11 +26,7 @@ const REUSED = {
   ],
 };
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const newKey = () => `op-${uid()}-${Date.now()}`;
 
@@ -550,11 +546,7 @@ describe('Idempotency-Key: retention', () => {
 // mode is one process; two instances in one test process would wait on each other's SQLite locks
 // synchronously, which no deployment does).
 describe.skipIf(!isPostgres())('Idempotency-Key: two instances on one database', () => {
-  let second: TestApp;
-  beforeAll(async () => {
-    second = await startApp();
-  });
-  afterAll(async () => second.close());
+  const second = useApp();
 
   const on = (app: TestApp['app'], a: Tenant, key: string, url: string, body: unknown) =>
     app.inject({ method: 'POST', url, headers: { ...a.headers, 'idempotency-key': key }, payload: body as never });

@@ -1,17 +1,11 @@
 // Issue 26, point 5: bodies nested deeper than the call stack, and text that is not Unicode (lone UTF-16
 // surrogates), on every JSON body (known and ignored fields, keys, batch items) and query strings. Both
 // engines: the surrogates used to be stored differently by each.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant } from '../../helpers.js';
 import { checksForJsonText } from '../../../src/lib/http/input-text.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useApp();
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 

@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, startApp, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json } from '../../helpers.js';
 
 const REDOCLY_CONFIG = `extends:
   - recommended-strict
@@ -29,11 +29,7 @@ rules:
       - application/x-ndjson
 `;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 describe('OpenAPI document', () => {
   it('is served without a key and documents every API route with its errors and security', async () => {

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../../src/lib/clock.js';
 import { cleanRedis } from '../../fixtures.js';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
 export const TEST_REDIS_URL = process.env.LANEBRIDGE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `lanebridge-test:${process.pid}:${Date.now()}:`;
@@ -48,14 +48,9 @@ describe.each([
   { mode: 'redis', redisUrl: TEST_REDIS_URL },
 ] as const)('rate limits, $mode', ({ mode, redisUrl }) => {
   const time = fakeClock('2030-01-15T10:20:30.000Z');
-  let t: TestApp;
-
-  beforeAll(async () => {
-    // A long Redis timeout: a machine busy with the rest of the suite must not turn these into fallbacks
-    // (the /metrics test below checks that every request of this block was counted in Redis).
-    t = await startApp({ redisUrl, rateLimitKeyPrefix: `${PREFIX}${mode}:` }, { clock: time.clock, rateLimit: { commandTimeoutMs: 5000 } });
-  });
-  afterAll(async () => t.close());
+  // A long Redis timeout: a machine busy with the rest of the suite must not turn these into fallbacks
+  // (the /metrics test below checks that every request of this block was counted in Redis).
+  const t = useApp({ redisUrl, rateLimitKeyPrefix: `${PREFIX}${mode}:` }, { clock: time.clock, rateLimit: { commandTimeoutMs: 5000 } });
   afterEach(() => time.set('2030-01-15T10:20:30.000Z'));
 
   /** A tenant whose key has these limits; every test has its own key, so budgets never mix. */
@@ -265,13 +260,11 @@ describe.each([
 });
 
 describe('rate limits off (config.rateLimits: benchmarks)', () => {
-  let t: TestApp;
   let a: Tenant;
+  const t = useApp({ rateLimits: false });
   beforeAll(async () => {
-    t = await startApp({ rateLimits: false });
     a = await newTenant(t, undefined, { perMinute: 1, perDay: 1 });
   });
-  afterAll(async () => t.close());
 
   it('counts nothing and sends no limit headers', async () => {
     for (let i = 0; i < 5; i++) {

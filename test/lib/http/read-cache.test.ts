@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { openDataStore, type DataSnapshot } from '../../../src/lib/db/index.js';
 import { readCache } from '../../../src/lib/http/read-cache.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { isPostgres, json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres, json, newTenant, type Tenant, type TestApp } from '../../helpers.js';
 
 // GET answers kept while what they depend on is unchanged (src/lib/http/read-cache.ts): every write,
 // through this app or another instance on the same database, shows from the next request.
 
-let t: TestApp;
-let plain: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-  plain = await startApp({ readCache: false });
-});
-afterAll(async () => {
-  await t.close();
-  await plain.close();
-});
+const t = useApp();
+const plain = useApp({ readCache: false });
 
 async function seeded(app: TestApp = t): Promise<Tenant> {
   const a = await newTenant(app);

@@ -3,8 +3,8 @@
 // of its body, then stalls: the server answers 408 in the D1 detail shape and closes the connection.
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { useApp, newTenant, type Tenant } from '../../helpers.js';
 import { parseRawAnswer, type RawAnswer } from '../../support/raw-http.js';
 
 type Answer = RawAnswer;
@@ -32,17 +32,15 @@ function head(method: string, path: string, headers: Record<string, string>): st
 const SLOW_DETAIL = "Request timed out: the body did not arrive within 1 second of the request's headers: send it faster, or split it into smaller requests";
 
 describe('request bodies arrive within REQUEST_TIMEOUT_SECONDS', () => {
-  let t: TestApp;
   let port: number;
   let a: Tenant;
 
+  const t = useApp({ requestTimeoutMs: 1000, refusedBodyDrainMs: 200 });
   beforeAll(async () => {
-    t = await startApp({ requestTimeoutMs: 1000, refusedBodyDrainMs: 200 });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
     a = await newTenant(t);
   });
-  afterAll(() => t.close());
 
   it("Node's own limit is the longest a route allows (an import part's 10 minutes), not the 1 s default", () => {
     expect(t.app.server.requestTimeout).toBe(600_000);

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { editDistance, prefersStrict, suggestion } from '../../../src/lib/http/ignored-fields.js';
 
 // D16: ignored fields named in Lanebridge-Ignored-Fields; Prefer: handling=strict and strict keys; empty contacts.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const strict = { prefer: 'handling=strict' };
 const post = (a: Tenant, url: string, payload: unknown, headers: Record<string, string> = {}) =>

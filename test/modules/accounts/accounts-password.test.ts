@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../src/lib/http/errors.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordProblem } from '../../../src/modules/accounts/accounts.service.js';
-import { newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, newTenant } from '../../helpers.js';
 
 // The password rule lives in the accounts service only: every write of a password checks it there,
 // whichever front end (dashboard, CLI) sent it, with one message.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const RULE = `Use at least ${MIN_PASSWORD_LENGTH} characters: the password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`;
 

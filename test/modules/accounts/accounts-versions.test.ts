@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readVersions } from '../../../src/lib/db/versions.js';
-import { newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, newTenant } from '../../helpers.js';
 
 // User and API key writes move their organization's counters (src/lib/db/versions.ts) in their own
 // transaction: kept loads (reps matched to users) and kept keys depend on them.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 describe('account writes move the organization counters', () => {
   it('users: create; API keys: create, limits, rotate, revoke; the last-used touch moves nothing', async () => {

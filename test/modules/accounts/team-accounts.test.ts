@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SCOPES } from '../../../src/lib/http/scopes.js';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant } from '../../helpers.js';
 
 // D17 at the API: key lifetimes (expires_at, rotation with a grace period, last_used_at) and the audit log.
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
-});
-afterAll(async () => t?.close());
+const t = useApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
 
 const HOUR = 3_600_000;
 const get = (key: string, url: string, remoteAddress = '127.0.0.1') => t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'x-api-key': key } });

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { openDataStore } from '../../../src/lib/db/index.js';
 import { SCOPES } from '../../../src/modules/accounts/scopes.js';
-import { json, newTenant, isPostgres, startApp, testClock, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, isPostgres, startApp, testClock, uid, type Tenant, type TestApp } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { sql } from 'kysely';
 import { cellOf } from '../../../src/domain/grid.js';
@@ -24,11 +24,7 @@ interface FeedPage {
   has_more: boolean;
 }
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 async function feed(a: Tenant, query = ''): Promise<FeedPage> {
   const res = await a.get(`/v2/tms-api/events${query}`);

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPostgres, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useApp, isPostgres, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // On SQLite an import gives way to the requests this process is answering: right before each chunk's
@@ -11,23 +11,12 @@ import { dallasToHouston, seedFreight } from '../../fixtures.js';
 // a chunk otherwise queued its transaction behind the next chunk too (docs/imports.md). On PostgreSQL a
 // request's statements run on a pooled connection of their own, and the import does not wait.
 
-let t: TestApp;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-give-way-'));
-  // Chunks of 10 rows; the wait for quiet bounded by 5 s, so a chunk that starts while a request is in
-  // flight shows. Without live chunks (IMPORT_LIVE_CHUNK_MS=0): the writes of the setup would otherwise
-  // bound the wait by the live chunk's 10 ms (test/imports-live-chunks.test.ts).
-  t = await startApp(
-    { importsDir: dir, importChunkRows: 10, importChunkMs: 5_000, importLiveChunkMs: 0 },
-    { importRunner: 'manual', webhookDelivery: 'manual' },
-  );
-});
-afterAll(async () => {
-  await t.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-give-way-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Chunks of 10 rows; the wait for quiet bounded by 5 s, so a chunk that starts while a request is in
+// flight shows. Without live chunks (IMPORT_LIVE_CHUNK_MS=0): the writes of the setup would otherwise
+// bound the wait by the live chunk's 10 ms (test/modules/imports/imports-live-chunks.test.ts).
+const t = useApp({ importsDir: dir, importChunkRows: 10, importChunkMs: 5_000, importLiveChunkMs: 0 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 
 const BASE = '/v2/tms-api/imports';
 

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { readVersions } from '../../../src/lib/db/versions.js';
-import { isPostgres, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres, newTenant, type Tenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // On SQLite a write beside an import waits for the chunk in flight (one writer). While the API's writes
@@ -12,21 +12,10 @@ import { dallasToHouston, seedFreight } from '../../fixtures.js';
 // chunks keep their size. Each chunk is one transaction, and each transaction that writes loads moves
 // the organization's `loads` counter once: the counter counts the chunks.
 
-let t: TestApp;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-live-'));
-  // Chunks sized to 5 s (the 100 rows below are one chunk of 128), or to 1 ms while writes arrive.
-  t = await startApp(
-    { importsDir: dir, importChunkRows: 1000, importChunkMs: 5_000, importLiveChunkMs: 1 },
-    { importRunner: 'manual', webhookDelivery: 'manual' },
-  );
-});
-afterAll(async () => {
-  await t.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-live-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Chunks sized to 5 s (the 100 rows below are one chunk of 128), or to 1 ms while writes arrive.
+const t = useApp({ importsDir: dir, importChunkRows: 1000, importChunkMs: 5_000, importLiveChunkMs: 1 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 
 const BASE = '/v2/tms-api/imports';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -3,8 +3,8 @@ import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPostgres, newTenant, startApp, startAppOn, type Tenant, type TestApp } from '../../helpers.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useApp, isPostgres, newTenant, startApp, startAppOn, type Tenant } from '../../helpers.js';
 import { freshPgDatabase, pgAdminUrl } from '../../reliability/support.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { startReceiver } from '../webhooks/support.js';
@@ -12,17 +12,9 @@ import { Visitor } from '../../dashboard/support.js';
 
 // D15: imports. The runner is driven by hand here (drain); test/imports-resume.test.ts kills a real worker.
 
-let t: TestApp;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-'));
-  t = await startApp({ importsDir: dir, webhookAllowInsecure: true, importChunkRows: 1000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
-});
-afterAll(async () => {
-  await t.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const t = useApp({ importsDir: dir, webhookAllowInsecure: true, importChunkRows: 1000 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 
 const BASE = '/v2/tms-api/imports';
 

@@ -1,24 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LaneHistoryRow } from '../../../src/modules/lanes/lane-area.repo.js';
 import { ENDS_NOT_KEPT, packedBytes, packLaneRows, unpackLaneRows } from '../../../src/modules/lanes/lane-rows.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant, type TestApp } from '../../helpers.js';
 
 // An open load's lane rows kept in memory (src/modules/lanes/lane-rows.ts, lanes.service.ts): the same
 // answers as a read, every write that changes what the rows hold shows from the next request, and a
 // write that changes no history (the open load's own) keeps them.
 
 const NOW = new Date('2026-03-20T00:00:00.000Z');
-let t: TestApp;
-let plain: TestApp;
-beforeAll(async () => {
-  t = await startApp({}, { clock: { now: () => new Date(NOW) } });
-  plain = await startApp({ readCache: false }, { clock: { now: () => new Date(NOW) } });
-});
-afterAll(async () => {
-  await t.close();
-  await plain.close();
-});
+const t = useApp({}, { clock: { now: () => new Date(NOW) } });
+const plain = useApp({ readCache: false }, { clock: { now: () => new Date(NOW) } });
 
 /** lanebridge_cache_lookups_total of the lane rows, by result. */
 async function laneLookups(app: TestApp): Promise<{ hit: number; miss: number }> {

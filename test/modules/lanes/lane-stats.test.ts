@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
 // The lane stats and each lane's carriers are kept by the transaction that writes the history
 // (src/lib/db/lane-stats.ts): additions add up, a lane that lost rows is recounted. After any mix of
 // writes they must equal a count of the history from scratch.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 /** The stats and lane carriers as stored, and as a count of the history from scratch says they should be. */
 async function statsAgainstHistory(orgId: string) {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant } from '../../helpers.js';
 
 /**
  * The service's recommendations against D7 written out plainly here, over random organizations of
@@ -10,11 +10,7 @@ import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const DAY = 86_400_000;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({}, { clock: { now: () => new Date(NOW) } });
-});
-afterAll(async () => t.close());
+const t = useApp({}, { clock: { now: () => new Date(NOW) } });
 
 const STATUSES = ['ACTIVE', 'SPOT', 'COVERED', 'EN_ROUTE', 'DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED', 'CANCELLED'];
 const HISTORY = new Set(['DELIVERED', 'PAYMENT_PROCESSING', 'ACCOUNTING_REVIEW', 'COMPLETED']);

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, startAppOn, type Tenant, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant, startAppOn, type Tenant, type TestApp } from '../../helpers.js';
 
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const DAY = 86_400_000;
 const MILES_PER_DEGREE = (2 * Math.PI * 3958.7613) / 360;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({}, { clock: { now: () => new Date(NOW) } });
-});
-afterAll(async () => t.close());
+const t = useApp({}, { clock: { now: () => new Date(NOW) } });
 
 // Dallas → Houston, and points due north of each end (so the distance is exactly the offset).
 const ORIGIN = { latitude: 32.7767, longitude: -96.797 };

@@ -1,22 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { SCOPES } from '../../../src/modules/accounts/scopes.js';
 import { sql } from 'kysely';
-import { isPostgres, json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres, json, newTenant, uid, type Tenant } from '../../helpers.js';
 import { seedFreight } from '../../fixtures.js';
 
 // Writes of one load are serialized on both engines (docs/reliability.md "One load"): concurrent PUTs,
 // upserts, tracking events and batch items touching one load never answer 5xx, and the stored load is
 // what applying them in some order leaves (stops and rates of one request, never a mix).
 
-let t: TestApp;
 let a: Tenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await newTenant(t, SCOPES, { perMinute: 1_000_000, perDay: 10_000_000 });
   await seedFreight(a);
 });
-afterAll(async () => t.close());
 
 const PARALLEL = 8;
 const at = (day: number, hour: number) => new Date(Date.UTC(2026, 2, day, hour)).toISOString();

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { fillDeliveryDeadlines } from '../../../src/lib/db/migrations/0021_delivery_deadline.js';
 import { seedFreight } from '../../fixtures.js';
-import { newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, newTenant, type Tenant } from '../../helpers.js';
 
 // D14's backhaul reads the ranked carriers' loads on their way by loads.delivery_deadline (migration
 // 0021): the late_arrival of the load's last Delivery/Both stop by stop_number, D7's destination. The
@@ -10,14 +10,12 @@ import { newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js
 // outside the migration's transaction) finds the same for loads written before 0021 or by an older
 // instance during a rolling deploy.
 
-let t: TestApp;
 let a: Tenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await newTenant(t);
   await seedFreight(a);
 });
-afterAll(async () => t.close());
 
 const stop = (n: number, type: string, loc: string, day: number, lateHour: number) => ({
   stop_number: n,

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
 // D14: stop actuals, tracking events and the evidence on every recommendation, with numbers worked out by hand.
 const NOW = new Date('2026-06-01T00:00:00.000Z');
@@ -7,11 +7,7 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const MILES_PER_DEGREE = (2 * Math.PI * 3958.7613) / 360;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({}, { clock: { now: () => new Date(NOW) } });
-});
-afterAll(async () => t.close());
+const t = useApp({}, { clock: { now: () => new Date(NOW) } });
 
 // Dallas → Houston (both America/Chicago), and points due north (the distance is the offset).
 const ORIGIN = { latitude: 32.7767, longitude: -96.797 };

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { foreground } from '../../../src/lib/http/foreground.js';
 import { lanesService } from '../../../src/modules/lanes/lanes.service.js';
 import { recommendationsFeed } from '../../../src/modules/lanes/recommendations.feed.js';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -84,14 +84,8 @@ describe('foreground: the requests in flight that background work gives way to',
 });
 
 describe('the recommendations follow-up gives way to requests in flight', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    // The app's own follow-up only when asked: the one under test is built below over its pipeline.
-    t = await startApp({}, { recommendationFollowUp: 'manual' });
-  });
-  afterAll(async () => {
-    await t?.close();
-  });
+  // The app's own follow-up only when asked: the one under test is built below over its pipeline.
+  const t = useApp({}, { recommendationFollowUp: 'manual' });
   /** A follow-up over the app's pipeline that gives way to `fg`'s requests, waiting `quietWaitMs` a step at most. */
   const feedGivingWay = (quietWaitMs: number) => {
     const fg = foreground();

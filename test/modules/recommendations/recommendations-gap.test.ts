@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // RECOMMENDATIONS_FOLLOW_UP_GAP_MS: an organization's follow-up runs are at least the gap apart, and the
 // writes that arrive meanwhile are followed up together by one run (docs/events.md).
 // Wide enough that three writes sent together answer within it on a loaded CI machine (600 ms was not).
 const GAP_MS = 2000;
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({ recommendationsFollowUpGapMs: GAP_MS });
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useApp({ recommendationsFollowUpGapMs: GAP_MS });
 
 describe('the recommendations follow-up under a steady push', () => {
   it('follows up the writes made within the gap together, in one run, no sooner than the gap after the last run', async () => {

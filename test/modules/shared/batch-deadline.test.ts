@@ -1,22 +1,18 @@
 import { Type } from '@sinclair/typebox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/lib/db/index.js';
 import { batchRunner, OUT_OF_TIME } from '../../../src/modules/shared/batch.js';
 import type { Workspace } from '../../../src/modules/shared/write-pipeline.js';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { isPostgres, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, isPostgres, newTenant } from '../../helpers.js';
 
 // D6a: the 60 s of D6 is ONE deadline for the whole request, however the engine runs the items (on
 // PostgreSQL a batch whose items write at once runs again item by item after a failure). Items not
 // started by it fail 503 with the decided text; the items before it stand. Shown here with a short
 // deadline and an item made slow on purpose, through the real pipeline and database of each engine.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

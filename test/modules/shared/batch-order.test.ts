@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
 // D6a: every item of a batch sees what the items before it wrote. For each batch endpoint and each pair
 // (or run) of operations on ONE reference, the batch must give what the same items sent as separate
 // requests give: the same result per item (success, status, detail) and the same record afterwards.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const stops = [
   { stop_type: 'Pickup', location_external_reference_id: 'DAL', early_arrival: '2026-03-02T08:00:00Z', late_arrival: '2026-03-02T10:00:00Z' },

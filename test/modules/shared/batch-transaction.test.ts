@@ -1,18 +1,14 @@
 import { Type } from '@sinclair/typebox';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Executor } from '../../../src/lib/db/index.js';
 import { batchRunner } from '../../../src/modules/shared/batch.js';
 import { ChangeSet, IMMEDIATE, type ItemRunner, type Workspace, type WritePipeline } from '../../../src/modules/shared/write-pipeline.js';
-import { newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, newTenant } from '../../helpers.js';
 
 // Batch items are units of work of the write pipeline (SQLite: savepoints of one transaction; PostgreSQL:
 // a transaction each): an item happens whole or not at all, and one item's failure undoes nothing else.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 const customer = (orgId: string, ref: string) => ({
   id: `cust_${ref.toLowerCase()}${Math.random().toString(36).slice(2, 8)}`,

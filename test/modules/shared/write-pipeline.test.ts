@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readVersions } from '../../../src/lib/db/versions.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
 // The one write path (src/modules/shared/write-pipeline.ts): whoever calls a service, the change
 // commits with its counters and the stats of the lanes it moved (in the same transaction).
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 async function analyticsRuns(): Promise<number> {
   const { values } = await t.metrics.registry.getSingleMetric('lanebridge_analytics_runs_total')!.get();

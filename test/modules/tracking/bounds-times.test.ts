@@ -1,15 +1,11 @@
 // Issue 45, times (docs/api.md "Stop actuals, tracking events"): a tracking event's occurred_at without an
 // offset is UTC like every timestamp, a stop's clock time goes in occurred_at_local, and years 0000–0099 are
 // real years (no 1900 shift) through records, filters and tracking events.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t.close());
+const t = useApp();
 
 /** A tenant with load L-1 from Dallas (America/Chicago) to Houston, its stops without actuals. */
 async function tenantWithLoad(): Promise<Tenant> {

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDataStore } from '../../../src/lib/db/index.js';
 import { migrationProvider } from '../../../src/lib/db/migrations/index.js';
-import { json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, uid, type Tenant } from '../../helpers.js';
 import { Visitor, orgWithUser } from '../../dashboard/support.js';
 import { freePort } from '../../reliability/support.js';
 import { startReceiver, type Receiver } from './support.js';
@@ -28,14 +28,12 @@ const D12_DELIVERY_FIELDS = [
   'created_at',
 ];
 
-let t: TestApp;
 let rx: Receiver;
+const t = useApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
 beforeAll(async () => {
-  t = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
   rx = await startReceiver();
 });
 afterAll(async () => {
-  await t.close();
   await rx.close();
 });
 

@@ -2,7 +2,7 @@
 // running replay per endpoint, each refused with a D1 409 that says why; both hold under concurrent
 // requests on both engines.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, uid, type Tenant } from '../../helpers.js';
 import { Visitor, orgWithUser } from '../../dashboard/support.js';
 import { startReceiver, type Receiver } from './support.js';
 
@@ -10,17 +10,13 @@ const BASE = '/v2/tms-api/webhook-endpoints';
 const limitDetail = (n: number) =>
   `This organization already has ${n} webhook endpoints, the most it may have (WEBHOOK_MAX_ENDPOINTS); delete one before adding another`;
 
-let t: TestApp;
-let small: TestApp;
 let rx: Receiver;
+const t = useApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
+const small = useApp({ webhookAllowInsecure: true, webhookMaxEndpoints: 3 }, { webhookDelivery: 'manual' });
 beforeAll(async () => {
-  t = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
-  small = await startApp({ webhookAllowInsecure: true, webhookMaxEndpoints: 3 }, { webhookDelivery: 'manual' });
   rx = await startReceiver();
 });
 afterAll(async () => {
-  await t.close();
-  await small.close();
   await rx.close();
 });
 

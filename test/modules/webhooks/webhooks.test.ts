@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { BLOCKED_ADDRESS_MESSAGE, BlockedAddressError, guardedLookup, urlProblem, isBlockedAddress } from '../../../src/modules/webhooks/url-policy.js';
 import { nextAttemptWait, RETRY_SCHEDULE_MS, retryAfterMs, retryDelay } from '../../../src/modules/webhooks/webhooks.worker.js';
 import { parseScopes } from '../../../src/modules/accounts/accounts.service.js';
-import { json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, uid, type Tenant } from '../../helpers.js';
 import { startReceiver, type Received, type Receiver } from './support.js';
 import { freePort } from '../../reliability/support.js';
 
@@ -21,15 +21,13 @@ function verify(secret: string, r: Received): unknown {
   }
 }
 
-let t: TestApp;
 let rx: Receiver;
 
+const t = useApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
 beforeAll(async () => {
-  t = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
   rx = await startReceiver();
 });
 afterAll(async () => {
-  await t.close();
   await rx.close();
 });
 
@@ -512,11 +510,7 @@ describe('deliveries', () => {
 });
 
 describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
-  let strict: TestApp;
-  beforeAll(async () => {
-    strict = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
-  });
-  afterAll(async () => strict.close());
+  const strict = useApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
 
   /** A worker of its own resolving names with `resolve`; the first delivery of one customer write to `url`. */
   async function firstDelivery(url: string, resolve: (host: string) => Promise<string[]>, afterCreate = () => {}) {

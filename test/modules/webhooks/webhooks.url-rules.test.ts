@@ -1,9 +1,9 @@
 // Issue 26, item 4: D12's URL rules from an address library (ipaddr.js), every non-public form refused,
 // the IPv4 inside IPv6 forms checked too, and a 422 that never names the address a host resolves to.
 import { lookup } from 'node:dns/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { addressRefusal, BLOCKED_ADDRESS_MESSAGE, guardedLookup, isBlockedAddress } from '../../../src/modules/webhooks/url-policy.js';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant } from '../../helpers.js';
 
 const BASE = '/v2/tms-api/webhook-endpoints';
 
@@ -141,11 +141,7 @@ const ACCEPTED = [
   'https://dns64.example/hooks',
 ];
 
-let strict: TestApp;
-beforeAll(async () => {
-  strict = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual', webhookResolve: resolve });
-});
-afterAll(async () => strict.close());
+const strict = useApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual', webhookResolve: resolve });
 
 describe('URL rules: what an endpoint URL may point to', () => {
   it(`refuses ${REFUSED.length} non-public forms with one 422 that names no address, and stores none`, async () => {
