@@ -6,7 +6,14 @@ import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFiles, staleFiles } from '../../scripts/client/generate.js';
-import { createLanebridgeClient, parseRetryAfter, retryingFetch, verifyWebhook, walkPages, WebhookVerificationError } from '../../clients/typescript/src/index.js';
+import {
+  createLanebridgeClient,
+  parseRetryAfter,
+  retryingFetch,
+  verifyWebhook,
+  walkPages,
+  WebhookVerificationError,
+} from '../../clients/typescript/src/index.js';
 import { newSecret, signedHeaders } from '../../src/modules/webhooks/signing.js';
 import { useApp, json, newTenant } from '../helpers.js';
 

@@ -134,7 +134,6 @@ beforeAll(async () => {
   expect(batch.json().error_count).toBe(1);
 }, 60_000);
 
-
 const bodyOf = async (v: Visitor, url: string, status = 200) => {
   const res = await v.get(url);
   expect(res.statusCode, `${url}: ${res.body.slice(0, 500)}`).toBe(status);

@@ -1,13 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { expect, inject } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp, type AppDeps } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
-import { openDataStore } from '../../src/lib/db/index.js';
+import type { AppDeps } from '../../src/app.js';
+import type { Config } from '../../src/config.js';
 import type { Clock } from '../../src/lib/clock.js';
 import { startAppOn, useAppFrom, type TestApp } from '../helpers.js';
 import { freshPgDatabase } from '../reliability/support.js';
@@ -32,7 +29,12 @@ export async function startDashboardApp(o: DashboardAppOptions = {}): Promise<Te
   const runUrl = inject('databaseUrl');
   const own = runUrl && o.fresh ? await freshPgDatabase(runUrl, `${new URL(runUrl).pathname.slice(1)}_dash_${process.pid}_${++counter}`) : null;
   // The dashboard's apps run their import runner as the product does unless `workers` says otherwise.
-  const deps: Partial<AppDeps> = Object.assign({ importRunner: undefined }, o.workers, o.clock && { clock: o.clock }, o.dashboard && { dashboard: o.dashboard });
+  const deps: Partial<AppDeps> = Object.assign(
+    { importRunner: undefined },
+    o.workers,
+    o.clock && { clock: o.clock },
+    o.dashboard && { dashboard: o.dashboard },
+  );
   const t = await startAppOn(own?.url ?? runUrl, o.config, deps);
   if (own) {
     const close = t.close;

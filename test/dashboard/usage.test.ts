@@ -7,9 +7,7 @@ import { useDashboardApp, Visitor, orgWithUser } from './support.js';
 
 /** API usage counters and the failed-writes log (src/modules/ops/usage.service.ts), and the stop-hours check. */
 
-
 const t = useDashboardApp();
-
 
 async function usageRows(orgId: string) {
   const r = await sql<{

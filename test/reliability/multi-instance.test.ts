@@ -17,6 +17,7 @@ import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
 import { accountsService, type AccountsService } from '../../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { freePort } from '../fixtures.js';
+import { waitFor, letTimePass } from '../helpers.js';
 
 const run = promisify(execFile);
 const BIN = join(process.cwd(), 'bin/lanebridge');
@@ -36,8 +37,6 @@ let databaseUrl: string;
 let instances: Instance[] = [];
 let store: DataStore | null = null;
 let accounts: AccountsService;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function startInstance(port: number): Instance {
   const output: string[] = [];
@@ -60,9 +59,8 @@ function startInstance(port: number): Instance {
 
 /** Until /readyz answers 200 with the limits counted in Redis (the connection may lag the listener). */
 async function waitReady(instance: Instance, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
   let last: { checks: Record<string, string> } | null = null;
-  while (Date.now() < deadline) {
+  const ready = async () => {
     if (instance.proc.exitCode !== null) throw new Error(`instance exited (${instance.proc.exitCode}): ${instance.output.join('')}`);
     try {
       const res = await fetch(`${instance.base}/readyz`);
@@ -73,9 +71,12 @@ async function waitReady(instance: Instance, timeoutMs = 30_000) {
     } catch {
       // not listening yet
     }
-    await sleep(100);
-  }
-  throw new Error(`instance at ${instance.base} not ready (${JSON.stringify(last)}): ${instance.output.join('')}`);
+    return null;
+  };
+  return waitFor(ready, { timeout: timeoutMs, interval: 100 }).catch((err: Error) => {
+    if (err.message.startsWith('instance exited')) throw err;
+    throw new Error(`instance at ${instance.base} not ready (${JSON.stringify(last)}): ${instance.output.join('')}`);
+  });
 }
 
 async function stopInstance(instance: Instance) {
@@ -176,7 +177,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   it('shares a per-minute limit: successes across both instances add up to the limit', async () => {
     // Stay inside one UTC minute for the burst.
     const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 55_000) await sleep(60_000 - intoMinute + 50);
+    if (intoMinute > 55_000) await letTimePass(60_000 - intoMinute + 50);
     const [a, b] = instances as [Instance, Instance];
     const { key } = await newKey(20);
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => get(i % 2 === 0 ? a : b, CUSTOMERS, key)));

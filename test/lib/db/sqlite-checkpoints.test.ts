@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataStore, type DataStore } from '../../../src/lib/db/index.js';
-import { isPostgres } from '../../helpers.js';
+import { letTimePass, waitFor, isPostgres } from '../../helpers.js';
 
 // SQLite only: the connection's own checkpoints are off and a worker thread checkpoints beside the
 // requests (src/lib/db/sqlite-checkpoints.ts), so the write-ahead log stays small without a commit
@@ -34,7 +34,7 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
         for (let j = 0; j < 16; j++) await sql`insert into filler (body) values (randomblob(65536))`.execute(tx);
       });
       largest = Math.max(largest, statSync(join(dir, 'wal.db-wal')).size);
-      await new Promise((r) => setTimeout(r, 60));
+      await letTimePass(60);
     }
     // Half of what nothing checkpointing would leave: the worker thread runs every 100 ms, and on a
     // machine busy with other work (CI runs two suites side by side) it is scheduled late now and then
@@ -86,11 +86,11 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
   it('a writer that awaits betweenWrites between its transactions has the log rewound at its next one', async () => {
     // The frames in the log (-1 while the worker's own checkpoint runs: asked again).
     const frames = async () => {
-      for (let i = 0; ; i++) {
+      const asked = async () => {
         const log = (await sql<{ log: number }>`pragma wal_checkpoint(PASSIVE)`.execute(store.db)).rows[0]!.log;
-        if (log >= 0 || i >= 100) return log;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+        return log >= 0 && { log };
+      };
+      return (await waitFor(asked, { timeout: 2000, what: 'a checkpoint not running' })).log;
     };
     const burst = async () => {
       // About 40 MiB in transactions back to back (no gap for the worker): past the 8,192 pages (32 MiB) mark.
@@ -103,13 +103,13 @@ describe.skipIf(isPostgres())('SQLite checkpoints beside the requests', () => {
     const small = () => store.db.transaction().execute((tx) => sql`insert into filler (body) values (zeroblob(10))`.execute(tx));
     // Without the pause the next transaction goes on appending to the log.
     await burst();
-    await new Promise((r) => setTimeout(r, 250)); // the worker's periodic copy has seen the long log
+    await letTimePass(250); // the worker's periodic copy has seen the long log
     await burst();
     await small();
     expect(await frames()).toBeGreaterThan(8192);
     // With it, the log starts again from its beginning.
     await burst();
-    await new Promise((r) => setTimeout(r, 250));
+    await letTimePass(250);
     await burst();
     await store.betweenWrites();
     await small();

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ConfigError, loadConfig, parseTrustProxy } from '../../../src/config.js';
-import { json, startApp, type TestApp } from '../../helpers.js';
+import { waitFor, json, startApp, type TestApp } from '../../helpers.js';
 import { createTenantInDb, tempDir } from '../../reliability/support.js';
 
 const apps: TestApp[] = [];
@@ -118,12 +118,7 @@ describe('METRICS_TOKEN', () => {
     worker.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     worker.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     try {
-      let address: string | null = null;
-      for (let i = 0; i < 300 && !address; i++) {
-        address = /"address":"(http:\/\/[^"]+)"/.exec(out)?.[1] ?? null;
-        if (!address) await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(address, out).toBeTruthy();
+      const address = await waitFor(() => /"address":"(http:\/\/[^"]+)"/.exec(out)?.[1], { timeout: 30_000, interval: 100, what: "the worker's start line" });
       const denied = await fetch(`${address}/metrics`);
       expect(denied.status).toBe(401);
       expect(await denied.json()).toEqual(unauthorized);

@@ -7,7 +7,7 @@ import { claimIdempotencyKey, findIdempotencyKey, pruneIdempotencyKeys } from '.
 import { readVersions } from '../../../src/lib/db/versions.js';
 import { canonicalJson, requestFingerprint } from '../../../src/lib/http/idempotency.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { useApp, isPostgres, json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { letTimePass, useApp, isPostgres, json, newTenant, startApp, uid, type Tenant, type TestApp } from '../../helpers.js';
 
 // D13: Idempotency-Key on every write (src/lib/http/idempotency.ts), on both engines.
 
@@ -415,7 +415,7 @@ describe('Idempotency-Key: what is not stored, and requests still running', () =
       const svc = app.services.customers;
       const original = svc.create.bind(svc);
       const spy = vi.spyOn(svc, 'create').mockImplementationOnce(async (...args) => {
-        await new Promise((r) => setTimeout(r, 300));
+        await letTimePass(300);
         return original(...args);
       });
       const key = newKey();

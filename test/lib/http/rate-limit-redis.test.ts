@@ -15,7 +15,7 @@ import type { Clock } from '../../../src/lib/clock.js';
 import { openDataStore } from '../../../src/lib/db/index.js';
 import { createRateLimiter } from '../../../src/lib/http/rate-limit.js';
 import { cleanRedis, freePort } from '../../fixtures.js';
-import { json, newTenant, startApp, type TestApp } from '../../helpers.js';
+import { letTimePass, waitFor, json, newTenant, startApp, type TestApp } from '../../helpers.js';
 
 const run = promisify(execFile);
 const REDIS_URL = process.env.LANEBRIDGE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -24,17 +24,6 @@ const CUSTOMERS = '/v2/tms-api/customers';
 const NOW = '2030-03-10T08:00:15.000Z';
 const fixedClock: Clock = { now: () => new Date(NOW) };
 const minuteIndex = Math.floor(Date.parse(NOW) / 60_000);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** Captures the app's log lines (pino JSON) so tests can count warnings. */
 function logCapture() {
@@ -139,7 +128,7 @@ describe('Redis unreachable from the start', () => {
     expect(fallbacks).toBe(31);
 
     // Reconnection attempts go on in the background, without a warning each.
-    await sleep(1500);
+    await letTimePass(1500);
     await a.get(CUSTOMERS);
     const warnings = logs.about('Redis unreachable');
     expect(warnings).toHaveLength(1);
@@ -172,13 +161,16 @@ describe('Redis going away and coming back', () => {
       'local',
       ...extra,
     ]);
-    await waitFor('redis to start', async () => {
-      try {
-        return (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG';
-      } catch {
-        return false;
-      }
-    });
+    await waitFor(
+      async () => {
+        try {
+          return (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG';
+        } catch {
+          return false;
+        }
+      },
+      { what: 'redis to start', interval: 50 },
+    );
   }
 
   async function stopRedis() {
@@ -187,14 +179,17 @@ describe('Redis going away and coming back', () => {
     } catch {
       // redis-cli reports the dropped connection of a shutdown as an error; the check below decides
     }
-    await waitFor('redis to stop', async () => {
-      try {
-        await run('redis-cli', ['-p', String(port), 'ping']);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await waitFor(
+      async () => {
+        try {
+          await run('redis-cli', ['-p', String(port), 'ping']);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: 'redis to stop', interval: 50 },
+    );
   }
 
   beforeAll(async () => {
@@ -243,21 +238,21 @@ describe('Redis going away and coming back', () => {
       const stream = (async () => {
         while (streaming) {
           statuses.push((await a.get(CUSTOMERS)).statusCode);
-          await sleep(2);
+          await letTimePass(2);
         }
       })();
-      await sleep(150);
+      await waitFor(() => statuses.length >= 25, { what: 'the stream to be under way' });
       await stopRedis();
-      await sleep(300);
-      expect(await readiness()).toBe('in_process_fallback');
+      await waitFor(async () => (await readiness()) === 'in_process_fallback', { what: 'the limiter to fall back', timeout: 5000 });
       const during = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
       expect(during).toMatch(/^lanebridge_rate_limit_redis_up 0$/m);
       expect(Number(/^lanebridge_rate_limit_fallbacks_total (\d+)$/m.exec(during)?.[1])).toBeGreaterThan(0);
 
       // Back again (empty: --save ''): the limiter returns to it without being told.
       await startRedis();
-      await waitFor('the limiter to use Redis again', async () => (await readiness()) === 'redis');
-      await sleep(100);
+      await waitFor(async () => (await readiness()) === 'redis', { what: 'the limiter to use Redis again', interval: 50 });
+      // Some of the stream's requests counted in the new Redis.
+      await waitFor(async () => Number((await redis.get(counter)) ?? 0) > 0, { what: 'requests counted in the new Redis' });
       streaming = false;
       await stream;
 
@@ -289,7 +284,8 @@ describe('Redis going away and coming back', () => {
       expect((await a.get(CUSTOMERS)).statusCode).toBe(200);
       // The server stops answering for 1.5 s (the connection stays open).
       void admin.call('DEBUG', 'SLEEP', '1.5').catch(() => {});
-      await sleep(50);
+      // The command on its way to Redis (nothing to watch: the server answers nobody while it sleeps).
+      await letTimePass(50);
       const started = Date.now();
       const results = [];
       for (let i = 0; i < 20; i++) results.push(await a.get(CUSTOMERS));
@@ -298,10 +294,13 @@ describe('Redis going away and coming back', () => {
       // One request paid the timeout; the ones after it skipped Redis while it was known to be failing.
       expect(elapsed).toBeLessThan(1000);
       expect(t.rateLimiter.status().fallbacks).toBeGreaterThan(0);
-      await waitFor('Redis to answer again', async () => {
-        await a.get(CUSTOMERS);
-        return t.rateLimiter.status().redisUp === true;
-      });
+      await waitFor(
+        async () => {
+          await a.get(CUSTOMERS);
+          return t.rateLimiter.status().redisUp === true;
+        },
+        { what: 'Redis to answer again', interval: 50 },
+      );
     } finally {
       admin.disconnect();
       await t.close();

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeStatement } from '../../../src/lib/db/tracing.js';
 import { startTracing } from '../../../src/lib/telemetry/tracing.js';
-import { isPostgres, newTenant, startApp, uid } from '../../helpers.js';
-import { createTenantInDb, freshPgDatabase, httpRequest, killAllServers, parse, pgAdminUrl, sleep, startReadyServer, tempDir } from '../../reliability/support.js';
+import { letTimePass, waitFor, isPostgres, newTenant, startApp, uid } from '../../helpers.js';
+import { createTenantInDb, httpRequest, parse, startReadyServer, serverCleanups } from '../../reliability/support.js';
 import { startReceiver } from '../../modules/webhooks/support.js';
 
 interface OtlpSpan {
@@ -53,34 +53,15 @@ async function startCollector() {
     posts,
     spans,
     async waitFor(test: (spans: OtlpSpan[]) => boolean, timeoutMs = 15_000) {
-      const until = Date.now() + timeoutMs;
-      while (!test(spans)) {
-        if (Date.now() > until) throw new Error(`spans not received in time; got: ${spans.map((s) => s.name).join(', ')}`);
-        await sleep(50);
-      }
+      await waitFor(() => test(spans), { timeout: timeoutMs, interval: 50 }).catch(() => {
+        throw new Error(`spans not received in time; got: ${spans.map((s) => s.name).join(', ')}`);
+      });
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  await killAllServers();
-  for (const c of cleanups.reverse()) await c();
-});
-
-/** A database of the server's own (its webhook worker works every organization's rows). */
-async function database(name: string): Promise<string> {
-  const admin = pgAdminUrl();
-  if (admin) {
-    const db = await freshPgDatabase(admin, `${name}_${process.pid}`);
-    cleanups.push(() => db.drop());
-    return db.url;
-  }
-  const dir = tempDir(name);
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'lanebridge.db');
-}
+const cleanups = serverCleanups();
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -94,7 +75,7 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
       cleanups.push(() => collector.close());
       const rx = await startReceiver();
       cleanups.push(() => rx.close());
-      const databaseUrl = await database('tracing_on');
+      const databaseUrl = await cleanups.database('tracing_on');
       const { orgId, key } = await createTenantInDb(databaseUrl, 'Traced');
       const server = await startReadyServer({
         databaseUrl,
@@ -230,7 +211,7 @@ describe('tracing off (OTEL_EXPORTER_OTLP_ENDPOINT unset)', () => {
     cleanups.push(() => collector.close());
     const rx = await startReceiver();
     cleanups.push(() => rx.close());
-    const databaseUrl = await database('tracing_off');
+    const databaseUrl = await cleanups.database('tracing_off');
     const { key } = await createTenantInDb(databaseUrl, 'Untraced');
     const server = await startReadyServer({
       databaseUrl,
@@ -247,7 +228,7 @@ describe('tracing off (OTEL_EXPORTER_OTLP_ENDPOINT unset)', () => {
     });
     expect(created.status).toBe(201);
     await rx.waitFor(1);
-    await sleep(1000);
+    await letTimePass(1000);
     expect(collector.posts).toEqual([]);
     // Nor is there a trace id in its logs.
     const line = server

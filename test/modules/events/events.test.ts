@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { openDataStore } from '../../../src/lib/db/index.js';
 import { SCOPES } from '../../../src/modules/accounts/scopes.js';
-import { useApp, json, newTenant, isPostgres, startApp, testClock, uid, type Tenant, type TestApp } from '../../helpers.js';
+import { letTimePass, useApp, json, newTenant, isPostgres, startApp, testClock, uid, type Tenant, type TestApp } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { sql } from 'kysely';
 import { cellOf } from '../../../src/domain/grid.js';
@@ -409,7 +409,7 @@ describe('concurrent writers', () => {
           seen.push(...page.items);
           after = page.next_after;
           if (done && !page.has_more) return;
-          if (!page.has_more) await new Promise((r) => setTimeout(r, 2));
+          if (!page.has_more) await letTimePass(2);
         }
         throw new Error('the reader never reached the end of the feed');
       })();

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { importFiles } from '../../../src/modules/imports/imports.files.js';
 import { Type } from '@sinclair/typebox';
 import { countRows, ndjsonLines, readCsvHeader, uploadRows } from '../../../src/modules/imports/imports.rows.js';
+import { letTimePass } from '../../helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'lanebridge-import-files-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -107,7 +108,7 @@ describe('a CSV upload with a part gone', () => {
       await expect(rows()).rejects.toThrow(/ENOENT/);
       // The header is in part 1: read whole, the missing part is never needed.
       expect(await readCsvHeader(files.open('imp_csv_gap', 2), {})).toEqual(['external_reference_id', 'name']);
-      await new Promise((r) => setTimeout(r, 50));
+      await letTimePass(50); // an uncaught error of the read would come in this moment
     } finally {
       process.off('uncaughtException', onUncaught);
     }

@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useApp, isPostgres, newTenant } from '../../helpers.js';
+import { letTimePass, waitFor, useApp, isPostgres, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // On SQLite an import gives way to the requests this process is answering: right before each chunk's
@@ -40,7 +40,7 @@ describe('an import beside a request in flight', () => {
       // A request whose body is still arriving: in flight from its first byte.
       const body = new PassThrough();
       const held = a.request({ method: 'POST', url: '/v2/tms-api/loads', payload: body, headers: { 'content-type': 'application/json' } });
-      await new Promise((r) => setTimeout(r, 50));
+      await letTimePass(50); // the request reaches the server (its count of requests in flight is not exposed)
 
       let drained = false;
       const running = t.imports.runner.drain().then(() => (drained = true));
@@ -52,8 +52,8 @@ describe('an import beside a request in flight', () => {
         expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_processed: 50 });
       } else {
         // Claimed (running), then a moment in which chunks of 10 rows would have ended the import.
-        for (let i = 0; i < 100 && (await a.get(`${BASE}/${id}`)).json().status !== 'running'; i++) await new Promise((r) => setTimeout(r, 20));
-        await new Promise((r) => setTimeout(r, 500));
+        await waitFor(async () => (await a.get(`${BASE}/${id}`)).json().status === 'running', { timeout: 2000 }).catch(() => {}); // the expectation below says
+        await letTimePass(500);
         const during = (await a.get(`${BASE}/${id}`)).json();
         // No chunk begins while the request is in flight.
         expect(during).toMatchObject({ status: 'running', rows_processed: 0 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readVersions } from '../../../src/lib/db/versions.js';
-import { useApp, isPostgres, newTenant, type Tenant } from '../../helpers.js';
+import { letTimePass, useApp, isPostgres, newTenant, type Tenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // On SQLite a write beside an import waits for the chunk in flight (one writer). While the API's writes
@@ -18,7 +18,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const t = useApp({ importsDir: dir, importChunkRows: 1000, importChunkMs: 5_000, importLiveChunkMs: 1 }, { importRunner: 'manual', webhookDelivery: 'manual' });
 
 const BASE = '/v2/tms-api/imports';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An import of 100 new loads, queued; its id. */
 async function queued(a: Tenant, prefix: string): Promise<string> {
@@ -54,7 +53,7 @@ describe('an import while the API’s writes arrive', () => {
       // No API write in the last second (the upload's own calls do not count); reads, a request without a
       // key and an invalid body arrive just before it runs.
       const quietId = await queued(a, 'QUIET');
-      await sleep(1_100);
+      await letTimePass(1_100);
       expect((await a.get('/v2/tms-api/loads?limit=1')).statusCode).toBe(200);
       expect((await t.app.inject({ method: 'PUT', url: '/v2/tms-api/loads/QUIET-0', payload: { description: 'no key' } })).statusCode).toBe(401);
       expect((await a.put('/v2/tms-api/loads/QUIET-0', { weight: 'heavy' })).statusCode).toBe(422);
@@ -72,7 +71,7 @@ describe('an import while the API’s writes arrive', () => {
         while (writing) {
           const put = await b.put('/v2/tms-api/loads/B-0', { description: `changed beside an import ${writes++}` });
           expect(put.statusCode, put.body).toBe(200);
-          await sleep(100);
+          await letTimePass(100);
         }
       })();
       let chunks: number;

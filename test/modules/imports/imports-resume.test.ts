@@ -4,14 +4,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { newTenant, startAppOn, type TestApp } from '../../helpers.js';
+import { waitFor, newTenant, startAppOn, type TestApp } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-import { BIN, freshPgDatabase, pgAdminUrl, sleep, tempDir } from '../../reliability/support.js';
+import { BIN, freshPgDatabase, pgAdminUrl, serverCleanups, tempDir } from '../../reliability/support.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
+const cleanups = serverCleanups();
 
 const ROWS = 3000;
 
@@ -62,14 +59,15 @@ describe('an import whose process is killed half way', () => {
     const row = () => t.store.db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     const seen: number[] = [];
     const watch = async (until: (r: Awaited<ReturnType<typeof row>>) => boolean, output: () => string, timeoutMs: number) => {
-      const end = Date.now() + timeoutMs;
-      for (;;) {
-        const r = await row();
-        seen.push(Number(r.checkpoint_row));
-        if (until(r)) return r;
-        if (Date.now() > end) throw new Error(`import did not get there in time: ${JSON.stringify(r)}\n${output()}`);
-        await sleep(10);
-      }
+      let last: Awaited<ReturnType<typeof row>> | undefined;
+      const check = async () => {
+        last = await row();
+        seen.push(Number(last.checkpoint_row));
+        return until(last) && last;
+      };
+      return waitFor(check, { timeout: timeoutMs, interval: 10 }).catch(() => {
+        throw new Error(`import did not get there in time: ${JSON.stringify(last)}\n${output()}`);
+      });
     };
 
     const first = startWorker(env);

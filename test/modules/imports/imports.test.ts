@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { useApp, isPostgres, newTenant, startApp, startAppOn, type Tenant } from '../../helpers.js';
+import { letTimePass, waitFor, useApp, isPostgres, newTenant, startApp, startAppOn, type Tenant } from '../../helpers.js';
 import { freshPgDatabase, pgAdminUrl } from '../../reliability/support.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { startReceiver } from '../webhooks/support.js';
 import { Visitor } from '../../dashboard/support.js';
 
-// D15: imports. The runner is driven by hand here (drain); test/imports-resume.test.ts kills a real worker.
+// D15: imports. The runner is driven by hand here (drain); test/modules/imports/imports-resume.test.ts kills a real worker.
 
 const dir = mkdtempSync(join(tmpdir(), 'lanebridge-imports-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -509,8 +509,7 @@ describe('a part still streaming in when the import is completed', () => {
         return false;
       }
     };
-    for (let i = 0; i < 200 && !staged(); i++) await new Promise((r) => setTimeout(r, 10));
-    expect(staged()).toBe(true);
+    await waitFor(staged, { timeout: 2000, interval: 10, what: 'the staged part file' });
     return { answer, finish: (rest: string) => body.end(rest) };
   }
 
@@ -588,7 +587,7 @@ describe('the database unable to take a write of a running import', () => {
     const paused = (await a.get(`${BASE}/${id}`)).json();
     expect(paused).toMatchObject({ status: 'running', rows_processed: 2500, error: null });
     // Left alone for a moment (2 s), then resumed: nothing is written twice, one import.completed.
-    await new Promise((r) => setTimeout(r, 2100));
+    await letTimePass(2100);
     await t.imports.runner.drain(id);
     expect((await a.get(`${BASE}/${id}`)).json()).toMatchObject({ status: 'completed', rows_total: 2500, rows_succeeded: 2500, rows_failed: 0, error: null });
     const stored = await t.store.db

@@ -96,7 +96,7 @@ describe('carrier recommendations (D7)', () => {
         score: 1.5,
         average_carrier_rate: 1200,
         average_carrier_rate_currency: 'USD',
-        // D14 adds these beside every D7 field (test/evidence.test.ts checks their numbers).
+        // D14 adds these beside every D7 field (test/modules/recommendations/evidence.test.ts checks their numbers).
         evidence: expect.any(Object),
         reasons: expect.any(Array),
       },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { useApp, json, newTenant, startApp, type Tenant, type TestApp } from '../../helpers.js';
+import { useApp, json, newTenant, type Tenant, type TestApp } from '../../helpers.js';
 
 const t = useApp();
 

@@ -2,10 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { foreground } from '../../../src/lib/http/foreground.js';
 import { lanesService } from '../../../src/modules/lanes/lanes.service.js';
 import { recommendationsFeed } from '../../../src/modules/lanes/recommendations.feed.js';
-import { useApp, json, newTenant } from '../../helpers.js';
+import { letTimePass, useApp, json, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('foreground: the requests in flight that background work gives way to', () => {
   it('quiet() goes on at once without requests, when the last one ends, or after its wait', async () => {
@@ -19,10 +17,10 @@ describe('foreground: the requests in flight that background work gives way to',
     expect(fg.inFlight).toBe(2);
     let done = false;
     const waiting = fg.quiet(60_000).then(() => (done = true));
-    await sleep(30);
+    await letTimePass(30);
     endA();
     endA(); // a second call is ignored: B is still in flight
-    await sleep(30);
+    await letTimePass(30);
     expect(fg.inFlight).toBe(1);
     expect(done).toBe(false);
     endB();
@@ -42,14 +40,14 @@ describe('foreground: the requests in flight that background work gives way to',
     let done = false;
     const end1 = fg.enter();
     const waiting = fg.quiet(5_000).then(() => (done = true));
-    await sleep(20);
+    await letTimePass(20);
     const t0 = performance.now();
     end1();
     // The client's next request, 20 ms after the last answer: within the linger, so it goes first.
-    await sleep(20);
+    await letTimePass(20);
     expect(done).toBe(false);
     const end2 = fg.enter();
-    await sleep(100);
+    await letTimePass(100);
     expect(done).toBe(false);
     end2();
     const ended = performance.now();
@@ -59,7 +57,7 @@ describe('foreground: the requests in flight that background work gives way to',
     expect(performance.now() - t0).toBeGreaterThanOrEqual(170);
 
     // With nothing in flight for longer than the linger, it goes on at once.
-    await sleep(80);
+    await letTimePass(80);
     const t1 = performance.now();
     await fg.quiet(5_000);
     expect(performance.now() - t1).toBeLessThan(40);
@@ -70,7 +68,7 @@ describe('foreground: the requests in flight that background work gives way to',
     const end = fg.enter();
     let done = false;
     const waiting = fg.quiet(5_000, 0).then(() => (done = true));
-    await sleep(30);
+    await letTimePass(30);
     expect(done).toBe(false);
     const t0 = performance.now();
     end();
@@ -107,7 +105,7 @@ describe('the recommendations follow-up gives way to requests in flight', () => 
 
     const endRequest = fg.enter();
     const run = feed.schedule(a.orgId);
-    await sleep(150);
+    await letTimePass(150);
     expect(feed.stats).toEqual({ passes: 0, ranked: 0, announced: 0 });
     expect(await announcedFor('FG-OPEN')).toEqual([]);
 

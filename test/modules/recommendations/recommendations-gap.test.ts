@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { useApp, json, newTenant } from '../../helpers.js';
+import { letTimePass, useApp, json, newTenant } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 
 // RECOMMENDATIONS_FOLLOW_UP_GAP_MS: an organization's follow-up runs are at least the gap apart, and the
@@ -18,7 +18,7 @@ describe('the recommendations follow-up under a steady push', () => {
     const delivered = (ref: string, carrier: string) => dallasToHouston(ref, { status: 'DELIVERED', carrier_external_reference_id: carrier });
 
     // A write after a quiet spell: followed up at once (one run).
-    await new Promise((r) => setTimeout(r, GAP_MS));
+    await letTimePass(GAP_MS);
     const before = { ...t.recommendations.stats };
     await a.post('/v2/tms-api/loads', delivered('H-1', 'CAR-1'));
     await t.recommendations.idle();

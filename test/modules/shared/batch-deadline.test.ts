@@ -5,7 +5,7 @@ import { batchRunner, OUT_OF_TIME } from '../../../src/modules/shared/batch.js';
 import type { Workspace } from '../../../src/modules/shared/write-pipeline.js';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { useApp, isPostgres, newTenant } from '../../helpers.js';
+import { letTimePass, useApp, isPostgres, newTenant } from '../../helpers.js';
 
 // D6a: the 60 s of D6 is ONE deadline for the whole request, however the engine runs the items (on
 // PostgreSQL a batch whose items write at once runs again item by item after a failure). Items not
@@ -14,14 +14,12 @@ import { useApp, isPostgres, newTenant } from '../../helpers.js';
 
 const t = useApp();
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** A resource whose items insert a customer at once; `slow` items wait first, `bad` items fail after writing. */
 function customers(orgId: string, behaviour: { slow?: Set<string>; slowMs?: number; bad?: Set<string> }) {
   const started: Record<string, number[]> = {};
   const insert = async (tx: Executor, ref: string) => {
     (started[ref] ??= []).push(Date.now());
-    if (behaviour.slow?.has(ref)) await sleep(behaviour.slowMs ?? 0);
+    if (behaviour.slow?.has(ref)) await letTimePass(behaviour.slowMs ?? 0);
     await tx
       .insertInto('customers')
       .values({

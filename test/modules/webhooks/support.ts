@@ -1,5 +1,6 @@
 // A real HTTP receiver on 127.0.0.1 for the webhook tests: records every request, answers as told.
 import http from 'node:http';
+import { waitFor } from '../../helpers.js';
 
 export interface Received {
   headers: Record<string, string>;
@@ -29,7 +30,6 @@ export async function startReceiver(): Promise<Receiver> {
   let maxPerId = 0;
   let inFlight = 0;
   const hanging = new Set<http.ServerResponse>();
-  const waiters: (() => void)[] = [];
   const receiver: Receiver = {
     url: '',
     port: 0,
@@ -38,14 +38,9 @@ export async function startReceiver(): Promise<Receiver> {
     inFlight: () => inFlight,
     maxConcurrentPerId: () => maxPerId,
     async waitFor(n, timeoutMs = 10_000) {
-      const until = Date.now() + timeoutMs;
-      while (received.length < n) {
-        if (Date.now() > until) throw new Error(`receiver got ${received.length} requests, expected ${n}`);
-        await new Promise<void>((r) => {
-          waiters.push(r);
-          setTimeout(r, 50);
-        });
-      }
+      await waitFor(() => received.length >= n, { timeout: timeoutMs }).catch(() => {
+        throw new Error(`receiver got ${received.length} requests, expected ${n}`);
+      });
     },
     async close() {
       for (const res of hanging) res.destroy();
@@ -60,7 +55,6 @@ export async function startReceiver(): Promise<Receiver> {
       const r: Received = { headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       const index = received.length;
       received.push(r);
-      for (const w of waiters.splice(0)) w();
       const id = r.headers['webhook-id'] ?? '';
       inFlightById.set(id, (inFlightById.get(id) ?? 0) + 1);
       maxPerId = Math.max(maxPerId, inFlightById.get(id)!);

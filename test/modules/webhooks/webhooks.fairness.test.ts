@@ -4,15 +4,12 @@
 // organization's rows: on PostgreSQL each gets a database of its own (the suite's is shared).
 import { afterAll, describe, expect, it } from 'vitest';
 import { deliverySlots } from '../../../src/modules/webhooks/slots.js';
-import { isPostgres, json, newTenant, startAppOn, uid, type Tenant } from '../../helpers.js';
-import { freshPgDatabase, pgAdminUrl, sleep } from '../../reliability/support.js';
+import { letTimePass, waitFor, isPostgres, json, newTenant, startAppOn, uid, type Tenant } from '../../helpers.js';
+import { freshPgDatabase, pgAdminUrl, serverCleanups } from '../../reliability/support.js';
 import { startReceiver } from './support.js';
 
 const BASE = '/v2/tms-api/webhook-endpoints';
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
+const cleanups = serverCleanups();
 
 async function ownDatabase(name: string): Promise<string | null> {
   const admin = pgAdminUrl();
@@ -22,12 +19,10 @@ async function ownDatabase(name: string): Promise<string | null> {
   return db.url;
 }
 
+/** waitFor that answers how long it waited. */
 async function until(what: string, check: () => boolean, timeoutMs: number): Promise<number> {
   const t0 = Date.now();
-  while (!check()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(10);
-  }
+  await waitFor(check, { timeout: timeoutMs, interval: 10, what });
   return Date.now() - t0;
 }
 
@@ -58,7 +53,7 @@ describe('fair delivery: slots per organization under the process-wide cap', () 
     // One write of the hog: 64 deliveries to receivers that hold every request without answering.
     await write(hog, 'Hog');
     await until('the hog’s attempts in flight', () => slow.inFlight() >= 16, 5_000);
-    await sleep(300);
+    await letTimePass(300);
     // The hog holds its share (16 of the 64 slots), not the process.
     expect(slow.inFlight()).toBe(16);
     expect(t.webhooks.worker.inFlightByOrg().get(hog.orgId)).toBe(16);

@@ -6,42 +6,15 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDataStore } from '../../../src/lib/db/index.js';
-import { json, newTenant, startApp, isPostgres, uid } from '../../helpers.js';
-import {
-  BIN,
-  createTenantInDb,
-  freshPgDatabase,
-  httpRequest,
-  killAllServers,
-  parse,
-  pgAdminUrl,
-  sleep,
-  startReadyServer,
-  tempDir,
-} from '../../reliability/support.js';
+import { waitFor, json, newTenant, startApp, isPostgres, uid } from '../../helpers.js';
+import { BIN, createTenantInDb, httpRequest, parse, startReadyServer, serverCleanups } from '../../reliability/support.js';
 import { startReceiver } from './support.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  await killAllServers();
-  for (const c of cleanups.reverse()) await c();
-});
-
-async function database(name: string): Promise<string> {
-  const admin = pgAdminUrl();
-  if (admin) {
-    const db = await freshPgDatabase(admin, `${name}_${process.pid}`);
-    cleanups.push(() => db.drop());
-    return db.url;
-  }
-  const dir = tempDir(name);
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, 'lanebridge.db');
-}
+const cleanups = serverCleanups();
 
 describe('a delivering process killed mid-delivery', () => {
   it('SIGKILL while the receiver holds the request; after a restart (`bin/lanebridge worker`) the event is delivered', async () => {
-    const databaseUrl = await database('webhook_crash');
+    const databaseUrl = await cleanups.database('webhook_crash');
     const rx = await startReceiver();
     cleanups.push(() => rx.close());
     const env = { WEBHOOK_ALLOW_INSECURE: 'on', LANEBRIDGE_INTERNAL: JSON.stringify({ webhookLeaseMs: 2000 }) };
@@ -91,18 +64,15 @@ describe('a delivering process killed mid-delivery', () => {
     try {
       // Up to 20 s, as the wait for the second receipt: on a slow machine the restarted worker records
       // the delivery seconds after the receiver has it.
-      for (let i = 0; i < 200; i++) {
-        const row = await store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
-        if (row?.status === 'delivered') {
-          // The killed attempt left no outcome: 1 when the kill came first, 2 on a slow machine where the
-          // dead process's own 1 s limit (lease 2 s − 1 s) expired and recorded a failure just before it.
-          expect(row).toMatchObject({ status: 'delivered', response_status: 200, claim: null });
-          expect([1, 2]).toContain(Number(row.attempt));
-          break;
-        }
-        if (i === 199) throw new Error(`not recorded: ${JSON.stringify(row)}`);
-        await sleep(100);
-      }
+      let row: Awaited<ReturnType<typeof delivery>>;
+      const delivery = () => store.db.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+      await waitFor(async () => (row = await delivery())?.status === 'delivered', { timeout: 20_000, interval: 100 }).catch(() => {
+        throw new Error(`not recorded: ${JSON.stringify(row)}`);
+      });
+      // The killed attempt left no outcome: 1 when the kill came first, 2 on a slow machine where the
+      // dead process's own 1 s limit (lease 2 s − 1 s) expired and recorded a failure just before it.
+      expect(row).toMatchObject({ status: 'delivered', response_status: 200, claim: null });
+      expect([1, 2]).toContain(Number(row!.attempt));
     } finally {
       await store.close();
     }

@@ -528,7 +528,7 @@ describe('URL rules (SSRF) without WEBHOOK_ALLOW_INSECURE', () => {
     }
   }
 
-  // Every refused form, and the accepted ones, are in test/webhooks.url-rules.test.ts.
+  // Every refused form, and the accepted ones, are in test/modules/webhooks/webhooks.url-rules.test.ts.
   it('refuses a literal private address with 422 on ["body","url"], naming no address', async () => {
     const a = await newTenant(strict);
     const res = await a.post(BASE, { url: 'https://10.1.2.3/x' });
