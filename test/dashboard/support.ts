@@ -195,6 +195,22 @@ export const LAUNCH_ARGS = [
   '--no-first-run',
   '--disable-sync',
 ];
+/**
+ * Whether a browser test file can start Chromium. Without it a developer's run skips the file's tests
+ * (`tests … skipped` on stderr) instead of failing the whole suite, and CI fails (.ci/run installs it).
+ */
+export function chromiumReady(tests: string): boolean {
+  if (CHROMIUM_PRESENT) return true;
+  if (!BROWSER_REQUIRED) {
+    process.stderr.write(`${tests} skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
+    return false;
+  }
+  throw new Error(
+    `Chromium was not found at ${CHROMIUM}. The dashboard browser tests need Debian's chromium: ` +
+      'run `apt-get install -y chromium` (.ci/run does this when it is missing), or set LANEBRIDGE_CHROMIUM to its path. ' +
+      '`npx playwright install` cannot download a browser here.',
+  );
+}
 /** Where the browser tests save their screenshots (gitignored). */
 export const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
 /** A laptop and a phone. */

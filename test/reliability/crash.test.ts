@@ -4,7 +4,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { createTenantInDb, freshPgDatabase, httpRequest, parse, pgAdminUrl, startReadyServer, tempDir, type ServerProcess, serverCleanups } from './support.js';
 import { waitFor, letTimePass } from '../helpers.js';

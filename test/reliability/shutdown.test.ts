@@ -5,7 +5,7 @@ import { existsSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { letTimePass, waitFor, startApp } from '../helpers.js';
 import { createTenant, createTenantInDb, freshPgDatabase, httpRequest, parse, pgAdminUrl, startReadyServer, tempDir, serverCleanups } from './support.js';

@@ -3,7 +3,7 @@
 // with SIGKILL at about half way and another is started.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor, newTenant, startAppOn, type TestApp } from '../../helpers.js';
 import { dallasToHouston, seedFreight } from '../../fixtures.js';
 import { BIN, freshPgDatabase, pgAdminUrl, serverCleanups, tempDir } from '../../reliability/support.js';

@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { useApp, json, newTenant, startAppOn, type Tenant, type TestApp } from '../../helpers.js';
+import { DALLAS, HOUSTON, north } from '../../fixtures.js';
 
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const DAY = 86_400_000;
-const MILES_PER_DEGREE = (2 * Math.PI * 3958.7613) / 360;
 
 const t = useApp({}, { clock: { now: () => new Date(NOW) } });
 
 // Dallas → Houston, and points due north of each end (so the distance is exactly the offset).
-const ORIGIN = { latitude: 32.7767, longitude: -96.797 };
-const DEST = { latitude: 29.7604, longitude: -95.3698 };
-const north = (p: { latitude: number; longitude: number }, miles: number) => ({ latitude: p.latitude + miles / MILES_PER_DEGREE, longitude: p.longitude });
+const ORIGIN = DALLAS;
+const DEST = HOUSTON;
 
 interface World {
   a: Tenant;

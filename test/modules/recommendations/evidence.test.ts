@@ -1,18 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { useApp, json, newTenant, type Tenant } from '../../helpers.js';
+import { DALLAS, HOUSTON, north } from '../../fixtures.js';
 
 // D14: stop actuals, tracking events and the evidence on every recommendation, with numbers worked out by hand.
 const NOW = new Date('2026-06-01T00:00:00.000Z');
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
-const MILES_PER_DEGREE = (2 * Math.PI * 3958.7613) / 360;
 
 const t = useApp({}, { clock: { now: () => new Date(NOW) } });
 
 // Dallas → Houston (both America/Chicago), and points due north (the distance is the offset).
-const ORIGIN = { latitude: 32.7767, longitude: -96.797 };
-const DEST = { latitude: 29.7604, longitude: -95.3698 };
-const north = (p: { latitude: number; longitude: number }, miles: number) => ({ latitude: p.latitude + miles / MILES_PER_DEGREE, longitude: p.longitude });
+const ORIGIN = DALLAS;
+const DEST = HOUSTON;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 interface LoadOptions {

@@ -2,7 +2,7 @@
 // one organization's slow endpoints never hold every other organization's deliveries; a deleted or
 // disabled endpoint frees its slot at once. The apps here run a background worker, which works every
 // organization's rows: on PostgreSQL each gets a database of its own (the suite's is shared).
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deliverySlots } from '../../../src/modules/webhooks/slots.js';
 import { letTimePass, waitFor, isPostgres, json, newTenant, startAppOn, uid, type Tenant } from '../../helpers.js';
 import { freshPgDatabase, pgAdminUrl, serverCleanups } from '../../reliability/support.js';

@@ -1,10 +1,9 @@
 // Webhook deliveries survive a killed process (D12: "a process killed mid-delivery leaves the delivery to
 // be retried, never lost"), and several instances on PostgreSQL never send one delivery twice at once.
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+
 import { Webhook } from 'standardwebhooks';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDataStore } from '../../../src/lib/db/index.js';
 import { waitFor, json, newTenant, startApp, isPostgres, uid } from '../../helpers.js';
 import { BIN, createTenantInDb, httpRequest, parse, startReadyServer, serverCleanups } from '../../reliability/support.js';
