@@ -111,6 +111,9 @@ export function useAppFrom(start: () => Promise<TestApp>): TestApp {
   });
 }
 
+/** What a truthy value of type T can be. */
+type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
+
 /**
  * Waits until `condition` gives a truthy value (which it returns), checking every `interval` ms; after
  * `timeout` ms it throws, naming `what`. The suite's one way to wait for something to happen (an
@@ -119,11 +122,11 @@ export function useAppFrom(start: () => Promise<TestApp>): TestApp {
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
   { timeout = 10_000, interval = 20, what = 'the condition' }: { timeout?: number; interval?: number; what?: string } = {},
-): Promise<NonNullable<T>> {
+): Promise<Truthy<T>> {
   const until = Date.now() + timeout;
   for (;;) {
     const value = await condition();
-    if (value) return value as NonNullable<T>;
+    if (value) return value as Truthy<T>;
     if (Date.now() >= until) throw new Error(`waitFor: ${what} did not happen within ${timeout} ms`);
     await new Promise((r) => setTimeout(r, interval));
   }

@@ -5,7 +5,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';

@@ -207,7 +207,7 @@ export async function killAllServers() {
 
 /** What a file's tests leave behind, undone by an afterAll: every server still running, then the cleanups (newest first). */
 export interface ServerCleanups {
-  push(cleanup: () => Promise<void> | void): void;
+  push(...cleanups: (() => Promise<void> | void)[]): void;
   /** A database for one test: a SQLite file, or on the PostgreSQL run a fresh database; removed afterwards. */
   database(name: string): Promise<string>;
 }
@@ -220,7 +220,7 @@ export function serverCleanups(): ServerCleanups {
     for (const c of cleanups.reverse()) await c();
   });
   return {
-    push: (cleanup) => void cleanups.push(cleanup),
+    push: (...more) => void cleanups.push(...more),
     async database(name) {
       const admin = pgAdminUrl();
       if (admin) {

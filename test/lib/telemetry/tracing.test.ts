@@ -1,12 +1,10 @@
 // OpenTelemetry (issue 29): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; when set, a real `serve`
 // sends request, statement, Redis and webhook-attempt spans by OTLP/HTTP with their parent links.
 import http from 'node:http';
-
 import { Writable } from 'node:stream';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-
 import { describe, expect, it } from 'vitest';
 import { describeStatement } from '../../../src/lib/db/tracing.js';
 import { startTracing } from '../../../src/lib/telemetry/tracing.js';

@@ -1,7 +1,6 @@
 // Webhook deliveries survive a killed process (D12: "a process killed mid-delivery leaves the delivery to
 // be retried, never lost"), and several instances on PostgreSQL never send one delivery twice at once.
 import { spawn } from 'node:child_process';
-
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { openDataStore } from '../../../src/lib/db/index.js';
