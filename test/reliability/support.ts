@@ -163,7 +163,9 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
           return false; // not listening yet
         }
       };
-      await waitFor(ready, { timeout: timeoutMs, interval: 100, what: `the server ready:\n${out}` });
+      await waitFor(ready, { timeout: timeoutMs, interval: 100 }).catch((err: Error) => {
+        throw err.message.startsWith('server exited') ? err : new Error(`server not ready after ${timeoutMs} ms:\n${out}`);
+      });
     },
   };
 }
