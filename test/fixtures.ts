@@ -60,3 +60,14 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** Miles in one degree of latitude (the earth's mean radius, 3,958.7613 miles). */
+export const MILES_PER_DEGREE = (2 * Math.PI * 3958.7613) / 360;
+/** Dallas and Houston (both America/Chicago): the lane the lane and recommendation tests work out by hand. */
+export const DALLAS = { latitude: 32.7767, longitude: -96.797 };
+export const HOUSTON = { latitude: 29.7604, longitude: -95.3698 };
+/** The point `miles` due north of `p` (so the distance to it is exactly the offset). */
+export const north = (p: { latitude: number; longitude: number }, miles: number) => ({
+  latitude: p.latitude + miles / MILES_PER_DEGREE,
+  longitude: p.longitude,
+});

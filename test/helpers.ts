@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppDeps, type Lanebridge } from '../src/app.js';
 import type { Clock } from '../src/lib/clock.js';
@@ -80,6 +80,64 @@ export async function startAppOn(
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The app of a file or a describe block, with its teardown: `const t = useApp(overrides, opts)`
+ * registers a beforeAll that starts it (as startApp does) and an afterAll that closes it, so no test
+ * writes its own close. `t` is read in hooks and tests (before the beforeAll has run it throws). Call
+ * it before the block's own beforeAll hooks that use it: hooks run in the order they are registered
+ * (after hooks in reverse). A test that restarts, crashes or closes its app on purpose uses startApp.
+ */
+export function useApp(overrides: Partial<Config> = {}, opts: Partial<Omit<AppDeps, 'config' | 'store'>> = {}): TestApp {
+  return useAppFrom(() => startApp(overrides, opts));
+}
+
+/** useApp for an app another helper starts (the dashboard's, test/dashboard/support.ts). */
+export function useAppFrom(start: () => Promise<TestApp>): TestApp {
+  let started: TestApp | undefined;
+  beforeAll(async () => {
+    started = await start();
+  });
+  afterAll(async () => {
+    await started?.close();
+    started = undefined;
+  });
+  return new Proxy({} as TestApp, {
+    get(_, key) {
+      if (!started) throw new Error(`useApp: the app is read before its beforeAll started it (reading ${String(key)})`);
+      return Reflect.get(started, key, started);
+    },
+  });
+}
+
+/** What a truthy value of type T can be. */
+type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
+
+/**
+ * Waits until `condition` gives a truthy value (which it returns), checking every `interval` ms; after
+ * `timeout` ms it throws, naming `what`. The suite's one way to wait for something to happen (an
+ * answer, a row, a log line) instead of sleeping a guessed time.
+ */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  { timeout = 10_000, interval = 20, what = 'the condition' }: { timeout?: number; interval?: number; what?: string } = {},
+): Promise<Truthy<T>> {
+  const until = Date.now() + timeout;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as Truthy<T>;
+    if (Date.now() >= until) throw new Error(`waitFor: ${what} did not happen within ${timeout} ms`);
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+/**
+ * Lets `ms` of real time pass. Only where the passing of time is what the test is about (a gap, a
+ * timeout, a throttle window, a client that stalls); to wait for something to happen use waitFor.
+ */
+export function letTimePass(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }
 
 export interface Tenant {

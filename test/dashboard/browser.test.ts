@@ -1,31 +1,17 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers.js';
-import { checkPageStructure, startDashboardApp, watchPage } from './support.js';
+import { checkPageStructure, startDashboardApp, watchPage, chromiumReady, CHROMIUM, CHROMIUM_PRESENT, BROWSER_REQUIRED, LAUNCH_ARGS } from './support.js';
 
 /**
  * End to end in real headless Chromium (Debian's `chromium`, driven by playwright-core) against a
  * listening server: first run, Add Integration, a key created and used, rotated and revoked, a user
  * added, and a load page with stops, hours, time zones and carrier recommendations.
  */
-const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
-// CI (.ci/run installs chromium) must run these; a developer's `npm test` without chromium skips them
-// with the message below instead of failing the whole suite.
-const CHROMIUM_PRESENT = existsSync(CHROMIUM);
-const BROWSER_REQUIRED = Boolean(process.env.CI);
 const ARTIFACTS = join(process.env.LANEBRIDGE_TEST_ARTIFACTS ?? join(tmpdir(), 'lanebridge-test-artifacts'), 'dashboard');
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-];
 
 const OWNER = { org: 'Lone Star Logistics', name: 'Ada Owner', email: 'ada@lonestar.example', password: 'browser test password' };
 
@@ -38,17 +24,7 @@ const outsideRequests: string[] = [];
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!CHROMIUM_PRESENT) {
-    if (!BROWSER_REQUIRED) {
-      process.stderr.write(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
-      return;
-    }
-    throw new Error(
-      `Chromium was not found at ${CHROMIUM}. The dashboard browser tests need Debian's chromium: ` +
-        'run `apt-get install -y chromium` (.ci/run does this when it is missing), or set LANEBRIDGE_CHROMIUM to its path. ' +
-        '`npx playwright install` cannot download a browser here.',
-    );
-  }
+  if (!chromiumReady('dashboard browser tests')) return;
   mkdirSync(ARTIFACTS, { recursive: true });
   t = await startDashboardApp({ fresh: true });
   base = (await t.app.listen({ port: 0, host: '127.0.0.1' })).replace('localhost', '127.0.0.1');

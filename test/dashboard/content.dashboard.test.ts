@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { mainPlaceIn, nearestPlace } from '../../src/geo/index.js';
-import type { TestApp } from '../helpers.js';
-import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './support.js';
+import { useDashboardApp, Visitor, apiAs, orgWithUser, seedAs } from './support.js';
 
 /**
  * Issue 30's dashboard content, through app.inject on both engines: a rep matched to a user shows the
@@ -12,7 +11,6 @@ import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './suppor
  * by the areas of both ends rather than by the locations of the latest load.
  */
 
-let t: TestApp;
 let visitor: Visitor;
 let key = '';
 let orgId = '';
@@ -39,9 +37,9 @@ function section(body: string, start: string, end: string): string {
   return body.slice(from, body.indexOf(end, from));
 }
 
+// A retention other than the default: the Events page says the one in force.
+const t = useDashboardApp({ config: { eventRetentionDays: 45 } });
 beforeAll(async () => {
-  // A retention other than the default: the Events page says the one in force.
-  t = await startDashboardApp({ config: { eventRetentionDays: 45 } });
   const org = await orgWithUser(t);
   orgId = org.orgId;
   key = (await t.services.accounts.createKey(orgId, { name: 'Content sync', externalSystem: 'McLeod', scopes: [...SCOPES] })).key;
@@ -111,10 +109,6 @@ beforeAll(async () => {
   expect(deleted.statusCode, deleted.body).toBe(200);
   expect(deleted.json().error_count).toBe(0);
 }, 60_000);
-
-afterAll(async () => {
-  await t?.close();
-});
 
 describe('reps matched to users', () => {
   it("a rep matched to a user shows the user's name, the email beneath and the rep as sent; an unmatched rep as sent", async () => {

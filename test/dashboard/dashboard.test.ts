@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, apiPost, csrfOf, orgWithUser, startDashboardApp } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, apiPost, csrfOf, orgWithUser } from './support.js';
 
-let t: TestApp;
 let now = Date.now();
-beforeAll(async () => {
-  t = await startDashboardApp({
-    clock: { now: () => new Date(now) },
-    // A quicker throttle than production's, so the test can see it without waiting seconds.
-    dashboard: { signInThrottle: { freeFailures: 1, baseDelayMs: 500, maxDelayMs: 1000, maxQueued: 2 } },
-  });
+const t = useDashboardApp({
+  clock: { now: () => new Date(now) },
+  // A quicker throttle than production's, so the test can see it without waiting seconds.
+  dashboard: { signInThrottle: { freeFailures: 1, baseDelayMs: 500, maxDelayMs: 1000, maxQueued: 2 } },
 });
-afterAll(async () => t?.close());
 
 const PAGES = [
   '/',

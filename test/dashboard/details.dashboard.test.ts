@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
-import type { TestApp } from '../helpers.js';
-import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './support.js';
+import { useDashboardApp, Visitor, apiAs, orgWithUser, seedAs } from './support.js';
 
 /**
  * Issue 19 through app.inject, on both engines: detail pages (location, carrier, customer, D7 lane),
@@ -10,7 +9,6 @@ import { Visitor, apiAs, orgWithUser, seedAs, startDashboardApp } from './suppor
  * their 422 detail, single and batch), and an empty organization.
  */
 
-let t: TestApp;
 let visitor: Visitor;
 let emptyVisitor: Visitor;
 let key = '';
@@ -21,8 +19,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const api = (method: string, url: string, body?: unknown) => apiAs(t, key, method, url, body);
 const seed = (url: string, body: unknown) => seedAs(t, key, url, body);
 
+const t = useDashboardApp();
 beforeAll(async () => {
-  t = await startDashboardApp();
   const org = await orgWithUser(t);
   key = (await t.services.accounts.createKey(org.orgId, { name: 'Ops sync', externalSystem: 'McLeod', scopes: [...SCOPES] })).key;
   visitor = new Visitor(t);
@@ -135,10 +133,6 @@ beforeAll(async () => {
   expect(batch.statusCode).toBe(200);
   expect(batch.json().error_count).toBe(1);
 }, 60_000);
-
-afterAll(async () => {
-  await t?.close();
-});
 
 const bodyOf = async (v: Visitor, url: string, status = 200) => {
   const res = await v.get(url);

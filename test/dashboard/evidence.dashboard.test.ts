@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, apiPost, orgWithUser, startDashboardApp } from './support.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, apiPost, orgWithUser } from './support.js';
 
 // D14 on the dashboard, on both engines: the load page's evidence, reasons and "how this was
 // calculated", "thin evidence: get more bids" below 63, actual times on the stops, the lane page ranked
 // by either method, and the carrier page's on-time trend.
 
-let t: TestApp;
 let visitor: Visitor;
 let key = '';
 let ratesKey = '';
@@ -19,8 +17,8 @@ async function seed(url: string, body: unknown) {
   expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
 }
 
+const t = useDashboardApp();
 beforeAll(async () => {
-  t = await startDashboardApp();
   const org = await orgWithUser(t);
   key = org.key!;
   ratesKey = (await t.services.accounts.createKey(org.orgId, { name: 'rates', externalSystem: 'vitest', scopes: ['write:rates'] })).key;
@@ -56,7 +54,6 @@ beforeAll(async () => {
   await load('H-2', 10, 30);
   await load('OPEN', -2, null, 'ACTIVE', null);
 });
-afterAll(async () => t.close());
 
 describe('recommendation evidence on the dashboard (D14)', () => {
   it('the load page shows the evidence, the reasons, how each number was calculated, and thin evidence below 63', async () => {

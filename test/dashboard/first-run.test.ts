@@ -1,13 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, csrfOf, startDashboardApp } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, csrfOf } from './support.js';
 
 // First run needs a database without any organization: this file gets one of its own on either engine.
-let t: TestApp;
-beforeAll(async () => {
-  t = await startDashboardApp({ fresh: true });
-});
-afterAll(async () => t?.close());
+const t = useDashboardApp({ fresh: true });
 
 const OWNER = { organization_name: 'Acme Freight', name: 'Ada Owner', email: 'ada@acme.example', password: 'a long enough password' };
 

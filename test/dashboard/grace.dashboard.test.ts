@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers.js';
 import { Visitor, apiPost, csrfOf, signedIn as signedInAs } from './support.js';
 
 /** Settings → Recommendations: the organization's on-time grace (D14), as README and docs say. */
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({ onTimeGraceMinutes: 15 });
-});
-afterAll(async () => t.close());
+const t = useApp({ onTimeGraceMinutes: 15 });
 
 const signedIn = () => signedInAs(t);
 

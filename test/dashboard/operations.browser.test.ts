@@ -1,10 +1,20 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import type { TestApp } from '../helpers.js';
-import { checkPageStructure, orgWithUser, startDashboardApp, watchPage } from './support.js';
+import {
+  checkPageStructure,
+  orgWithUser,
+  startDashboardApp,
+  watchPage,
+  chromiumReady,
+  CHROMIUM,
+  CHROMIUM_PRESENT,
+  BROWSER_REQUIRED,
+  LAUNCH_ARGS,
+} from './support.js';
 
 /**
  * Issue 19 in headless Chromium: every new page (location, carrier, customer and lane detail pages,
@@ -13,19 +23,7 @@ import { checkPageStructure, orgWithUser, startDashboardApp, watchPage } from '.
  * point per location), no request leaves the server, no CSP rule is broken, and a screenshot of each
  * page at each width is written to test-results/screenshots/ (gitignored; named in the README).
  */
-const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_PRESENT = existsSync(CHROMIUM);
-const BROWSER_REQUIRED = Boolean(process.env.CI);
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-];
 const WIDTHS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } } as const;
 const DAY = 86_400_000;
 
@@ -39,13 +37,7 @@ const outsideRequests: string[] = [];
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!CHROMIUM_PRESENT) {
-    if (!BROWSER_REQUIRED) {
-      process.stderr.write(`operations dashboard browser tests skipped: no Chromium at ${CHROMIUM}\n`);
-      return;
-    }
-    throw new Error(`Chromium was not found at ${CHROMIUM} (apt-get install -y chromium, or set LANEBRIDGE_CHROMIUM)`);
-  }
+  if (!chromiumReady('operations dashboard browser tests')) return;
   mkdirSync(SCREENSHOTS, { recursive: true });
   t = await startDashboardApp();
   const org = await orgWithUser(t);

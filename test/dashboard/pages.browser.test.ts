@@ -19,6 +19,7 @@ import {
   openAllDetails,
   startDashboardApp,
   watchPage,
+  chromiumReady,
 } from './support.js';
 
 /**
@@ -56,13 +57,7 @@ const consoleErrors: string[] = [];
 const ids = { key: '', webhook: '', importWithErrors: '' };
 
 beforeAll(async () => {
-  if (!CHROMIUM_PRESENT) {
-    if (!BROWSER_REQUIRED) {
-      process.stderr.write(`dashboard pages browser tests skipped: no Chromium at ${CHROMIUM}\n`);
-      return;
-    }
-    throw new Error(`Chromium was not found at ${CHROMIUM} (apt-get install -y chromium, or set LANEBRIDGE_CHROMIUM)`);
-  }
+  if (!chromiumReady('dashboard pages browser tests')) return;
   mkdirSync(SCREENSHOTS, { recursive: true });
   importsDir = mkdtempSync(join(tmpdir(), 'lanebridge-pages-imports-'));
   // First run needs a database without any organization; deliveries and imports run when drained.

@@ -1,14 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, csrfOf, orgWithUser, startDashboardApp } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, csrfOf, orgWithUser } from './support.js';
 
 // D17 in the dashboard: members read and change nothing; one's own password needs the current one;
 // every change is in the audit log once, with who, when and from where.
-let t: TestApp;
-beforeAll(async () => {
-  t = await startDashboardApp();
-});
-afterAll(async () => t?.close());
+const t = useDashboardApp();
 
 /** Everything of an organization a change could touch, to compare before and after. */
 async function stateOf(orgId: string) {

@@ -2,22 +2,17 @@
 // user's password changes or is reset; an admin ends a user's sessions or removes the user (keys stay,
 // the audit log names who removed whom); the setup-code and own-password forms take 5 attempts a
 // minute per address, and the setup form checks the code before hashing anything.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashPassword } from '../../src/modules/accounts/secrets.js';
 import { cliActor } from '../../src/modules/audit/audit.js';
-import type { TestApp } from '../helpers.js';
-import { Visitor, csrfOf, orgWithUser, startDashboardApp } from './support.js';
+import { useDashboardApp, Visitor, csrfOf, orgWithUser } from './support.js';
 
 vi.mock('../../src/modules/accounts/secrets.js', async (importOriginal) => {
   const original = await importOriginal<typeof import('../../src/modules/accounts/secrets.js')>();
   return { ...original, hashPassword: vi.fn(original.hashPassword) };
 });
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startDashboardApp();
-});
-afterAll(async () => t?.close());
+const t = useDashboardApp();
 
 let address = 0;
 /** A browser of its own, from an address of its own (the throttles count per address). */
@@ -199,11 +194,7 @@ describe('throttled forms: 5 attempts a minute per address', () => {
 });
 
 describe('first run: the setup form', () => {
-  let fresh: TestApp;
-  beforeAll(async () => {
-    fresh = await startDashboardApp({ fresh: true });
-  });
-  afterAll(async () => fresh?.close());
+  const fresh = useDashboardApp({ fresh: true });
   const OWNER = { organization_name: 'Acme Freight', name: 'Ada Owner', email: `ada-${process.pid}@acme.example`, password: 'a long enough password' };
 
   it('checks the code before hashing anything, and refuses the 6th attempt in a minute', async () => {

@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, csrfOf, orgWithUser, startDashboardApp } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, csrfOf, orgWithUser } from './support.js';
 
 // The dashboard's path to a password (issue 18): a signed-in user sets one for a user of their own
 // organization who has none (made by the CLI without --password) or forgot it.
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startDashboardApp();
-});
-afterAll(async () => t?.close());
+const t = useDashboardApp();
 
 describe('Users → Set a password', () => {
   it('lets a user made without a password sign in; refuses short passwords and other organizations’ users', async () => {

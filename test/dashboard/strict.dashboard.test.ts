@@ -1,14 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers.js';
-import { Visitor, apiPost, orgWithUser, startDashboardApp } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { useDashboardApp, Visitor, apiPost, orgWithUser } from './support.js';
 
 // D16 on the dashboard: ignored fields per key and field on the Overview's integration health; strict keys in Settings → API Keys.
 
-let t: TestApp;
-afterAll(async () => t?.close());
-beforeAll(async () => {
-  t = await startDashboardApp();
-});
+const t = useDashboardApp();
 
 describe('D16 on the dashboard', () => {
   it('the Overview counts ignored fields per key, request and field', async () => {

@@ -1,15 +1,13 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { expect, inject } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp, type AppDeps } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
-import { openDataStore } from '../../src/lib/db/index.js';
+import type { AppDeps } from '../../src/app.js';
+import type { Config } from '../../src/config.js';
 import type { Clock } from '../../src/lib/clock.js';
-import { testClock, type TestApp } from '../helpers.js';
+import { startAppOn, useAppFrom, type TestApp } from '../helpers.js';
+import { freshPgDatabase } from '../reliability/support.js';
 
 export interface DashboardAppOptions {
   /**
@@ -29,47 +27,28 @@ let counter = 0;
 
 export async function startDashboardApp(o: DashboardAppOptions = {}): Promise<TestApp> {
   const runUrl = inject('databaseUrl');
-  let databaseUrl: string;
-  let cleanup: () => Promise<void> = async () => {};
-  if (!runUrl) {
-    const dir = mkdtempSync(join(tmpdir(), 'lanebridge-dash-'));
-    databaseUrl = join(dir, 'test.db');
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  } else if (o.fresh) {
-    const url = new URL(runUrl);
-    const name = `${url.pathname.slice(1)}_dash_${process.pid}_${++counter}`;
-    const admin = new pg.Client({ connectionString: runUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    cleanup = async () => {
-      const c = new pg.Client({ connectionString: runUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+  const own = runUrl && o.fresh ? await freshPgDatabase(runUrl, `${new URL(runUrl).pathname.slice(1)}_dash_${process.pid}_${++counter}`) : null;
+  // The dashboard's apps run their import runner as the product does unless `workers` says otherwise.
+  const deps: Partial<AppDeps> = Object.assign(
+    { importRunner: undefined },
+    o.workers,
+    o.clock && { clock: o.clock },
+    o.dashboard && { dashboard: o.dashboard },
+  );
+  const t = await startAppOn(own?.url ?? runUrl, o.config, deps);
+  if (own) {
+    const close = t.close;
+    t.close = async () => {
+      await close();
+      await own.drop();
     };
-  } else {
-    databaseUrl = runUrl;
   }
-  const config = { ...loadConfig({}), ...o.config, databaseUrl };
-  const store = openDataStore(databaseUrl, { poolSize: 5 });
-  await store.migrate();
-  const clock = testClock();
-  const built = await buildApp({ config, store, logger: false, clock: o.clock ?? clock, ...o.workers, ...(o.dashboard ? { dashboard: o.dashboard } : {}) });
-  return {
-    ...built,
-    store,
-    config,
-    clock,
-    async close() {
-      await built.app.close();
-      await store.close();
-      await cleanup();
-    },
-  };
+  return t;
+}
+
+/** startDashboardApp with useApp's automatic teardown (test/helpers.ts). */
+export function useDashboardApp(o: DashboardAppOptions = {}): TestApp {
+  return useAppFrom(() => startDashboardApp(o));
 }
 
 export type Form = Record<string, string | string[]>;
@@ -216,6 +195,22 @@ export const LAUNCH_ARGS = [
   '--no-first-run',
   '--disable-sync',
 ];
+/**
+ * Whether a browser test file can start Chromium. Without it a developer's run skips the file's tests
+ * (`tests … skipped` on stderr) instead of failing the whole suite, and CI fails (.ci/run installs it).
+ */
+export function chromiumReady(tests: string): boolean {
+  if (CHROMIUM_PRESENT) return true;
+  if (!BROWSER_REQUIRED) {
+    process.stderr.write(`${tests} skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
+    return false;
+  }
+  throw new Error(
+    `Chromium was not found at ${CHROMIUM}. The dashboard browser tests need Debian's chromium: ` +
+      'run `apt-get install -y chromium` (.ci/run does this when it is missing), or set LANEBRIDGE_CHROMIUM to its path. ' +
+      '`npx playwright install` cannot download a browser here.',
+  );
+}
 /** Where the browser tests save their screenshots (gitignored). */
 export const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots');
 /** A laptop and a phone. */

@@ -1,21 +1,13 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { outsideHours } from '../../src/dashboard/hours.js';
 import { usageRecorder } from '../../src/modules/ops/usage.service.js';
-import { newTenant, startApp, type TestApp } from '../helpers.js';
-import { Visitor, orgWithUser, startDashboardApp } from './support.js';
+import { newTenant, startApp } from '../helpers.js';
+import { useDashboardApp, Visitor, orgWithUser } from './support.js';
 
 /** API usage counters and the failed-writes log (src/modules/ops/usage.service.ts), and the stop-hours check. */
 
-let t: TestApp;
-
-beforeAll(async () => {
-  t = await startDashboardApp();
-});
-
-afterAll(async () => {
-  await t?.close();
-});
+const t = useDashboardApp();
 
 async function usageRows(orgId: string) {
   const r = await sql<{

@@ -1,11 +1,10 @@
-import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { startApp, uid, type TestApp } from '../helpers.js';
-import { startReceiver, type Receiver } from '../webhooks-support.js';
-import { checkPageStructure } from './support.js';
+import { startReceiver, type Receiver } from '../modules/webhooks/support.js';
+import { checkPageStructure, chromiumReady, CHROMIUM, CHROMIUM_PRESENT, BROWSER_REQUIRED, LAUNCH_ARGS } from './support.js';
 
 /**
  * Settings → Webhooks end to end in headless Chromium (Debian's `chromium`, driven by playwright-core)
@@ -13,18 +12,6 @@ import { checkPageStructure } from './support.js';
  * button), send a test event, see deliveries in the log, replay, rotate, disable and enable, the notice of
  * an endpoint disabled automatically (410), delete.
  */
-const CHROMIUM = process.env.LANEBRIDGE_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_PRESENT = existsSync(CHROMIUM);
-const BROWSER_REQUIRED = Boolean(process.env.CI);
-const LAUNCH_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-];
 const OWNER = { email: 'webhooks@lonestar.example', name: 'Wes Hooks', password: 'webhook browser password' };
 
 let t: TestApp;
@@ -38,13 +25,7 @@ let orgId = '';
 const consoleErrors: string[] = [];
 
 beforeAll(async () => {
-  if (!CHROMIUM_PRESENT) {
-    if (!BROWSER_REQUIRED) {
-      process.stderr.write(`webhook dashboard browser tests skipped: no Chromium at ${CHROMIUM}\n`);
-      return;
-    }
-    throw new Error(`Chromium was not found at ${CHROMIUM} (apt-get install -y chromium, or set LANEBRIDGE_CHROMIUM)`);
-  }
+  if (!chromiumReady('webhook dashboard browser tests')) return;
   t = await startApp({ webhookAllowInsecure: true }, { webhookDelivery: 'manual' });
   rx = await startReceiver();
   const org = await t.services.accounts.createOrganization(`Webhook Browser ${uid('O')}`);

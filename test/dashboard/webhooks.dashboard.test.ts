@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers.js';
 import { csrfOf, signedIn as signedInAs } from './support.js';
 
 /** Settings → Webhooks without a browser: tenancy, CSRF, the URL rules on the form. */
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
-});
-afterAll(async () => t.close());
+const t = useApp({ webhookAllowInsecure: false }, { webhookDelivery: 'manual' });
 
 const signedIn = () => signedInAs(t);
 

@@ -4,26 +4,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
-import {
-  createTenantInDb,
-  freshPgDatabase,
-  httpRequest,
-  killAllServers,
-  parse,
-  pgAdminUrl,
-  sleep,
-  startReadyServer,
-  tempDir,
-  type ServerProcess,
-} from './support.js';
+import { createTenantInDb, freshPgDatabase, httpRequest, parse, pgAdminUrl, startReadyServer, tempDir, type ServerProcess, serverCleanups } from './support.js';
+import { waitFor, letTimePass } from '../helpers.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  await killAllServers();
-  for (const c of cleanups.reverse()) await c();
-});
+const cleanups = serverCleanups();
 
 const LOCATIONS = [
   { ref: 'L-DAL', postal_code: '75201', state: 'TX' },
@@ -184,9 +170,8 @@ async function crashScenario(databaseUrl: string, dialect: 'sqlite' | 'postgres'
   const log: StreamLog = { loads: new Map(), customers: new Map(), answered: 0, failedInFlight: [] };
   const streaming = stream(first, headers, log, { workers: 3, maxRequests: 400 });
   // Let a few batches through, then kill while the workers are in the middle of the next ones.
-  const until = Date.now() + 20_000;
-  while (log.answered < 6 && Date.now() < until) await sleep(20);
-  await sleep(30 + Math.floor(Math.random() * 120));
+  await waitFor(() => log.answered >= 6, { timeout: 20_000, what: 'six answered batches' });
+  await letTimePass(30 + Math.floor(Math.random() * 120));
   first.kill('SIGKILL');
   const died = await first.exited;
   await streaming;

@@ -4,9 +4,9 @@
 // nothing in the database.
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/lib/http/errors.js';
-import { json, newTenant, startApp, type TestApp } from '../helpers.js';
+import { useApp, json, newTenant } from '../helpers.js';
 import { createTenant } from './support.js';
 import {
   INJECTIONS,
@@ -26,13 +26,11 @@ const TOTAL_REQUESTS = Number(process.env.RELIABILITY_HOSTILE_REQUESTS ?? 10_200
 const WORKERS = 3;
 const SEED = process.env.RELIABILITY_SEED ? Number(process.env.RELIABILITY_SEED) : Date.now() % 2_147_483_647;
 
-let t: TestApp;
 let doc: any;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   doc = dereference(JSON.parse((await t.app.inject({ method: 'GET', url: '/v2/tms-api/openapi.json' })).body));
 });
-afterAll(async () => t?.close());
 
 // ---------------------------------------------------------------------------------------------
 // Operations from the document, one per route of the route table

@@ -11,11 +11,11 @@ import {
   httpRequest,
   killAllServers,
   parse,
-  sleep,
   startReadyServer,
   type HttpResult,
   type ServerProcess,
 } from './support.js';
+import { waitFor, letTimePass } from '../helpers.js';
 
 const PG_BIN = findPgBin();
 
@@ -88,7 +88,7 @@ function flow(port: number, clients: number) {
       } catch (err) {
         outcomes.push({ at: started, label: spec.label, status: (err as { code?: string }).code ?? 'error', ms: Date.now() - started });
       }
-      await sleep(25);
+      await letTimePass(25);
     }
   };
   const done = Promise.all(Array.from({ length: clients }, (_, c) => loop(c)));
@@ -111,34 +111,27 @@ function expectUnavailable(o: Outcome) {
 describe.skipIf(!PG_BIN)('database outage on a PostgreSQL cluster of our own', () => {
   it('answers 503 with Retry-After within 10 s while the database is down, stays up, and recovers by itself', async () => {
     const traffic = flow(server.port, 4);
-    await sleep(1500);
+    await letTimePass(1500);
     const stoppedAt = Date.now();
     cluster!.stop('fast');
     // While down: readiness says so, liveness does not change.
-    await sleep(500);
+    await letTimePass(500);
     const ready = await httpRequest(server.port, { path: '/readyz', timeoutMs: 15_000 });
     expect(ready.status).toBe(503);
     expect(ready.ms).toBeLessThan(10_000);
     expect(Number(ready.headers['retry-after'])).toBeGreaterThan(0);
     expect(parse(ready)).toMatchObject({ status: 'not_ready', checks: { database: 'unreachable' } });
     expect((await httpRequest(server.port, { path: '/healthz' })).status).toBe(200);
-    await sleep(3500);
+    await letTimePass(3500);
     const restartedAt = Date.now();
     cluster!.start();
 
     // Recovery without touching the server process: requests succeed again within 20 s.
-    const until = Date.now() + 20_000;
-    let recoveredAt = 0;
-    while (Date.now() < until) {
-      const r = await httpRequest(server.port, { path: '/v2/tms-api/customers/KEEP', headers, timeoutMs: 15_000 });
-      if (r.status === 200) {
-        recoveredAt = Date.now();
-        break;
-      }
-      await sleep(100);
-    }
+    const recovered = async () =>
+      (await httpRequest(server.port, { path: '/v2/tms-api/customers/KEEP', headers, timeoutMs: 15_000 })).status === 200 && Date.now();
+    const recoveredAt = await waitFor(recovered, { timeout: 20_000, interval: 100 }).catch(() => 0);
     expect(recoveredAt, 'the service did not recover after PostgreSQL came back').toBeGreaterThan(0);
-    await sleep(1500);
+    await letTimePass(1500);
     await traffic.stop();
     expect(server.proc.exitCode).toBeNull();
     expect(server.proc.signalCode).toBeNull();

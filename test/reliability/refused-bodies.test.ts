@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { openDataStore } from '../../src/lib/db/index.js';
 import { accountsService } from '../../src/modules/accounts/accounts.service.js';
-import { startApp, type TestApp } from '../helpers.js';
+import { letTimePass, waitFor, useApp } from '../helpers.js';
 import { parseRawAnswer } from '../support/raw-http.js';
-import { createTenantInDb, killAllServers, sleep, startReadyServer, tempDir, type ServerProcess } from './support.js';
+import { createTenantInDb, killAllServers, startReadyServer, tempDir, type ServerProcess } from './support.js';
 
 const MiB = 1_048_576;
 const BODY_LIMIT = MiB;
@@ -254,7 +254,7 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
 
   it('a client sending past the bound (64 MiB) is cut off; the server reads it without keeping it (RSS + < 128 MiB of 270 MiB sent)', async () => {
     const pid = server.proc.pid!;
-    await sleep(200);
+    await letTimePass(200); // the server settles before its baseline is read
     const before = rssOf(pid);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 20);
@@ -293,18 +293,14 @@ describe('refused bodies are drained so the client reads the answer (issue 31)',
 });
 
 describe('the drain bounds (in process)', () => {
-  let t: TestApp;
   let port = 0;
   let key = '';
+  const t = useApp({ refusedBodyDrainMs: 500 });
   beforeAll(async () => {
-    t = await startApp({ refusedBodyDrainMs: 500 });
     const org = await t.services.accounts.createOrganization(`Drain ${process.pid}`);
     key = (await t.services.accounts.createKey(org.id, { name: 't', externalSystem: 't', scopes: ['write:customers'] })).key;
     const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = Number(new URL(address).port);
-  });
-  afterAll(async () => {
-    await t.close();
   });
 
   it('a client trickling a refused body is cut off after the drain time (config.refusedBodyDrainMs), having read its 413', async () => {
@@ -332,7 +328,7 @@ describe('the drain bounds (in process)', () => {
     socket.write(`POST ${SINGLE} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: ${key}\r\nContent-Length: ${body.length}\r\n\r\n`);
     socket.write(body);
     socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
-    for (let i = 0; i < 100 && !text.includes('{"status":"ok"}'); i++) await sleep(20);
+    await waitFor(() => text.includes('{"status":"ok"}'), { timeout: 2000, what: 'the /healthz answer after the 413' }).catch(() => {}); // the expectations below say what came
     socket.destroy();
     expect(text).toMatch(/^HTTP\/1\.1 413 /);
     expect(text).not.toMatch(/connection: close/i);
@@ -356,7 +352,7 @@ describe('the drain bounds (in process)', () => {
       if (!socket.write(CHUNK)) await new Promise((r) => socket.once('drain', r));
     }
     socket.end();
-    const timedOut = await Promise.race([closed.then(() => false), sleep(10_000).then(() => true)]);
+    const timedOut = await Promise.race([closed.then(() => false), letTimePass(10_000).then(() => true)]);
     socket.destroy();
     expect(timedOut).toBe(false);
     expect(error).toBeNull();

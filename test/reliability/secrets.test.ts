@@ -4,12 +4,11 @@
 // page, and `npm audit --omit=dev` without unexplained high or critical findings.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
@@ -17,27 +16,10 @@ import { constantTimeEqualHex, hashApiKey, hashPassword, verifyPassword } from '
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
 import { Visitor, csrfOf } from '../dashboard/support.js';
 import { testClock, type TestApp } from '../helpers.js';
-import { BIN, HUGE_LIMITS, freshPgDatabase, httpRequest, killAllServers, pgAdminUrl, startReadyServer, tempDir } from './support.js';
+import { BIN, HUGE_LIMITS, httpRequest, startReadyServer, serverCleanups } from './support.js';
 
 const run = promisify(execFile);
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  await killAllServers();
-  for (const c of cleanups.reverse()) await c();
-});
-
-/** A database for one test: a SQLite file, or on the PostgreSQL run a fresh database. */
-async function database(name: string): Promise<string> {
-  const admin = pgAdminUrl();
-  if (admin && inject('databaseUrl')) {
-    const db = await freshPgDatabase(admin, `lanebridge_rel_${name}_${process.pid}`);
-    cleanups.push(() => db.drop());
-    return db.url;
-  }
-  const dir = tempDir(name);
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return join(dir, `${name}.db`);
-}
+const cleanups = serverCleanups();
 
 /** Every form a secret could take in a log line: itself, its JSON-escaped form, its hashes, its key part. */
 function forms(secret: string, hashes: boolean): string[] {
@@ -103,7 +85,7 @@ async function credentialRows(store: DataStore): Promise<string> {
 
 describe('secrets stay out of the logs and out of the database', () => {
   it('a full in-process run at trace level: API keys (good, bad, revoked, in the wrong places), dashboard sign-in, sessions, key creation and rotation', async () => {
-    const t = await appWithLogs(await database('secrets'));
+    const t = await appWithLogs(await cleanups.database('secrets'));
     try {
       const accounts = t.services.accounts;
       const org = await accounts.createOrganization('Secrets Org');
@@ -210,7 +192,7 @@ describe('secrets stay out of the logs and out of the database', () => {
   }, 120_000);
 
   it('a real serve process at trace level and the CLI with --password log no key, password or token', async () => {
-    const databaseUrl = await database('secrets_serve');
+    const databaseUrl = await cleanups.database('secrets_serve');
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'trace' };
     delete env.LANEBRIDGE_TEST_DATABASE_URL;
     const cli = async (...args: string[]) => {
@@ -299,7 +281,7 @@ describe('constant-time comparison (see docs/reliability.md for the review)', ()
 
 describe('security headers on every dashboard page', () => {
   it('CSP, frame, sniffing, referrer and cache headers on each page (signed in and out, errors included); none on the API', async () => {
-    const t = await appWithLogs(await database('headers'));
+    const t = await appWithLogs(await cleanups.database('headers'));
     try {
       const accounts = t.services.accounts;
       const org = await accounts.createOrganization('Headers Org');

@@ -7,18 +7,16 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterAll } from 'vitest';
 import { openDataStore, type DataStore } from '../../src/lib/db/index.js';
 import { accountsService } from '../../src/modules/accounts/accounts.service.js';
 import { SCOPES } from '../../src/modules/accounts/scopes.js';
+import { waitFor } from '../helpers.js';
 
 export const BIN = join(process.cwd(), 'bin/lanebridge');
 
 /** Limits high enough that no reliability test ever meets the rate limiter (they test other things). */
 export const HUGE_LIMITS = { perMinute: 1_000_000_000, perDay: 2_000_000_000 } as const;
-
-export function sleep(ms: number) {
-  return new Promise<void>((r) => setTimeout(r, ms));
-}
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `lanebridge-${prefix}-`));
@@ -157,18 +155,17 @@ export async function startServer(opts: { databaseUrl: string; port?: number; en
       if (!dead) proc.kill(signal);
     },
     async waitReady(timeoutMs = 30_000) {
-      const until = Date.now() + timeoutMs;
-      while (Date.now() < until) {
+      const ready = async () => {
         if (dead) throw new Error(`server exited before it was ready (${dead}):\n${out}`);
         try {
-          const r = await httpRequest(port, { path: '/readyz', timeoutMs: 2000 });
-          if (r.status === 200) return;
+          return (await httpRequest(port, { path: '/readyz', timeoutMs: 2000 })).status === 200;
         } catch {
-          // not listening yet
+          return false; // not listening yet
         }
-        await sleep(100);
-      }
-      throw new Error(`server not ready after ${timeoutMs} ms:\n${out}`);
+      };
+      await waitFor(ready, { timeout: timeoutMs, interval: 100 }).catch((err: Error) => {
+        throw err.message.startsWith('server exited') ? err : new Error(`server not ready after ${timeoutMs} ms:\n${out}`);
+      });
     },
   };
 }
@@ -209,6 +206,36 @@ export async function killAllServers() {
 
 // ---------------------------------------------------------------------------------------------
 // Databases
+
+/** What a file's tests leave behind, undone by an afterAll: every server still running, then the cleanups (newest first). */
+export interface ServerCleanups {
+  push(...cleanups: (() => Promise<void> | void)[]): void;
+  /** A database for one test: a SQLite file, or on the PostgreSQL run a fresh database; removed afterwards. */
+  database(name: string): Promise<string>;
+}
+
+/** The file's cleanups (one call at the top of a test file: it registers the afterAll). */
+export function serverCleanups(): ServerCleanups {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    await killAllServers();
+    for (const c of cleanups.reverse()) await c();
+  });
+  return {
+    push: (...more) => void cleanups.push(...more),
+    async database(name) {
+      const admin = pgAdminUrl();
+      if (admin) {
+        const db = await freshPgDatabase(admin, `${name}_${process.pid}`);
+        cleanups.push(() => db.drop());
+        return db.url;
+      }
+      const dir = tempDir(name);
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      return join(dir, 'lanebridge.db');
+    },
+  };
+}
 
 /** An organization and an all-scope key written straight into the database (migrating it first). */
 export async function createTenantInDb(databaseUrl: string, name = 'Reliability'): Promise<{ orgId: string; key: string; keyId: string }> {

@@ -3,18 +3,14 @@
 // ids, external references or data (unless the request itself named them); no request of one can read,
 // reference, change or delete the other's records; each organization's lists are exactly its model.
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers.js';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers.js';
 import { createTenant } from './support.js';
 
 const RUNS = Number(process.env.RELIABILITY_TENANT_RUNS ?? 40);
 const SEED = process.env.RELIABILITY_SEED ? Number(process.env.RELIABILITY_SEED) : Date.now() % 2_147_483_647;
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(async () => t?.close());
+const t = useApp();
 
 type Actor = 'A' | 'B';
 type Kind = 'customers' | 'carriers' | 'locations' | 'loads';

@@ -59,7 +59,7 @@ function openapiPath(route: string): string {
 /**
  * openapi-backend checks the document itself with a JSON Schema of OpenAPI 3.0, which refuses 3.1
  * (type lists, `license.identifier`): the document is checked by Redocly's lint instead
- * (test/openapi.test.ts), and this only validates answers.
+ * (test/lib/http/openapi.test.ts), and this only validates answers.
  */
 class ResponseValidator extends OpenAPIBackend {
   override validateDefinition() {

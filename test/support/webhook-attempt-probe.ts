@@ -1,4 +1,4 @@
-// Run by test/webhooks.attempt-limits.test.ts as `node --expose-gc --import tsx <this> <json>`: a
+// Run by test/modules/webhooks/webhooks.attempt-limits.test.ts as `node --expose-gc --import tsx <this> <json>`: a
 // Lanebridge app on a SQLite file of its own delivers one event to each hostile receiver URL given, in
 // parallel, while the collector is forced to run every 200 ms; it prints one JSON line: how long the
 // deliveries took, this process's resident memory before, at most and after, and the delivery log.
