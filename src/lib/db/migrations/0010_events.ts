@@ -3,7 +3,7 @@ import type { Dialect } from '../dialect.js';
 
 type Db = Kysely<unknown>;
 
-/** src/domain/grid.ts's cellOf in SQL, over `place`.latitude/longitude (test/events.test.ts holds them equal). */
+/** src/domain/grid.ts's cellOf in SQL, over `place`.latitude/longitude (test/modules/events/events.test.ts holds them equal). */
 export function laneCellSql(dialect: Dialect, place: string): string {
   return dialect === 'postgres'
     ? `(floor(least(${place}.latitude, 89.9999) + 90)::int * 360 + floor(${place}.longitude + 180)::int % 360)`
