@@ -194,29 +194,29 @@ async function rotateSecret(ctx: ServiceContext, orgId: string, id: string, acto
   return { secret };
 }
 
-async function listDeliveries(ctx: ServiceContext, orgId: string, id: string, query: WebhookDeliveryListQuery) {
+/** A page of the endpoint's log (deliveries or attempts, newest first); 404 for an endpoint not of the organization. */
+async function logPage<Row, Item>(
+  ctx: ServiceContext,
+  orgId: string,
+  id: string,
+  query: { page: number; page_size: number },
+  read: (offset: number, limit: number) => Promise<{ rows: Row[]; total: number }>,
+  toItem: (row: Row) => Item,
+) {
   await requireEndpoint(ctx, orgId, id);
-  const { rows, total } = await pageOfDeliveries(ctx.db, id, {
-    offset: (query.page - 1) * query.page_size,
-    limit: query.page_size,
-    status: query.status,
-    createdSince: query.created_since,
-    updatedSince: query.updated_since,
-  });
-  return { items: rows.map(toDelivery), pagination: pagination(query.page, query.page_size, total) };
+  const { rows, total } = await read((query.page - 1) * query.page_size, query.page_size);
+  return { items: rows.map((row) => toItem(row)), pagination: pagination(query.page, query.page_size, total) };
+}
+
+function listDeliveries(ctx: ServiceContext, orgId: string, id: string, query: WebhookDeliveryListQuery) {
+  const filters = { status: query.status, createdSince: query.created_since, updatedSince: query.updated_since };
+  return logPage(ctx, orgId, id, query, (offset, limit) => pageOfDeliveries(ctx.db, id, { offset, limit, ...filters }), toDelivery);
 }
 
 /** Every attempt made to the endpoint, newest first (optionally one delivery's or one event's). */
-async function listAttempts(ctx: ServiceContext, orgId: string, id: string, query: WebhookAttemptListQuery) {
-  await requireEndpoint(ctx, orgId, id);
-  const { rows, total } = await pageOfAttempts(ctx.db, id, {
-    offset: (query.page - 1) * query.page_size,
-    limit: query.page_size,
-    deliveryId: query.delivery_id,
-    eventId: query.event_id,
-    createdSince: query.created_since,
-  });
-  return { items: rows.map(toAttempt), pagination: pagination(query.page, query.page_size, total) };
+function listAttempts(ctx: ServiceContext, orgId: string, id: string, query: WebhookAttemptListQuery) {
+  const filters = { deliveryId: query.delivery_id, eventId: query.event_id, createdSince: query.created_since };
+  return logPage(ctx, orgId, id, query, (offset, limit) => pageOfAttempts(ctx.db, id, { offset, limit, ...filters }), toAttempt);
 }
 
 /** The dashboard's log: a page of deliveries, newest first, each with its attempts, newest first. */
