@@ -5,7 +5,8 @@ import type { ApiKeysTable, DashboardSessionsTable, OrganizationsTable, UsersTab
 
 const keyByHash = prepared<{ hash: string }, ApiKeysTable>((db, p) => db.selectFrom('api_keys').selectAll().where('key_hash', '=', p('hash')));
 
-export function accountsRepo(db: Executor) {
+/** Organizations, their TMS integration and the dashboard's settings (the first run, the setup code). */
+function organizationsRepo(db: Executor) {
   return {
     insertOrganization: (row: OrganizationsTable, tx: Executor = db) => tx.insertInto('organizations').values(row).execute(),
     findOrganization: (id: string, tx: Executor = db) => tx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst(),
@@ -33,7 +34,12 @@ export function accountsRepo(db: Executor) {
       tx.insertInto('dashboard_settings').values({ name, value, created_at: at }).execute(),
 
     deleteSetting: (name: string, tx: Executor = db) => tx.deleteFrom('dashboard_settings').where('name', '=', name).executeTakeFirst(),
+  };
+}
 
+/** The dashboard's sessions. */
+function sessionsRepo(db: Executor) {
+  return {
     insertSession: (row: DashboardSessionsTable, tx: Executor = db) => tx.insertInto('dashboard_sessions').values(row).execute(),
     /** A session with its user's and organization's names; none when the user is gone. */
     findSession: (id: string, tx: Executor = db) =>
@@ -63,11 +69,12 @@ export function accountsRepo(db: Executor) {
       return (except ? q.where('id', '<>', except) : q).executeTakeFirst();
     },
     deleteSessionsExpiredBy: (at: string, tx: Executor = db) => tx.deleteFrom('dashboard_sessions').where('expires_at', '<', at).execute(),
+  };
+}
 
-    insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
-    listUsers: (orgId: string, tx: Executor = db) =>
-      tx.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
-
+/** API keys, stored by their hash (docs/api.md, "Authentication and scopes"). */
+function keysRepo(db: Executor) {
+  return {
     insertKey: (row: ApiKeysTable, tx: Executor = db) => tx.insertInto('api_keys').values(row).execute(),
     findKey: (orgId: string, id: string, tx: Executor = db) =>
       tx.selectFrom('api_keys').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
@@ -110,6 +117,15 @@ export function accountsRepo(db: Executor) {
         .where('id', '=', id)
         .where('revoked_at', 'is', null)
         .executeTakeFirst(),
+  };
+}
+
+/** The dashboard's users. */
+function usersRepo(db: Executor) {
+  return {
+    insertUser: (row: UsersTable, tx: Executor = db) => tx.insertInto('users').values(row).execute(),
+    listUsers: (orgId: string, tx: Executor = db) =>
+      tx.selectFrom('users').selectAll().where('org_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
 
     /** Emails are unique across organizations (users.email_lower), so sign-in needs no organization. */
     findUserByEmail: (email: string, tx: Executor = db) =>
@@ -133,6 +149,11 @@ export function accountsRepo(db: Executor) {
     findUser: (orgId: string, id: string, tx: Executor = db) =>
       tx.selectFrom('users').selectAll().where('org_id', '=', orgId).where('id', '=', id).executeTakeFirst(),
   };
+}
+
+/** The accounts module's statements: organizations, sessions, API keys and users, each over `db` unless given a transaction. */
+export function accountsRepo(db: Executor) {
+  return { ...organizationsRepo(db), ...sessionsRepo(db), ...keysRepo(db), ...usersRepo(db) };
 }
 
 export type AccountsRepo = ReturnType<typeof accountsRepo>;

@@ -32,6 +32,93 @@ export interface KeyCacheCounters {
   miss(): void;
 }
 
+/** The key check's state: what it reads with, and the keys it keeps (the functions below take it). */
+interface KeyCache {
+  repo: AccountsRepo;
+  clock: Clock;
+  /** Keys found valid under a snapshot, by hash. */
+  kept: Map<string, KeptKey>;
+  /**
+   * Keys found valid on this instance, for routes that fold the key check into their data statement
+   * (PostgreSQL, where no cheap change token exists): the principal comes from memory and the route's
+   * one statement says whether the key is still unrevoked, so a revocation committed before the
+   * request's statement fails it on every instance, at no extra round trip.
+   */
+  folded: Map<string, Principal>;
+}
+
+async function read(k: KeyCache, hash: string, snapshot: DataSnapshot | null, previous: KeptKey | undefined): Promise<Principal | null> {
+  // The counter is read before the row, so a revocation committed in between is seen next time.
+  const keysVersion = snapshot && previous ? (await snapshot.versions(previous.principal.orgId)).api_keys : null;
+  const row = await k.repo.findKeyByHash(hash);
+  if (!row || row.revoked_at || !constantTimeEqualHex(row.key_hash, hash)) {
+    k.kept.delete(hash);
+    return null;
+  }
+  const principal: Principal = {
+    orgId: row.org_id,
+    keyId: row.id,
+    keyName: row.name,
+    expiresAt: row.expires_at ? Date.parse(row.expires_at) : null,
+    scopes: new Set(row.scopes.split(',').filter(isScope)),
+    perMinute: row.per_minute,
+    perDay: row.per_day,
+    strict: Number(row.strict) === 1,
+  };
+  if (snapshot) {
+    if (k.kept.size >= MAX_KEPT) k.kept.clear();
+    k.kept.set(hash, { principal, token: snapshot.token, keysVersion: previous?.principal.orgId === row.org_id ? keysVersion : null });
+  }
+  return principal;
+}
+
+function guardFor(k: KeyCache, hash: string, principal: Principal): KeyGuard {
+  let settled = false;
+  return {
+    keyId: principal.keyId,
+    get settled() {
+      return settled;
+    },
+    async confirm() {
+      settled = true;
+      if ((await readForFolding(k, hash)) === null) throw new UnauthorizedError();
+    },
+    settle(found: KeyState | null | undefined) {
+      if (found === undefined) return;
+      settled = true;
+      if (found === null) {
+        k.folded.delete(hash);
+        k.kept.delete(hash);
+        throw new UnauthorizedError();
+      }
+      // An end set since this key was kept (a rotation with grace on another instance) holds at once.
+      const expiresAt = found.expires_at ? Date.parse(found.expires_at) : null;
+      if (expiresAt !== null && k.clock.now().getTime() >= expiresAt) {
+        k.folded.delete(hash);
+        throw expiredKeyError(expiresAt);
+      }
+      // New limits (changed on any instance) apply from the next request on.
+      if (
+        found.per_minute !== principal.perMinute ||
+        found.per_day !== principal.perDay ||
+        expiresAt !== principal.expiresAt ||
+        (Number(found.strict) === 1) !== (principal.strict === true)
+      ) {
+        k.folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt, strict: Number(found.strict) === 1 });
+      }
+    },
+  };
+}
+
+async function readForFolding(k: KeyCache, hash: string): Promise<Principal | null> {
+  const principal = await read(k, hash, null, undefined);
+  if (principal) {
+    if (k.folded.size >= MAX_KEPT) k.folded.clear();
+    k.folded.set(hash, principal);
+  } else k.folded.delete(hash);
+  return principal;
+}
+
 /**
  * The per-request key check: a key is looked up by its hash, and a revoked key fails from the next
  * request on, on every instance. A key checked before is reused while the request's snapshot shows
@@ -40,38 +127,14 @@ export interface KeyCacheCounters {
  */
 export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCounters = { hit() {}, miss() {} }) {
   const lastTouched = new Map<string, number>();
-  const kept = new Map<string, KeptKey>();
+  const k: KeyCache = { repo, clock, kept: new Map(), folded: new Map() };
+  const { kept, folded } = k;
 
   async function stillValid(entry: KeptKey, snapshot: DataSnapshot): Promise<boolean> {
     if (entry.token === snapshot.token) return true;
     if (entry.keysVersion === null || (await snapshot.versions(entry.principal.orgId)).api_keys !== entry.keysVersion) return false;
     entry.token = snapshot.token;
     return true;
-  }
-
-  async function read(hash: string, snapshot: DataSnapshot | null, previous: KeptKey | undefined): Promise<Principal | null> {
-    // The counter is read before the row, so a revocation committed in between is seen next time.
-    const keysVersion = snapshot && previous ? (await snapshot.versions(previous.principal.orgId)).api_keys : null;
-    const row = await repo.findKeyByHash(hash);
-    if (!row || row.revoked_at || !constantTimeEqualHex(row.key_hash, hash)) {
-      kept.delete(hash);
-      return null;
-    }
-    const principal: Principal = {
-      orgId: row.org_id,
-      keyId: row.id,
-      keyName: row.name,
-      expiresAt: row.expires_at ? Date.parse(row.expires_at) : null,
-      scopes: new Set(row.scopes.split(',').filter(isScope)),
-      perMinute: row.per_minute,
-      perDay: row.per_day,
-      strict: Number(row.strict) === 1,
-    };
-    if (snapshot) {
-      if (kept.size >= MAX_KEPT) kept.clear();
-      kept.set(hash, { principal, token: snapshot.token, keysVersion: previous?.principal.orgId === row.org_id ? keysVersion : null });
-    }
-    return principal;
   }
 
   /** Expiry is a matter of time, not of a write: checked on every request, kept key or not. */
@@ -86,61 +149,6 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
     repo.touchKey(principal.keyId, toIso(clock.now())).catch(() => lastTouched.delete(principal.keyId));
   }
 
-  /**
-   * Keys found valid on this instance, for routes that fold the key check into their data statement
-   * (PostgreSQL, where no cheap change token exists): the principal comes from memory and the route's
-   * one statement says whether the key is still unrevoked, so a revocation committed before the
-   * request's statement fails it on every instance, at no extra round trip.
-   */
-  const folded = new Map<string, Principal>();
-
-  function guardFor(hash: string, principal: Principal): KeyGuard {
-    let settled = false;
-    return {
-      keyId: principal.keyId,
-      get settled() {
-        return settled;
-      },
-      async confirm() {
-        settled = true;
-        if ((await readForFolding(hash)) === null) throw new UnauthorizedError();
-      },
-      settle(found: KeyState | null | undefined) {
-        if (found === undefined) return;
-        settled = true;
-        if (found === null) {
-          folded.delete(hash);
-          kept.delete(hash);
-          throw new UnauthorizedError();
-        }
-        // An end set since this key was kept (a rotation with grace on another instance) holds at once.
-        const expiresAt = found.expires_at ? Date.parse(found.expires_at) : null;
-        if (expiresAt !== null && clock.now().getTime() >= expiresAt) {
-          folded.delete(hash);
-          throw expiredKeyError(expiresAt);
-        }
-        // New limits (changed on any instance) apply from the next request on.
-        if (
-          found.per_minute !== principal.perMinute ||
-          found.per_day !== principal.perDay ||
-          expiresAt !== principal.expiresAt ||
-          (Number(found.strict) === 1) !== (principal.strict === true)
-        ) {
-          folded.set(hash, { ...principal, perMinute: found.per_minute, perDay: found.per_day, expiresAt, strict: Number(found.strict) === 1 });
-        }
-      },
-    };
-  }
-
-  async function readForFolding(hash: string): Promise<Principal | null> {
-    const principal = await read(hash, null, undefined);
-    if (principal) {
-      if (folded.size >= MAX_KEPT) folded.clear();
-      folded.set(hash, principal);
-    } else folded.delete(hash);
-    return principal;
-  }
-
   return {
     /**
      * For a route that checks the key in its own data statement: a key already found valid here comes
@@ -152,11 +160,11 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
       const hash = hashApiKey(presented);
       const known = folded.get(hash);
       counters[known ? 'hit' : 'miss']();
-      const principal = known ?? (await readForFolding(hash));
+      const principal = known ?? (await readForFolding(k, hash));
       if (!principal) return null;
       checkExpiry(principal);
       touch(principal);
-      return { principal, guard: known ? guardFor(hash, known) : null };
+      return { principal, guard: known ? guardFor(k, hash, known) : null };
     },
 
     async authenticate(presented: string | undefined, snapshot: DataSnapshot | null = null): Promise<Principal | null> {
@@ -169,7 +177,7 @@ export function keyCheck(repo: AccountsRepo, clock: Clock, counters: KeyCacheCou
         principal = entry.principal;
       } else {
         if (snapshot) counters.miss();
-        principal = await read(hash, snapshot, entry);
+        principal = await read(k, hash, snapshot, entry);
       }
       if (principal) {
         checkExpiry(principal);

@@ -21,9 +21,72 @@ export class SetupCodeError extends DetailError {
   }
 }
 
+/** The first-run form: the organization's name, its first user, and the setup code. */
+interface FirstRunInput {
+  organizationName: string;
+  name: string;
+  email: string;
+  password: string;
+  setupCode: string;
+}
+
 /** What a person types may carry spaces, dashes or lower case: the code is compared without them. */
 function normalizeSetupCode(text: string): string {
   return text.toUpperCase().replace(/[^0-9A-Z]/g, '');
+}
+
+/**
+ * The one-time code the first-run page asks for, made once and kept in the database (every
+ * instance and `bin/lanebridge setup-code` read the same one); null once an organization exists.
+ */
+async function setupCode(repo: AccountsRepo, clock: Clock): Promise<string | null> {
+  if ((await repo.countOrganizations()) > 0) return null;
+  const kept = await repo.findSetting(SETUP_CODE_SETTING);
+  if (kept !== undefined) return kept;
+  try {
+    await repo.insertSetting(SETUP_CODE_SETTING, generateSetupCode(), toIso(clock.now()));
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+  }
+  return (await repo.findSetting(SETUP_CODE_SETTING)) ?? null;
+}
+
+/**
+ * The dashboard's first run: the first organization and its first user, together. A marker row
+ * (unique name) makes two concurrent first runs end with one organization, on either engine.
+ */
+async function setUpFirstOrganization(store: DataStore, repo: AccountsRepo, clock: Clock, input: FirstRunInput, ip: string | null = null) {
+  const orgName = input.organizationName.trim();
+  if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
+  const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
+  const alreadySetUp = () => new ConflictError('This Lanebridge already has an organization: sign in instead');
+  const checkCode = async (tx?: Executor) => {
+    const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
+    if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
+  };
+  // The code first: a wrong one costs a read, never a password hash
+  // (docs/dashboard.md, "Throttled forms").
+  if ((await repo.countOrganizations()) > 0) throw alreadySetUp();
+  await checkCode();
+  const user = await userRow(org.id, input, clock);
+  try {
+    await inTransaction(store, async (tx) => {
+      if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
+      // Again in the transaction: the code is used once, and another first run may have taken it.
+      await checkCode(tx);
+      // Used once: gone with the first run's commit.
+      await repo.deleteSetting(SETUP_CODE_SETTING, tx);
+      await repo.markFirstRun(org.id, org.created_at, tx);
+      await repo.insertOrganization(org, tx);
+      await repo.insertUser(user, tx);
+      await bumpVersions(tx, org.id, new Set(['users']));
+      await recordAudit(tx, clock, org.id, { type: 'user', id: user.id, name: user.name, ip }, 'user.created', { type: 'user', id: user.id });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw alreadySetUp();
+    throw err;
+  }
+  return { organization: { id: org.id, name: org.name }, user: { id: user.id, org_id: org.id, name: user.name, email: user.email } };
 }
 
 /** Organizations and their TMS API integration (spec section 5: keys need it connected). */
@@ -94,61 +157,7 @@ export function organizations(store: DataStore, repo: AccountsRepo, clock: Clock
       return repo.findIntegration(orgId);
     },
 
-    /**
-     * The one-time code the first-run page asks for, made once and kept in the database (every
-     * instance and `bin/lanebridge setup-code` read the same one); null once an organization exists.
-     */
-    async setupCode(): Promise<string | null> {
-      if ((await repo.countOrganizations()) > 0) return null;
-      const kept = await repo.findSetting(SETUP_CODE_SETTING);
-      if (kept !== undefined) return kept;
-      try {
-        await repo.insertSetting(SETUP_CODE_SETTING, generateSetupCode(), toIso(clock.now()));
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-      }
-      return (await repo.findSetting(SETUP_CODE_SETTING)) ?? null;
-    },
-
-    /**
-     * The dashboard's first run: the first organization and its first user, together. A marker row
-     * (unique name) makes two concurrent first runs end with one organization, on either engine.
-     */
-    async setUpFirstOrganization(
-      input: { organizationName: string; name: string; email: string; password: string; setupCode: string },
-      ip: string | null = null,
-    ) {
-      const orgName = input.organizationName.trim();
-      if (!orgName) throw ValidationError.single(['organization_name'], 'Organization name must not be empty');
-      const org = { id: newId('org'), name: orgName, created_at: toIso(clock.now()) };
-      const alreadySetUp = () => new ConflictError('This Lanebridge already has an organization: sign in instead');
-      const checkCode = async (tx?: Executor) => {
-        const code = await repo.findSetting(SETUP_CODE_SETTING, tx);
-        if (code === undefined || !constantTimeEqualText(normalizeSetupCode(input.setupCode), normalizeSetupCode(code))) throw new SetupCodeError();
-      };
-      // The code first: a wrong one costs a read, never a password hash
-      // (docs/dashboard.md, "Throttled forms").
-      if ((await repo.countOrganizations()) > 0) throw alreadySetUp();
-      await checkCode();
-      const user = await userRow(org.id, input, clock);
-      try {
-        await inTransaction(store, async (tx) => {
-          if ((await repo.countOrganizations(tx)) > 0) throw alreadySetUp();
-          // Again in the transaction: the code is used once, and another first run may have taken it.
-          await checkCode(tx);
-          // Used once: gone with the first run's commit.
-          await repo.deleteSetting(SETUP_CODE_SETTING, tx);
-          await repo.markFirstRun(org.id, org.created_at, tx);
-          await repo.insertOrganization(org, tx);
-          await repo.insertUser(user, tx);
-          await bumpVersions(tx, org.id, new Set(['users']));
-          await recordAudit(tx, clock, org.id, { type: 'user', id: user.id, name: user.name, ip }, 'user.created', { type: 'user', id: user.id });
-        });
-      } catch (err) {
-        if (isUniqueViolation(err)) throw alreadySetUp();
-        throw err;
-      }
-      return { organization: { id: org.id, name: org.name }, user: { id: user.id, org_id: org.id, name: user.name, email: user.email } };
-    },
+    setupCode: () => setupCode(repo, clock),
+    setUpFirstOrganization: (input: FirstRunInput, ip?: string | null) => setUpFirstOrganization(store, repo, clock, input, ip),
   };
 }

@@ -90,41 +90,112 @@ export async function userRow(orgId: string, input: UserInput, clock: Clock): Pr
   };
 }
 
+/** What the user actions take: the store, the repo, the clock and the organization lookup. */
+interface UsersContext {
+  store: DataStore;
+  repo: AccountsRepo;
+  clock: Clock;
+  org: { require(orgId: string): Promise<unknown> };
+}
+
+async function createUser(ctx: UsersContext, orgId: string, input: UserInput, actor: AuditActor = cliActor()) {
+  const { store, repo, clock, org } = ctx;
+  await org.require(orgId);
+  if (input.role !== undefined && !isRole(input.role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
+  const row = await userRow(orgId, input, clock);
+  try {
+    await inTransaction(store, async (tx) => {
+      // The first user of an organization is its admin; later ones are members unless said otherwise.
+      // A member as the first user would leave the organization with no one to manage it.
+      const admins = await repo.countAdmins(orgId, tx);
+      if (input.role === undefined) row.role = admins === 0 ? 'admin' : 'member';
+      else if (admins === 0 && input.role !== 'admin')
+        throw ValidationError.single(
+          ['role'],
+          `the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first`,
+        );
+      await repo.insertUser(row, tx);
+      await bumpVersions(tx, orgId, USERS);
+      await recordAudit(tx, clock, orgId, actor, 'user.created', { type: 'user', id: row.id });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      const holder = await repo.findUserByEmail(row.email);
+      throw new EmailTakenError(row.email, holder?.org_id === orgId);
+    }
+    throw err;
+  }
+  return { id: row.id, email: row.email, name: row.name, role: row.role as Role };
+}
+
+/** One's own password: only with the current one; the user's other sessions end, `keepSessionId`'s stays. */
+async function changeOwnPassword(
+  ctx: UsersContext,
+  orgId: string,
+  userId: string,
+  current: string,
+  next: string,
+  actor: AuditActor,
+  keepSessionId: string | null = null,
+) {
+  const { store, repo, clock } = ctx;
+  const user = await repo.findUser(orgId, userId);
+  if (!user) throw new NotFoundByIdError('User', userId);
+  checkPassword(next);
+  const ok = current.length > 0 && current.length <= MAX_PASSWORD_LENGTH && user.password_hash !== null && (await verifyPassword(current, user.password_hash));
+  if (!ok) throw new CurrentPasswordError();
+  const hashed = await hashPassword(next);
+  await inTransaction(store, async (tx) => {
+    await repo.setUserPassword(user.id, hashed, tx);
+    await repo.deleteUserSessions(user.id, keepSessionId, tx);
+    await recordAudit(tx, clock, orgId, actor, 'user.password_set', { type: 'user', id: user.id });
+  });
+}
+
+/**
+ * Removes a user: their sessions end with them; the API keys of the organization stay (keys are the
+ * organization's, not a user's). An organization's last admin stays (409). The audit entry keeps the
+ * removed user's name and email, since the row is gone.
+ */
+async function removeUser(ctx: UsersContext, orgId: string, userId: string, actor: AuditActor = cliActor()) {
+  const { store, repo, clock } = ctx;
+  const user = await repo.findUser(orgId, userId);
+  if (!user) throw new NotFoundByIdError('User', userId);
+  await inTransaction(store, async (tx) => {
+    await repo.deleteUserSessions(user.id, null, tx);
+    await repo.deleteUser(orgId, user.id, tx);
+    if ((await repo.countAdmins(orgId, tx)) === 0)
+      throw new ConflictError(`${user.name} is the organization's last admin and cannot be removed: make another user an admin first`);
+    await bumpVersions(tx, orgId, USERS);
+    await recordAudit(tx, clock, orgId, actor, 'user.removed', { type: 'user', id: user.id, name: `${user.name} <${user.email}>` });
+  });
+  return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
+}
+
+/** Makes a user an admin or a member; an organization always keeps one admin. */
+async function setRole(ctx: UsersContext, orgId: string, userId: string, role: string, actor: AuditActor) {
+  const { store, repo, clock } = ctx;
+  if (!isRole(role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
+  const user = await repo.findUser(orgId, userId);
+  if (!user) throw new NotFoundByIdError('User', userId);
+  if (user.role === role) return { id: user.id, role };
+  await inTransaction(store, async (tx) => {
+    await repo.setUserRole(orgId, userId, role, tx);
+    if ((await repo.countAdmins(orgId, tx)) === 0) throw new ConflictError('An organization needs at least one admin: make another user an admin first');
+    await bumpVersions(tx, orgId, USERS);
+    await recordAudit(tx, clock, orgId, actor, 'user.role_changed', { type: 'user', id: userId });
+  });
+  return { id: user.id, role };
+}
+
 /** Users of an organization; a write moves its `users` counter (loads match their reps to users). */
 export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: { require(orgId: string): Promise<unknown> }) {
   // Compared against when the email is unknown, so an unknown email costs as much time as a wrong password.
   let decoyHash: Promise<string> | null = null;
+  const ctx: UsersContext = { store, repo, clock, org };
 
   return {
-    async createUser(orgId: string, input: UserInput, actor: AuditActor = cliActor()) {
-      await org.require(orgId);
-      if (input.role !== undefined && !isRole(input.role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
-      const row = await userRow(orgId, input, clock);
-      try {
-        await inTransaction(store, async (tx) => {
-          // The first user of an organization is its admin; later ones are members unless said otherwise.
-          // A member as the first user would leave the organization with no one to manage it.
-          const admins = await repo.countAdmins(orgId, tx);
-          if (input.role === undefined) row.role = admins === 0 ? 'admin' : 'member';
-          else if (admins === 0 && input.role !== 'admin')
-            throw ValidationError.single(
-              ['role'],
-              `the first user of an organization is its admin (it has none yet): make this user an admin, or create an admin first`,
-            );
-          await repo.insertUser(row, tx);
-          await bumpVersions(tx, orgId, USERS);
-          await recordAudit(tx, clock, orgId, actor, 'user.created', { type: 'user', id: row.id });
-        });
-      } catch (err) {
-        if (isUniqueViolation(err)) {
-          const holder = await repo.findUserByEmail(row.email);
-          throw new EmailTakenError(row.email, holder?.org_id === orgId);
-        }
-        throw err;
-      }
-      return { id: row.id, email: row.email, name: row.name, role: row.role as Role };
-    },
-
+    createUser: (orgId: string, input: UserInput, actor?: AuditActor) => createUser(ctx, orgId, input, actor),
     /**
      * The user with this email and password, or null; the same work is done whatever is wrong (a
      * password longer than any the rule lets be set is refused without hashing it).
@@ -168,21 +239,8 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       return this.setPassword(user.email, password, actor);
     },
 
-    /** One's own password: only with the current one; the user's other sessions end, `keepSessionId`'s stays. */
-    async changeOwnPassword(orgId: string, userId: string, current: string, next: string, actor: AuditActor, keepSessionId: string | null = null) {
-      const user = await repo.findUser(orgId, userId);
-      if (!user) throw new NotFoundByIdError('User', userId);
-      checkPassword(next);
-      const ok =
-        current.length > 0 && current.length <= MAX_PASSWORD_LENGTH && user.password_hash !== null && (await verifyPassword(current, user.password_hash));
-      if (!ok) throw new CurrentPasswordError();
-      const hashed = await hashPassword(next);
-      await inTransaction(store, async (tx) => {
-        await repo.setUserPassword(user.id, hashed, tx);
-        await repo.deleteUserSessions(user.id, keepSessionId, tx);
-        await recordAudit(tx, clock, orgId, actor, 'user.password_set', { type: 'user', id: user.id });
-      });
-    },
+    changeOwnPassword: (orgId: string, userId: string, current: string, next: string, actor: AuditActor, keepSessionId?: string | null) =>
+      changeOwnPassword(ctx, orgId, userId, current, next, actor, keepSessionId),
 
     /** Signs a user out everywhere (an admin, or the command line); returns how many sessions ended. */
     async endSessions(orgId: string, userId: string, actor: AuditActor = cliActor()): Promise<number> {
@@ -195,24 +253,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       });
     },
 
-    /**
-     * Removes a user: their sessions end with them; the API keys of the organization stay (keys are the
-     * organization's, not a user's). An organization's last admin stays (409). The audit entry keeps the
-     * removed user's name and email, since the row is gone.
-     */
-    async removeUser(orgId: string, userId: string, actor: AuditActor = cliActor()) {
-      const user = await repo.findUser(orgId, userId);
-      if (!user) throw new NotFoundByIdError('User', userId);
-      await inTransaction(store, async (tx) => {
-        await repo.deleteUserSessions(user.id, null, tx);
-        await repo.deleteUser(orgId, user.id, tx);
-        if ((await repo.countAdmins(orgId, tx)) === 0)
-          throw new ConflictError(`${user.name} is the organization's last admin and cannot be removed: make another user an admin first`);
-        await bumpVersions(tx, orgId, USERS);
-        await recordAudit(tx, clock, orgId, actor, 'user.removed', { type: 'user', id: user.id, name: `${user.name} <${user.email}>` });
-      });
-      return { id: user.id, org_id: user.org_id, email: user.email, name: user.name };
-    },
+    removeUser: (orgId: string, userId: string, actor?: AuditActor) => removeUser(ctx, orgId, userId, actor),
 
     /** The user with this email, in any organization (the command line names users by email). */
     async requireUserByEmail(email: string) {
@@ -221,20 +262,7 @@ export function users(store: DataStore, repo: AccountsRepo, clock: Clock, org: {
       return user;
     },
 
-    /** Makes a user an admin or a member; an organization always keeps one admin. */
-    async setRole(orgId: string, userId: string, role: string, actor: AuditActor) {
-      if (!isRole(role)) throw ValidationError.single(['role'], `role must be one of ${ROLES.join(', ')}`);
-      const user = await repo.findUser(orgId, userId);
-      if (!user) throw new NotFoundByIdError('User', userId);
-      if (user.role === role) return { id: user.id, role };
-      await inTransaction(store, async (tx) => {
-        await repo.setUserRole(orgId, userId, role, tx);
-        if ((await repo.countAdmins(orgId, tx)) === 0) throw new ConflictError('An organization needs at least one admin: make another user an admin first');
-        await bumpVersions(tx, orgId, USERS);
-        await recordAudit(tx, clock, orgId, actor, 'user.role_changed', { type: 'user', id: userId });
-      });
-      return { id: user.id, role };
-    },
+    setRole: (orgId: string, userId: string, role: string, actor: AuditActor) => setRole(ctx, orgId, userId, role, actor),
 
     findUser: (orgId: string, userId: string) => repo.findUser(orgId, userId),
     listUsers: (orgId: string) => repo.listUsers(orgId),

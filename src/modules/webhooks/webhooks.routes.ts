@@ -43,6 +43,12 @@ const replayRunning = conflict(
 
 /** The webhook endpoints API (docs/webhooks.md, "Endpoints: `/v2/tms-api/webhook-endpoints` (scope `write:webhooks`)"). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
+  endpointRoutes(app, webhooks);
+  endpointActionRoutes(app, webhooks);
+}
+
+/** Create, list, get, update and delete endpoints. */
+function endpointRoutes(app: FastifyInstance, webhooks: WebhooksService) {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post('/v2/tms-api/webhook-endpoints', {
     config,
@@ -110,6 +116,11 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhooksService) {
       return reply.code(204).send(null);
     },
   });
+}
+
+/** An endpoint's secret rotation, its delivery and attempt logs, and replay (registered after the endpoints, as before). */
+function endpointActionRoutes(app: FastifyInstance, webhooks: WebhooksService) {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.post('/v2/tms-api/webhook-endpoints/:id/rotate-secret', {
     config,
     schema: {
