@@ -54,7 +54,6 @@ import { eventRetention } from './modules/events/retention.js';
 import { FeedEvent, EventPage } from './modules/events/events.schema.js';
 import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
-import { RECORD_KINDS } from './domain/records.js';
 import { dashboardPlugin, type DashboardOptions, type DashboardWriteRoute } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
@@ -240,10 +239,10 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
   });
   /** The record services over a write pipeline (the API's; an import's quiet one). */
   const recordServices = (p: WritePipeline) => ({
-    customers: customersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.customers.name) }),
-    carriers: carriersService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.carriers.name) }),
-    locations: locationsService(p, clock, { beforeDelete: refuseDeleteWhileLoadsUse(RECORD_KINDS.locations.name), lanes }),
-    loads: loadsService(clock, { circuityFactor: config.circuityFactor }, { pipeline: p, lanes }),
+    customers: customersService({ pipeline: p, clock, deleteGuard: refuseDeleteWhileLoadsUse('customers') }),
+    carriers: carriersService({ pipeline: p, clock, deleteGuard: refuseDeleteWhileLoadsUse('carriers') }),
+    locations: locationsService({ pipeline: p, clock, deleteGuard: refuseDeleteWhileLoadsUse('locations') }, { lanes }),
+    loads: loadsService({ pipeline: p, clock }, { lanes, circuityFactor: config.circuityFactor }),
   });
   const services = { accounts, ...recordServices(pipeline), marketRates: marketRatesService(pipeline, clock) };
   // Imports with `emit_events: summary` (docs/imports.md, "The shape"): the same services over the same

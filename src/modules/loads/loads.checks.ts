@@ -2,11 +2,16 @@ import type { Executor } from '../../lib/db/index.js';
 import type { ValidationIssue } from '../../lib/http/errors.js';
 import { parseIsoTimestamp } from '../../lib/time.js';
 import { ruleIssue, unknownLocationIssue, windowIssue } from '../../domain/load.js';
+import { RECORD_KINDS } from '../../domain/records.js';
 import { findByRefs } from './loads.repo.js';
+import { LOAD_CARRIER, LOAD_CUSTOMER, LOAD_STOP_LOCATION, type LoadReference } from './references.js';
 
 /** The 422 (docs/api.md, "Loads") for a customer or carrier the organization does not have (the loc names the field). */
-export function unknownReferenceIssue(table: 'customers' | 'carriers', field: string, ref: string): ValidationIssue {
-  return ruleIssue(['body', field], `no ${table.slice(0, -1)} with external_reference_id '${ref}' in your organization: create it first`);
+export function unknownReferenceIssue(reference: LoadReference, ref: string): ValidationIssue {
+  return ruleIssue(
+    ['body', reference.field],
+    `no ${RECORD_KINDS[reference.kind].noun} with external_reference_id '${ref}' in your organization: create it first`,
+  );
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -20,23 +25,19 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export async function loadBodyProblems(tx: Executor, orgId: string, body: unknown): Promise<ValidationIssue[]> {
   if (!isObject(body)) return [];
   const issues: ValidationIssue[] = [];
-  for (const [table, field] of [
-    ['customers', 'customer_external_reference_id'],
-    ['carriers', 'carrier_external_reference_id'],
-  ] as const) {
-    const ref = body[field];
-    if (typeof ref === 'string' && ref.length > 0 && (await findByRefs(tx, table, orgId, [ref])).length === 0) {
-      issues.push(unknownReferenceIssue(table, field, ref));
+  for (const reference of [LOAD_CUSTOMER, LOAD_CARRIER]) {
+    const ref = body[reference.field];
+    if (typeof ref === 'string' && ref.length > 0 && (await findByRefs(tx, reference.kind, orgId, [ref])).length === 0) {
+      issues.push(unknownReferenceIssue(reference, ref));
     }
   }
   if (Array.isArray(body.stops)) {
     const stops = body.stops.map((s) => (isObject(s) ? s : {}));
-    const refs = stops.flatMap((s) =>
-      typeof s.location_external_reference_id === 'string' && s.location_external_reference_id.length > 0 ? [s.location_external_reference_id] : [],
-    );
-    const known = new Set((await findByRefs(tx, 'locations', orgId, refs)).map((l) => l.external_reference_id));
+    const field = LOAD_STOP_LOCATION.field;
+    const refs = stops.flatMap((s) => (typeof s[field] === 'string' && s[field].length > 0 ? [s[field]] : []));
+    const known = new Set((await findByRefs(tx, LOAD_STOP_LOCATION.kind, orgId, refs)).map((l) => l.external_reference_id));
     stops.forEach((s, i) => {
-      const ref = s.location_external_reference_id;
+      const ref = s[field];
       if (typeof ref === 'string' && ref.length > 0 && !known.has(ref)) issues.push(unknownLocationIssue(i, ref));
       const early = typeof s.early_arrival === 'string' ? parseIsoTimestamp(s.early_arrival) : null;
       const late = typeof s.late_arrival === 'string' ? parseIsoTimestamp(s.late_arrival) : null;

@@ -1,16 +1,15 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import type { TSchema } from '@sinclair/typebox';
 import type { Executor } from '../../lib/db/index.js';
 import { isTransactionConflict } from '../../lib/db/errors.js';
 import { yieldToEventLoop } from '../../lib/event-loop.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
 import { classifyError, InternalError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
-import { CiEnum, ExternalReferenceId } from '../../lib/http/schema-helpers.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
-import { ErrorSchemas } from '../../lib/http/openapi.js';
+import { allProblems } from './record-kind.js';
 
-export const MAX_BATCH_ITEMS = 100;
+import type { BatchOperation } from './batch.schema.js';
 
-export type BatchOperation = 'create' | 'update' | 'upsert' | 'delete';
+export { MAX_BATCH_ITEMS, BatchResultSchema, batchRequestDocument, batchRequestSchema, type BatchOperation } from './batch.schema.js';
 
 export interface BatchItem {
   operation: BatchOperation;
@@ -40,116 +39,6 @@ export interface BatchResult {
   error_count: number;
   results: BatchResultEntry[];
 }
-
-export function batchRequestSchema(dataKey: string, operations: readonly BatchOperation[]) {
-  return Type.Object({
-    items: Type.Array(
-      Type.Object({
-        operation: CiEnum(operations, { description: `One of ${operations.join(', ')} (any letter case).` }),
-        external_reference_id: Type.Optional(
-          ExternalReferenceId({ description: `Used when the ${dataKey} object omits its own; when both are given they must be equal.` }),
-        ),
-        [dataKey]: Type.Optional(
-          Type.Unknown({ description: `The ${dataKey}, validated per item with the same rules as the single-record endpoints. Omitted for delete.` }),
-        ),
-      }),
-      { maxItems: MAX_BATCH_ITEMS, description: `At most ${MAX_BATCH_ITEMS} items, applied in order.` },
-    ),
-  });
-}
-
-/**
- * The batch request as the document shows it: each item is one of the operations, with the data object
- * of that operation (create: the create schema; update and upsert: the update schema; delete: none).
- * The runtime schema above keeps the data object open so that each item is validated on its own.
- */
-export function batchRequestDocument(dataKey: string, operations: readonly BatchOperation[], schemas: { create: unknown; update: unknown }) {
-  const operation = (ops: readonly BatchOperation[]) => CiEnum(ops);
-  const itemRef = ExternalReferenceId({ description: `Used when the ${dataKey} object omits its own; when both are given they must be equal.` });
-  const variants: TSchema[] = [];
-  if (operations.includes('create')) {
-    variants.push(
-      Type.Object(
-        {
-          operation: operation(['create']),
-          external_reference_id: Type.Optional(itemRef),
-          [dataKey]: Type.Unsafe(Object.assign({}, schemas.create as object, { description: `The new ${dataKey}, as the single create takes it.` })),
-        },
-        { title: `Create ${dataKey}`, description: 'Creates the record; 409 in its result when the external_reference_id exists.' },
-      ),
-    );
-  }
-  const changing = operations.filter((op): op is 'update' | 'upsert' => op === 'update' || op === 'upsert');
-  if (changing.length > 0) {
-    variants.push(
-      Type.Object(
-        {
-          operation: operation(changing),
-          external_reference_id: Type.Optional(itemRef),
-          [dataKey]: Type.Unsafe(
-            Object.assign({}, schemas.update as object, {
-              description: `The fields to change, as the single update takes them (upsert: the fields of a new ${dataKey} when none exists).`,
-            }),
-          ),
-        },
-        {
-          title: `Update or upsert ${dataKey}`,
-          description: 'update: 404 in its result when the record does not exist; upsert creates it then (with the create rules).',
-        },
-      ),
-    );
-  }
-  if (operations.includes('delete')) {
-    variants.push(
-      Type.Object(
-        { operation: operation(['delete']), external_reference_id: ExternalReferenceId({ description: `The ${dataKey} to delete.` }) },
-        { title: `Delete ${dataKey}`, description: `Deletes the ${dataKey}; no data object.` },
-      ),
-    );
-  }
-  return Type.Object({
-    // One variant per operation (their operations never overlap). anyOf rather than oneOf: the operation is
-    // matched in any letter case, which a discriminator cannot express, and linters cannot see the patterns exclude each other.
-    items: Type.Array(Type.Unsafe({ anyOf: variants }), {
-      maxItems: MAX_BATCH_ITEMS,
-      description: `At most ${MAX_BATCH_ITEMS} items, applied in order, each on its own.`,
-    }),
-  });
-}
-
-export const BatchResultSchema = Type.Object(
-  {
-    success_count: Type.Integer(),
-    error_count: Type.Integer(),
-    results: Type.Array(
-      Type.Object({
-        index: Type.Integer(),
-        external_reference_id: Type.Union([Type.String(), Type.Null()]),
-        operation: Type.String({ enum: ['create', 'update', 'upsert', 'delete'], description: 'The operation, in lower case.' }),
-        success: Type.Boolean(),
-        id: Type.Union([Type.String(), Type.Null()], { description: 'The service id of the record; null when the item failed.' }),
-        error: Type.Optional(
-          Type.Object(
-            {
-              status: Type.Integer({
-                description:
-                  '404, 409, 422 as the single-record endpoints answer; 503 when the item was not processed (send it again); 500 on an unexpected failure.',
-              }),
-              request_id: Type.Optional(Type.String({ description: 'On a 500: the request id to quote when reporting it.' })),
-              detail: Type.Union([Type.String(), Type.Array(Type.Ref(ErrorSchemas.ValidationIssue), { maxItems: 100 })], {
-                description:
-                  'What the single-record endpoint would have answered as detail: a message, or for 422 one {type, loc, msg} per problem (at most the first 100), loc starting at ["body", "items", index].',
-              }),
-              truncated: Type.Optional(Type.Literal(true, { description: 'On a 422 with more than 100 problems: only the first 100 are listed.' })),
-            },
-            { description: 'Present on a failed item only.' },
-          ),
-        ),
-      }),
-    ),
-  },
-  { $id: 'BatchResult' },
-);
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -200,159 +89,207 @@ export interface BatchResource<Create, Update, W extends Workspace> {
   problems?(tx: Executor, ws: W, orgId: string, data: unknown, ref: string | null): Promise<ValidationIssue[]>;
 }
 
+/** A batch resource with its data schemas compiled (once per resource, not per batch). */
+export interface BatchTarget<C, U, W extends Workspace> extends BatchResource<C, U, W> {
+  validateCreate: ReturnType<typeof compileBodyValidator>;
+  validateUpdate: ReturnType<typeof compileBodyValidator>;
+}
+
+export function batchTarget<C, U, W extends Workspace>(resource: BatchResource<C, U, W>): BatchTarget<C, U, W> {
+  return Object.assign({}, resource, {
+    validateCreate: compileBodyValidator(resource.createSchema),
+    validateUpdate: compileBodyValidator(resource.updateSchema),
+  });
+}
+
+/** An item's work, its reference, and whether it is an upsert (run again once after a lost insert race). */
+interface ItemPlan<W extends Workspace> {
+  ref: string;
+  work: Work<{ id: string }, W>;
+  upsert: boolean;
+}
+
+/** A step's 422 located under the item's data object (`body.items[i].<noun>…`). */
+function nestedUnder<W extends Workspace>(at: LocPart[], w: Work<{ id: string }, W>): Work<{ id: string }, W> {
+  return async (tx, ch, ws) => {
+    try {
+      return await w(tx, ch, ws);
+    } catch (err) {
+      if (err instanceof ValidationError) throw err.nestedUnder(at);
+      throw err;
+    }
+  };
+}
+
+/**
+ * The work of an item whose data failed its schema: one entry per problem (docs/api.md, "Errors"), the
+ * checks that need the database included (read in the item's turn).
+ */
+function refusedItem<C, U, W extends Workspace>(
+  target: BatchTarget<C, U, W>,
+  orgId: string,
+  op: BatchOperation,
+  data: Record<string, unknown>,
+  issues: ValidationIssue[],
+  at: LocPart[],
+): ItemPlan<W> {
+  const problems = target.problems;
+  if (!problems) throw new ValidationError(issues);
+  const named = typeof data.external_reference_id === 'string' ? data.external_reference_id : null;
+  const work: Work<{ id: string }, W> = async (tx, _ch, ws) => {
+    const others = new ValidationError(await problems(tx, ws, orgId, data, op === 'create' ? null : named)).nestedUnder(at).issues;
+    throw new ValidationError(allProblems(issues, others));
+  };
+  return { ref: named ?? '', work, upsert: false };
+}
+
+/** The item's data object with the item's reference standing in for its own; 422 when it is missing, not an object, or names another. */
+function itemData(dataKey: string, item: BatchItem, at: LocPart[]): Record<string, unknown> {
+  const itemRef = item.external_reference_id;
+  const sent = item[dataKey];
+  if (sent === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
+  if (!isPlainObject(sent)) throw ValidationError.single([...at, dataKey], 'Input should be a valid dictionary or object', 'dict_type');
+  const dataRef = sent.external_reference_id;
+  if (typeof dataRef === 'string' && itemRef !== undefined && dataRef !== itemRef) {
+    throw ValidationError.single(
+      [...at, dataKey, 'external_reference_id'],
+      `external_reference_id of the ${dataKey} ('${dataRef}') differs from the item's ('${itemRef}')`,
+    );
+  }
+  // The item's reference stands in for the data's own (a copy: the parsed request is never changed). The
+  // data is spread, not Object.assign'ed: an own `__proto__` key stays a plain key (define, not set).
+  return dataRef === undefined && itemRef !== undefined ? { external_reference_id: itemRef, ...sent } : sent;
+}
+
+/** The item checked and turned into its work (422s here write nothing). */
+function itemWork<C, U, W extends Workspace>(target: BatchTarget<C, U, W>, orgId: string, item: BatchItem, index: number): ItemPlan<W> {
+  const at: LocPart[] = ['body', 'items', index];
+  const op = item.operation;
+  if (op === 'delete') {
+    const itemRef = item.external_reference_id;
+    if (!itemRef) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
+    return { ref: itemRef, work: (tx, ch, ws) => target.delete(tx, ch, ws, orgId, itemRef), upsert: false };
+  }
+  const { dataKey } = target;
+  const data = itemData(dataKey, item, at);
+  const issues = (op === 'create' ? target.validateCreate : target.validateUpdate)(data, [...at, dataKey]);
+  if (issues) return refusedItem(target, orgId, op, data, issues, [...at, dataKey]);
+  const ref = data.external_reference_id as string | undefined;
+  if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
+  const under = [...at, dataKey];
+  if (op === 'create') return { ref, work: nestedUnder(under, (tx, ch, ws) => target.create(tx, ch, ws, orgId, data as C)), upsert: false };
+  if (op === 'update') return { ref, work: nestedUnder(under, (tx, ch, ws) => target.update(tx, ch, ws, orgId, ref, data as U)), upsert: false };
+  return { ref, work: nestedUnder(under, (tx, ch, ws) => target.upsert(tx, ch, ws, orgId, ref, data as U)), upsert: true };
+}
+
+/** The reference an item's result names before it runs: the item's own when it has one, else its data object's (docs/api.md, "Batches"). */
+function declaredRef(item: BatchItem, dataKey: string): string | null {
+  const data = item[dataKey];
+  return item.external_reference_id ?? (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ?? null;
+}
+
+/** Runs the items in order, each through `runItem` (a unit of work of the pipeline), and reports each. */
+async function applyItems<C, U, W extends Workspace>(
+  target: BatchTarget<C, U, W>,
+  orgId: string,
+  items: BatchItem[],
+  deadline: number,
+  opts: RunOptions,
+  runItem: ItemRunner<W>,
+): Promise<BatchResultEntry[]> {
+  const results: BatchResultEntry[] = [];
+  let turnAt = Date.now();
+  for (const [index, item] of items.entries()) {
+    // Every ~10 ms the event loop gets a turn: on SQLite (a synchronous driver) a batch runs in
+    // microtasks only, and would otherwise hold every other request, and SIGTERM, until it ends.
+    if (Date.now() - turnAt > 10) {
+      await yieldToEventLoop();
+      turnAt = Date.now();
+    }
+    const entry: BatchResultEntry = { index, external_reference_id: declaredRef(item, target.dataKey), operation: item.operation, success: false, id: null };
+    if (Date.now() > deadline) {
+      entry.error = { status: 503, detail: OUT_OF_TIME };
+      results.push(entry);
+      continue;
+    }
+    try {
+      const refused = opts.refusedItems?.get(index);
+      if (refused) throw new ValidationError(refused);
+      const { ref, work, upsert } = itemWork(target, orgId, item, index);
+      const { id } = await runItem(work, { retryUniqueRace: upsert });
+      Object.assign(entry, { success: true, id, external_reference_id: ref });
+    } catch (err) {
+      // The engine gave the whole transaction up (a deadlock): the pipeline runs the batch again.
+      if (err instanceof BatchRestart || isTransactionConflict(err)) throw err;
+      entry.error = batchItemError(err, opts);
+    }
+    results.push(entry);
+  }
+  return results;
+}
+
+/** The batch's answer when its transaction failed (its closing commit, or its start): no item is reported saved. */
+function failedBatch(items: BatchItem[], applied: BatchResultEntry[], err: unknown, deadlineAt: number, opts: RunOptions): BatchResultEntry[] {
+  // Past the deadline (PostgreSQL: a lock wait cut by it) no item was reached in time.
+  const failure = Date.now() >= deadlineAt ? { status: 503, detail: OUT_OF_TIME } : batchItemError(err, opts);
+  return items.map((item, index) => {
+    const done = applied[index];
+    return {
+      index,
+      external_reference_id: done?.external_reference_id ?? item.external_reference_id ?? null,
+      operation: item.operation,
+      success: false,
+      id: null,
+      error: done && !done.success && done.error ? done.error : failure,
+    };
+  });
+}
+
 /**
  * Applies a batch item by item, in order, each as a unit of work of the write pipeline: an item
  * happens whole or leaves nothing, and one item's failure never undoes another's success. When the
  * batch's closing commit fails (SQLite), no item is reported saved.
  */
+export async function runBatch<C, U, W extends Workspace>(
+  target: BatchTarget<C, U, W>,
+  orgId: string,
+  items: BatchItem[],
+  opts: RunOptions = {},
+): Promise<BatchResult> {
+  let applied: BatchResultEntry[] = [];
+  let results: BatchResultEntry[];
+  // One deadline for the request, however often the pipeline runs the items.
+  const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
+  const batchOpts: { analyticsRun: boolean; deadlineAt: number; workspace?: (tx: Executor) => Promise<W> } = { analyticsRun: target.analyticsRun, deadlineAt };
+  const open = target.workspace;
+  if (open) {
+    // Items refused for their text are not read ahead: they fail before they run.
+    const ahead = items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[target.dataKey] }));
+    batchOpts.workspace = (tx) => open(tx, orgId, ahead);
+  }
+  try {
+    results = await target.pipeline.batch<BatchResultEntry[], W>(
+      orgId,
+      async (runItem) => {
+        applied = await applyItems(target, orgId, items, deadlineAt, opts, runItem);
+        const last = opts.beforeCommit;
+        // As the batch's last step, in its transaction: it commits with the items or not at all.
+        if (last) await runItem(async (tx) => (await last(tx, applied), { id: '' }));
+        return applied;
+      },
+      batchOpts,
+    );
+  } catch (err) {
+    results = failedBatch(items, applied, err, deadlineAt, opts);
+  }
+  const successCount = results.filter((r) => r.success).length;
+  return { success_count: successCount, error_count: results.length - successCount, results };
+}
+
+/** A batch runner over one resource (tests, and callers without a record kind): runBatch with the schemas compiled once. */
 export function batchRunner<C, U, W extends Workspace>(resource: BatchResource<C, U, W>) {
-  type ItemWork = Work<{ id: string }, W>;
-  const validateCreate = compileBodyValidator(resource.createSchema);
-  const validateUpdate = compileBodyValidator(resource.updateSchema);
-  const { dataKey } = resource;
-
-  /** The item checked and turned into its work (422s here write nothing). */
-  function itemWork(orgId: string, item: BatchItem, index: number): { ref: string; work: ItemWork; upsert: boolean } {
-    const at: LocPart[] = ['body', 'items', index];
-    const op = item.operation;
-    const itemRef = item.external_reference_id;
-    if (op === 'delete') {
-      if (!itemRef) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-      return { ref: itemRef, work: (tx, ch, ws) => resource.delete(tx, ch, ws, orgId, itemRef), upsert: false };
-    }
-    const sent = item[dataKey];
-    if (sent === undefined) throw ValidationError.single([...at, dataKey], 'Field required', 'missing');
-    if (!isPlainObject(sent)) throw ValidationError.single([...at, dataKey], 'Input should be a valid dictionary or object', 'dict_type');
-    const dataRef = sent.external_reference_id;
-    if (typeof dataRef === 'string' && itemRef !== undefined && dataRef !== itemRef) {
-      throw ValidationError.single(
-        [...at, dataKey, 'external_reference_id'],
-        `external_reference_id of the ${dataKey} ('${dataRef}') differs from the item's ('${itemRef}')`,
-      );
-    }
-    // The item's reference stands in for the data's own (a copy: the parsed request is never changed). The
-    // data is spread, not Object.assign'ed: an own `__proto__` key stays a plain key (define, not set).
-    const data = dataRef === undefined && itemRef !== undefined ? { external_reference_id: itemRef, ...sent } : sent;
-    const issues = (op === 'create' ? validateCreate : validateUpdate)(data, [...at, dataKey]);
-    if (issues) {
-      // One entry per problem (docs/api.md, "Errors"), the checks that need the database included (read
-      // in the item's turn).
-      const problems = resource.problems;
-      if (!problems) throw new ValidationError(issues);
-      const named = typeof data.external_reference_id === 'string' ? data.external_reference_id : null;
-      const refused = new Set(issues.map((i) => JSON.stringify(i.loc)));
-      const work: ItemWork = async (tx, _ch, ws) => {
-        const others = new ValidationError(await problems(tx, ws, orgId, data, op === 'create' ? null : named)).nestedUnder([...at, dataKey]).issues;
-        throw new ValidationError([...issues, ...others.filter((i) => !refused.has(JSON.stringify(i.loc)))]);
-      };
-      return { ref: named ?? '', work, upsert: false };
-    }
-    const ref = data.external_reference_id as string | undefined;
-    if (!ref) throw ValidationError.single([...at, 'external_reference_id'], 'Field required', 'missing');
-    const nested =
-      (w: ItemWork): ItemWork =>
-      async (tx, ch, ws) => {
-        try {
-          return await w(tx, ch, ws);
-        } catch (err) {
-          if (err instanceof ValidationError) throw err.nestedUnder([...at, dataKey]);
-          throw err;
-        }
-      };
-    if (op === 'create') return { ref, work: nested((tx, ch, ws) => resource.create(tx, ch, ws, orgId, data as C)), upsert: false };
-    if (op === 'update') return { ref, work: nested((tx, ch, ws) => resource.update(tx, ch, ws, orgId, ref, data as U)), upsert: false };
-    return { ref, work: nested((tx, ch, ws) => resource.upsert(tx, ch, ws, orgId, ref, data as U)), upsert: true };
-  }
-
-  async function applyAll(orgId: string, items: BatchItem[], deadline: number, opts: RunOptions, runItem: ItemRunner<W>): Promise<BatchResultEntry[]> {
-    const results: BatchResultEntry[] = [];
-    let turnAt = Date.now();
-    for (const [index, item] of items.entries()) {
-      // Every ~10 ms the event loop gets a turn: on SQLite (a synchronous driver) a batch runs in
-      // microtasks only, and would otherwise hold every other request, and SIGTERM, until it ends.
-      if (Date.now() - turnAt > 10) {
-        await yieldToEventLoop();
-        turnAt = Date.now();
-      }
-      const data = item[dataKey];
-      // The item's own external_reference_id when it has one, else its data object's
-      // (docs/api.md, "Batches").
-      const declaredRef =
-        item.external_reference_id ?? (isPlainObject(data) && typeof data.external_reference_id === 'string' ? data.external_reference_id : undefined) ?? null;
-      const entry: BatchResultEntry = { index, external_reference_id: declaredRef, operation: item.operation, success: false, id: null };
-      if (Date.now() > deadline) {
-        entry.error = { status: 503, detail: OUT_OF_TIME };
-        results.push(entry);
-        continue;
-      }
-      try {
-        const refused = opts.refusedItems?.get(index);
-        if (refused) throw new ValidationError(refused);
-        const { ref, work, upsert } = itemWork(orgId, item, index);
-        const { id } = await runItem(work, { retryUniqueRace: upsert });
-        Object.assign(entry, { success: true, id, external_reference_id: ref });
-      } catch (err) {
-        // The engine gave the whole transaction up (a deadlock): the pipeline runs the batch again.
-        if (err instanceof BatchRestart || isTransactionConflict(err)) throw err;
-        entry.error = batchItemError(err, opts);
-      }
-      results.push(entry);
-    }
-    return results;
-  }
-
-  return async function run(orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> {
-    let applied: BatchResultEntry[] = [];
-    let results: BatchResultEntry[];
-    // One deadline for the request, however often the pipeline runs the items.
-    const deadlineAt = opts.deadlineMs ? (opts.startedAt ?? Date.now()) + opts.deadlineMs : Infinity;
-    try {
-      const open = resource.workspace;
-      results = await resource.pipeline.batch<BatchResultEntry[], W>(
-        orgId,
-        async (runItem) => {
-          applied = await applyAll(orgId, items, deadlineAt, opts, runItem);
-          const last = opts.beforeCommit;
-          // As the batch's last step, in its transaction: it commits with the items or not at all.
-          if (last) await runItem(async (tx) => (await last(tx, applied), { id: '' }));
-          return applied;
-        },
-        {
-          analyticsRun: resource.analyticsRun,
-          deadlineAt,
-          // Items refused for their text are not read ahead: they fail before they run.
-          ...(open
-            ? {
-                workspace: (tx: Executor) =>
-                  open(
-                    tx,
-                    orgId,
-                    items.filter((_, i) => !opts.refusedItems?.has(i)).map((item) => ({ ref: item.external_reference_id, data: item[dataKey] })),
-                  ),
-              }
-            : {}),
-        },
-      );
-    } catch (err) {
-      // The closing commit failed (or the transaction could not start): nothing of the batch was
-      // saved, so no item may be reported saved.
-      // Past the deadline (PostgreSQL: a lock wait cut by it) no item was reached in time.
-      const failure = Date.now() >= deadlineAt ? { status: 503, detail: OUT_OF_TIME } : batchItemError(err, opts);
-      results = items.map((item, index) => {
-        const done = applied[index];
-        return {
-          index,
-          external_reference_id: done?.external_reference_id ?? item.external_reference_id ?? null,
-          operation: item.operation,
-          success: false,
-          id: null,
-          error: done && !done.success && done.error ? done.error : failure,
-        };
-      });
-    }
-    const successCount = results.filter((r) => r.success).length;
-    return { success_count: successCount, error_count: results.length - successCount, results };
-  };
+  const target = batchTarget(resource);
+  return (orgId: string, items: BatchItem[], opts: RunOptions = {}): Promise<BatchResult> => runBatch(target, orgId, items, opts);
 }
 
 /** A failed item's `error` (docs/api.md, "Batches"): the status and detail a single-record request would have answered. */

@@ -2,137 +2,11 @@ import { CompiledQuery } from 'kysely';
 import type { DataStore, Executor } from '../../lib/db/index.js';
 import { beginBatch, savepointsAreCheap } from '../../lib/db/locks.js';
 import { isForeignKeyViolation, isTransactionConflict, isUniqueViolation } from '../../lib/db/errors.js';
-import { bumpVersions, type VersionedKind } from '../../lib/db/versions.js';
-import { laneKeyId, type LaneKey } from '../../domain/lane.js';
+import { bumpVersions } from '../../lib/db/versions.js';
+import { ChangeSet, type Outbox } from './change-set.js';
 
-export type ChangeOp = 'created' | 'updated' | 'deleted';
-
-/**
- * Builds the answers of stored rows (a record kind's presenter): what an event's data is made of. `known`
- * (by row id) is what the writes already hold of the answers beside the rows (RecordChange.parts).
- */
-export type Presenter = (tx: Executor, orgId: string, rows: never[], known?: ReadonlyMap<string, unknown>) => Promise<unknown[]>;
-
-export interface RecordChange {
-  kind: VersionedKind;
-  op: ChangeOp;
-  id: string;
-  /** null for records callers do not name (market rate snapshots). */
-  external_reference_id: string | null;
-  /** The row as written, and its presenter: the event's data (docs/events.md, "The events") is built from them at seal. */
-  row?: unknown;
-  present?: Presenter;
-  /** The row before an update (load.status_changed compares the statuses). */
-  previous?: unknown;
-  /** The event's data when already known (a single write's own answer, a market rate snapshot). */
-  data?: unknown;
-  /**
-   * What the write holds of the record's answer beside its row (a load's stops, rates, customer and
-   * carrier as written), handed to the presenter so it need not read them back (kind-specific).
-   */
-  parts?: unknown;
-  /** The lanes whose history this change moved (kept with its event for the recommendations follow-up). */
-  lanes?: readonly LaneKey[];
-  /** The change may move recommendations by itself (a new, deleted or re-laned load): followed up after commit. */
-  followUp?: boolean;
-}
-
-/** An event that is not a record's change (load.recommendations_changed), written as it is. */
-export interface Announcement {
-  kind: VersionedKind;
-  type: string;
-  record_id: string;
-  data: unknown;
-}
-
-/**
- * The change feed's writer (docs/events.md, "The promise"), called at seal inside the writing
- * transaction: `draft` builds the events of a unit of work's changes, `write` stores them from the first
- * sequence given.
- */
-export interface Outbox {
-  draft(tx: Executor, orgId: string, records: readonly RecordChange[], announcements: readonly Announcement[]): Promise<EventDraft[]>;
-  write(tx: Executor, orgId: string, drafts: readonly EventDraft[], firstSequence: number): Promise<void>;
-}
-
-export interface EventDraft {
-  id: string;
-  type: string;
-  kind: VersionedKind;
-  record_id: string | null;
-  created_at: string;
-  data: unknown;
-  lanes: readonly LaneKey[] | null;
-}
-
-/** What one unit of work (a single write, or one batch item) changed, collected inside its transaction. */
-export class ChangeSet {
-  readonly records: RecordChange[] = [];
-  readonly announcements: Announcement[] = [];
-  readonly lanes = new Map<string, LaneKey>();
-  /** Counter moves (counter → key → delta), written once at seal in key order (see Counters). */
-  readonly tallies = new Map<string, Map<string, number>>();
-  /** Parts of answers kept by a write step until its record is recorded (see keep). */
-  private readonly kept = new Map<string, unknown>();
-
-  record(change: RecordChange, lanes: readonly LaneKey[] = []): void {
-    const parts = this.kept.get(change.id);
-    if (parts !== undefined) this.kept.delete(change.id);
-    const withParts = parts !== undefined && change.op !== 'deleted' ? Object.assign({}, change, { parts }) : change;
-    this.records.push(lanes.length > 0 ? Object.assign({}, withParts, { lanes }) : withParts);
-    this.touchLanes(lanes);
-  }
-
-  /**
-   * A write step's knowledge of record `id`'s answer beside its row (RecordChange.parts), attached to the
-   * record's change when it is recorded in this unit of work. Kept here, not in a cache beside the
-   * transaction, so a batch item that fails takes it away with its change set.
-   */
-  keep(id: string, parts: unknown): void {
-    this.kept.set(id, parts);
-  }
-
-  /** An event beside the records' own (it moves no record counter). */
-  announce(announcement: Announcement): void {
-    this.announcements.push(announcement);
-  }
-
-  /** Lanes whose history moved (their stats are refreshed after commit). */
-  touchLanes(lanes: readonly LaneKey[]): void {
-    for (const k of lanes) this.lanes.set(laneKeyId(k), k);
-  }
-
-  /** Moves a kept counter (e.g. the loads per status) by `delta`, applied when the unit of work seals. */
-  tally(counter: string, key: string, delta: number): void {
-    let m = this.tallies.get(counter);
-    if (!m) this.tallies.set(counter, (m = new Map()));
-    m.set(key, (m.get(key) ?? 0) + delta);
-  }
-
-  absorb(other: ChangeSet): void {
-    this.records.push(...other.records);
-    this.announcements.push(...other.announcements);
-    for (const [id, k] of other.lanes) this.lanes.set(id, k);
-    for (const [counter, moves] of other.tallies) for (const [key, delta] of moves) this.tally(counter, key, delta);
-  }
-
-  /** The answer a single write built for its record: the event's data, so seal does not build it again. */
-  presented(id: string, data: unknown): void {
-    for (const r of this.records) if (r.id === id && r.op !== 'deleted' && r.data === undefined) r.data = data;
-  }
-
-  /** Whether anything committed here is for the recommendations follow-up (moved lanes, or a change that may move them). */
-  needsFollowUp(): boolean {
-    return this.records.some((r) => r.followUp === true || (r.lanes !== undefined && r.lanes.length > 0));
-  }
-
-  /** The counters this unit of work moves: its records' kinds, and lane_history when it moved any lane's history. */
-  kinds(): Set<VersionedKind> {
-    const kinds = new Set<VersionedKind>(this.records.map((r) => r.kind));
-    if (this.lanes.size > 0) kinds.add('lane_history');
-    return kinds;
-  }
-}
+// The change set and the outbox's types live in change-set.ts; the write path's modules import them from here.
+export { ChangeSet, type Announcement, type ChangeOp, type EventDraft, type Outbox, type Presenter, type RecordChange } from './change-set.js';
 
 /**
  * Writers of kept counters, by name: each gets the net moves of a unit of work (zero moves left out) in
@@ -238,161 +112,211 @@ async function retrying<R>(uniqueRace: boolean | undefined, attempt: () => Promi
   }
 }
 
+/** What the pipeline writes through: the store, the after-commit work, the kept counters' writers and the outbox. */
+export interface PipelineDeps {
+  store: DataStore;
+  afterCommit: AfterCommit;
+  counters?: Counters;
+  outbox?: Outbox;
+}
+
+/**
+ * Writes what must commit with a unit of work's changes, at the end of its transaction: its events (data
+ * read first, before the organization's counter row is locked, held to commit), its kept counters, and the
+ * organization's record counters, whose row gives the events their sequences (its lock orders them as the
+ * commits: docs/events.md, "The promise").
+ */
+async function seal(deps: PipelineDeps, tx: Executor, orgId: string, changes: ChangeSet): Promise<void> {
+  const drafts =
+    deps.outbox && (changes.records.length > 0 || changes.announcements.length > 0)
+      ? await deps.outbox.draft(tx, orgId, changes.records, changes.announcements)
+      : [];
+  for (const [counter, moves] of changes.tallies) {
+    const write = deps.counters?.[counter];
+    if (!write) throw new Error(`no writer for counter ${counter}`);
+    const net = [...moves].filter(([, d]) => d !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (net.length > 0) await write(tx, orgId, net);
+  }
+  const lastSequence = await bumpVersions(tx, orgId, changes.kinds(), drafts.length);
+  if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
+}
+
+/** One unit of work in its own transaction (run again where the engine says to); its changes join `committed`. */
+async function inOwnTransaction<R, W extends Workspace>(
+  deps: PipelineDeps,
+  orgId: string,
+  work: Work<R, W>,
+  workspace: () => W,
+  committed: ChangeSet,
+  retry?: boolean,
+): Promise<R> {
+  return retrying(retry, async () => {
+    const changes = new ChangeSet();
+    const result = await deps.store.db.transaction().execute(async (tx) => {
+      const ws = workspace();
+      const r = await work(tx, changes, ws);
+      await ws.flush(tx);
+      await seal(deps, tx, orgId, changes);
+      return r;
+    });
+    committed.absorb(changes);
+    return result;
+  });
+}
+
+/** One write in its own transaction; `workspace`: what its steps hold (a load write's LoadWorkspace). */
+async function writeUnit<R, W extends Workspace>(
+  deps: PipelineDeps,
+  orgId: string,
+  work: Work<R, W>,
+  opts: WriteOptions & { workspace?: () => W },
+): Promise<R> {
+  const committed = new ChangeSet();
+  const result = await inOwnTransaction(deps, orgId, work, opts.workspace ?? (() => IMMEDIATE as W), committed, opts.retryUniqueRace);
+  await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
+  return result;
+}
+
+/** One attempt of a batch's items: in one transaction, together or apart (see batchUnits). */
+interface BatchAttempt<W extends Workspace> {
+  tx: Executor;
+  ws: W;
+  /** What the items saved so far (sealed at the end, committed with the transaction). */
+  pending: ChangeSet;
+  /** An item that wrote at once failed while together: the batch runs again apart. */
+  restart: boolean;
+}
+
+/** An item run together with the others: no savepoint; a deferred workspace holds its writes until the batch's flush. */
+async function itemTogether<R, W extends Workspace>(at: BatchAttempt<W>, work: Work<R, W>): Promise<R> {
+  const changes = new ChangeSet();
+  at.ws.begin();
+  try {
+    const out = await work(at.tx, changes, at.ws);
+    at.ws.release();
+    at.pending.absorb(changes);
+    return out;
+  } catch (err) {
+    at.ws.rollback();
+    // An item that wrote at once may have left part of its writes: the batch runs again apart.
+    if (!at.ws.deferred) at.restart = true;
+    throw err;
+  }
+}
+
+/** An item run apart: in a savepoint with its own writes flushed inside it (an upsert that lost its insert race runs again once). */
+function itemApart<R, W extends Workspace>(at: BatchAttempt<W>, work: Work<R, W>, retryUniqueRace: boolean | undefined): Promise<R> {
+  return retryingUniqueRace(retryUniqueRace, async () => {
+    const itemChanges = new ChangeSet();
+    at.ws.begin();
+    try {
+      const out = await inSavepoint(at.tx, async () => {
+        const done = await work(at.tx, itemChanges, at.ws);
+        await at.ws.flush(at.tx);
+        return done;
+      });
+      at.ws.release();
+      at.pending.absorb(itemChanges);
+      return out;
+    } catch (err) {
+      at.ws.rollback();
+      throw err;
+    }
+  });
+}
+
+type BatchOptions<W extends Workspace> = Pick<WriteOptions, 'analyticsRun'> & { workspace?: (tx: Executor) => Promise<W>; deadlineAt?: number };
+
+/** A batch's items run once, together or apart, in one transaction; its changes join `committed` when it commits. */
+async function batchAttempt<R, W extends Workspace>(
+  deps: PipelineDeps,
+  orgId: string,
+  body: (item: ItemRunner<W>) => Promise<R>,
+  opts: BatchOptions<W>,
+  together: boolean,
+  committed: ChangeSet,
+): Promise<R> {
+  const pending = new ChangeSet();
+  const deadlineAt = opts.deadlineAt ?? Infinity;
+  const result = await deps.store.db.transaction().execute(async (tx) => {
+    await beginBatch(tx, orgId, deadlineAt - Date.now());
+    const at: BatchAttempt<W> = { tx, ws: opts.workspace ? await opts.workspace(tx) : (IMMEDIATE as W), pending, restart: false };
+    const r = await body(async (work, o) => {
+      if (at.restart) throw new BatchRestart();
+      return together ? itemTogether(at, work) : itemApart(at, work, o?.retryUniqueRace);
+    });
+    if (at.restart) throw new BatchRestart();
+    if (together) {
+      try {
+        await at.ws.flush(tx);
+      } catch (err) {
+        // A record another request wrote since the batch read it: each item on its own decides.
+        if (isUniqueViolation(err) || isForeignKeyViolation(err)) throw new BatchRestart();
+        throw err;
+      }
+    }
+    await seal(deps, tx, orgId, pending);
+    return r;
+  });
+  committed.absorb(pending);
+  return result;
+}
+
+/**
+ * A batch: `body` runs its items through the runner it is given, in ONE transaction (a commit per
+ * item cost more than the item's writes on both engines), whole or nothing per item, never undoing
+ * another (docs/api.md, "Batches"). `workspace` opens what the items share (a load batch's reads,
+ * made at once, and its writes, held and written set-based at the end). How the items run:
+ *   - together: no savepoints; a deferred workspace's writes go to the database once, after the last
+ *     item (a failed item wrote nothing, so nothing needs undoing);
+ *   - apart: each item in a savepoint with its own writes flushed inside it.
+ * Items run together unless they write at once and savepoints are cheap (SQLite); a batch run together
+ * that cannot stand (an immediate item failed, or the set-based writes were refused) runs again apart.
+ * `deadlineAt` is the request's one deadline, whichever way and however often the items run:
+ * the runner fails the items it reaches after it, and no lock wait outlasts it. After-commit work
+ * runs once; a failed closing commit is thrown after it (no item was saved).
+ */
+async function batchUnits<R, W extends Workspace>(
+  deps: PipelineDeps,
+  orgId: string,
+  body: (item: ItemRunner<W>) => Promise<R>,
+  opts: BatchOptions<W>,
+): Promise<R> {
+  const committed = new ChangeSet();
+  try {
+    // Decided on the transaction's engine (lib/db): deferred workspaces always start together.
+    const together = opts.workspace !== undefined || !savepointsAreCheap(deps.store.db);
+    // A deadlock or serialization failure anywhere in the batch runs the whole batch again.
+    return await retrying(false, async () => {
+      if (!together) return await batchAttempt(deps, orgId, body, opts, false, committed);
+      try {
+        return await batchAttempt(deps, orgId, body, opts, true, committed);
+      } catch (err) {
+        if (!(err instanceof BatchRestart)) throw err;
+        return await batchAttempt(deps, orgId, body, opts, false, committed);
+      }
+    });
+  } finally {
+    await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
+  }
+}
+
 /**
  * The one path every write takes, single or batch item, from a route, the dashboard, the CLI or a test:
  * the work runs in a transaction and reports what it changed; `seal` writes what must commit with the
  * change (the organization's record counters; events and idempotency records join here); after commit
  * the lanes it touched get their stats refreshed.
  */
-export function writePipeline(deps: { store: DataStore; afterCommit: AfterCommit; counters?: Counters; outbox?: Outbox }) {
-  const { store } = deps;
-
-  async function seal(tx: Executor, orgId: string, changes: ChangeSet): Promise<void> {
-    // The events' data is read first, before the organization's counter row is locked (held to commit).
-    const drafts =
-      deps.outbox && (changes.records.length > 0 || changes.announcements.length > 0)
-        ? await deps.outbox.draft(tx, orgId, changes.records, changes.announcements)
-        : [];
-    for (const [counter, moves] of changes.tallies) {
-      const write = deps.counters?.[counter];
-      if (!write) throw new Error(`no writer for counter ${counter}`);
-      const net = [...moves].filter(([, d]) => d !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      if (net.length > 0) await write(tx, orgId, net);
-    }
-    // The events' sequences come from the same counter row (its lock orders them as the commits:
-    // docs/events.md, "The promise").
-    const lastSequence = await bumpVersions(tx, orgId, changes.kinds(), drafts.length);
-    if (drafts.length > 0) await deps.outbox!.write(tx, orgId, drafts, lastSequence - drafts.length + 1);
-  }
-
-  async function inOwnTransaction<R, W extends Workspace>(
-    orgId: string,
-    work: Work<R, W>,
-    workspace: () => W,
-    committed: ChangeSet,
-    retry?: boolean,
-  ): Promise<R> {
-    return retrying(retry, async () => {
-      const changes = new ChangeSet();
-      const result = await store.db.transaction().execute(async (tx) => {
-        const ws = workspace();
-        const r = await work(tx, changes, ws);
-        await ws.flush(tx);
-        await seal(tx, orgId, changes);
-        return r;
-      });
-      committed.absorb(changes);
-      return result;
-    });
-  }
-
+export function writePipeline(deps: PipelineDeps) {
   return {
     /** Where reads outside a write go. */
-    reader: store.db as Executor,
-
+    reader: deps.store.db as Executor,
     /** One write in its own transaction; `workspace`: what its steps hold (a load write's LoadWorkspace). */
-    async write<R, W extends Workspace = Workspace>(orgId: string, work: Work<R, W>, opts: WriteOptions & { workspace?: () => W } = {}): Promise<R> {
-      const committed = new ChangeSet();
-      const result = await inOwnTransaction(orgId, work, opts.workspace ?? (() => IMMEDIATE as W), committed, opts.retryUniqueRace);
-      await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
-      return result;
-    },
-
-    /**
-     * A batch: `body` runs its items through the runner it is given, in ONE transaction (a commit per
-     * item cost more than the item's writes on both engines), whole or nothing per item, never undoing
-     * another (docs/api.md, "Batches"). `workspace` opens what the items share (a load batch's reads,
-     * made at once, and its writes, held and written set-based at the end). How the items run:
-     *   - together: no savepoints; a deferred workspace's writes go to the database once, after the last
-     *     item (a failed item wrote nothing, so nothing needs undoing);
-     *   - apart: each item in a savepoint with its own writes flushed inside it.
-     * Items run together unless they write at once and savepoints are cheap (SQLite); a batch run together
-     * that cannot stand (an immediate item failed, or the set-based writes were refused) runs again apart.
-     * `deadlineAt` is the request's one deadline, whichever way and however often the items run:
-     * the runner fails the items it reaches after it, and no lock wait outlasts it. After-commit work
-     * runs once; a failed closing commit is thrown after it (no item was saved).
-     */
-    async batch<R, W extends Workspace = Workspace>(
-      orgId: string,
-      body: (item: ItemRunner<W>) => Promise<R>,
-      opts: Pick<WriteOptions, 'analyticsRun'> & { workspace?: (tx: Executor) => Promise<W>; deadlineAt?: number } = {},
-    ): Promise<R> {
-      const committed = new ChangeSet();
-      const deadlineAt = opts.deadlineAt ?? Infinity;
-      const attempt = async (together: boolean): Promise<R> => {
-        const pending = new ChangeSet();
-        const result = await store.db.transaction().execute(async (tx) => {
-          await beginBatch(tx, orgId, deadlineAt - Date.now());
-          const ws = opts.workspace ? await opts.workspace(tx) : (IMMEDIATE as W);
-          let restart = false;
-          const r = await body(async (work, o) => {
-            if (restart) throw new BatchRestart();
-            const changes = new ChangeSet();
-            if (together) {
-              ws.begin();
-              try {
-                const out = await work(tx, changes, ws);
-                ws.release();
-                pending.absorb(changes);
-                return out;
-              } catch (err) {
-                ws.rollback();
-                // An item that wrote at once may have left part of its writes: the batch runs again apart.
-                if (!ws.deferred) restart = true;
-                throw err;
-              }
-            }
-            return retryingUniqueRace(o?.retryUniqueRace, async () => {
-              const itemChanges = new ChangeSet();
-              ws.begin();
-              try {
-                const out = await inSavepoint(tx, async () => {
-                  const done = await work(tx, itemChanges, ws);
-                  await ws.flush(tx);
-                  return done;
-                });
-                ws.release();
-                pending.absorb(itemChanges);
-                return out;
-              } catch (err) {
-                ws.rollback();
-                throw err;
-              }
-            });
-          });
-          if (restart) throw new BatchRestart();
-          if (together) {
-            try {
-              await ws.flush(tx);
-            } catch (err) {
-              // A record another request wrote since the batch read it: each item on its own decides.
-              if (isUniqueViolation(err) || isForeignKeyViolation(err)) throw new BatchRestart();
-              throw err;
-            }
-          }
-          await seal(tx, orgId, pending);
-          return r;
-        });
-        committed.absorb(pending);
-        return result;
-      };
-      try {
-        // Decided on the transaction's engine (lib/db): deferred workspaces always start together.
-        const together = opts.workspace !== undefined || !savepointsAreCheap(store.db);
-        // A deadlock or serialization failure anywhere in the batch runs the whole batch again.
-        return await retrying(false, async () => {
-          if (!together) return await attempt(false);
-          try {
-            return await attempt(true);
-          } catch (err) {
-            if (!(err instanceof BatchRestart)) throw err;
-            return await attempt(false);
-          }
-        });
-      } finally {
-        await deps.afterCommit(orgId, committed, { analyticsRun: opts.analyticsRun ?? false });
-      }
-    },
+    write: <R, W extends Workspace = Workspace>(orgId: string, work: Work<R, W>, opts: WriteOptions & { workspace?: () => W } = {}): Promise<R> =>
+      writeUnit(deps, orgId, work, opts),
+    /** A batch's items in one transaction (batchUnits). */
+    batch: <R, W extends Workspace = Workspace>(orgId: string, body: (item: ItemRunner<W>) => Promise<R>, opts: BatchOptions<W> = {}): Promise<R> =>
+      batchUnits(deps, orgId, body, opts),
   };
 }
 
