@@ -1,48 +1,33 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { loggerOptions } from './lib/http/logging.js';
+import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import type { DataStore } from './lib/db/index.js';
 import { type Clock, systemClock } from './lib/clock.js';
 import { readCache } from './lib/http/read-cache.js';
-import { installAuth, type ApiRouteEntry } from './lib/http/auth.js';
-import { installIdempotency } from './lib/http/idempotency.js';
+import type { ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
-import { installOpenApi } from './lib/http/openapi.js';
-import { PaginationSchema } from './lib/http/pagination.js';
-import { clientErrorHandler, frameworkErrorHandler, installPlumbing, newRequestId, refuseBatchItems } from './lib/http/plumbing.js';
+import { refuseBatchItems } from './lib/http/plumbing.js';
 import { installIgnoredFields } from './lib/http/ignored-fields.js';
-import { installBodyDeadline } from './lib/http/body-deadline.js';
-import { foreground } from './lib/http/foreground.js';
-import { createRateLimiter, registerRateLimitMetrics, type RateLimiter, type RateLimiterOptions } from './lib/http/rate-limit.js';
+import type { RateLimiter, RateLimiterOptions } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
-import { BatchResultSchema } from './modules/shared/batch.js';
 import { carrierRoutes } from './modules/carriers/carriers.routes.js';
-import { Address, Carrier, CarrierPage, Contact } from './modules/carriers/carriers.schema.js';
 import { carriersService, type CarriersService } from './modules/carriers/carriers.service.js';
 import { customerRoutes } from './modules/customers/customers.routes.js';
-import { Customer, CustomerPage } from './modules/customers/customers.schema.js';
 import { customersService, type CustomersService } from './modules/customers/customers.service.js';
 import { locationRoutes } from './modules/locations/locations.routes.js';
-import { Location, LocationPage } from './modules/locations/locations.schema.js';
 import { locationsService, type LocationsService } from './modules/locations/locations.service.js';
 import { opsRoutes } from './modules/ops/ops.routes.js';
 import { usageRecorder, type UsageRecorder } from './modules/ops/usage.service.js';
 import { installUsage } from './modules/ops/usage.hooks.js';
 import { laneAnalytics } from './modules/lanes/analytics.js';
-import { CarrierRecommendation, Evidence } from './modules/lanes/lanes.schema.js';
 import { lanesService } from './modules/lanes/lanes.service.js';
 import { writePipeline, type AfterCommit, type WritePipeline } from './modules/shared/write-pipeline.js';
 import { recommendationsFeed, type RecommendationsFeed } from './modules/lanes/recommendations.feed.js';
 import { LOAD_STATUS_COUNTER, writeStatusCounts } from './modules/loads/loads.repo.js';
 import { marketRateRoutes } from './modules/rates/rates.routes.js';
-import { LanePoint, MarketRate, MarketRatePage } from './modules/rates/rates.schema.js';
 import { marketRatesService, type MarketRatesService } from './modules/rates/rates.service.js';
 import { loadRoutes } from './modules/loads/loads.routes.js';
 import { trackingRoutes } from './modules/tracking/tracking.routes.js';
 import { trackingService } from './modules/tracking/tracking.service.js';
-import { TrackingEventAnswer } from './modules/tracking/tracking.schema.js';
-import { FinancialRate, Load, LoadPage, Stop, TeamMember } from './modules/loads/loads.schema.js';
-import { LoadRecommendations } from './modules/recommendations/recommendations.schema.js';
 import { recommendationsService } from './modules/recommendations/recommendations.service.js';
 import { recommendationRoutes } from './modules/recommendations/recommendations.routes.js';
 import { loadsService, type LoadsService } from './modules/loads/loads.service.js';
@@ -51,22 +36,19 @@ import { refuseDeleteWhileLoadsUse } from './modules/loads/references.js';
 import { insightsService } from './modules/insights/insights.service.js';
 import { eventRoutes } from './modules/events/events.routes.js';
 import { eventRetention } from './modules/events/retention.js';
-import { FeedEvent, EventPage } from './modules/events/events.schema.js';
 import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
 import { dashboardPlugin, type DashboardOptions, type DashboardWriteRoute } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
 import type { Resolver } from './modules/webhooks/url-policy.js';
-import { webhookRoutes, WEBHOOK_SCHEMAS } from './modules/webhooks/webhooks.routes.js';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { importResources, importsModule, type Imports } from './modules/imports/imports.js';
 import { importRoutes } from './modules/imports/imports.routes.js';
-import { IMPORT_SCHEMAS } from './modules/imports/imports.schema.js';
 import { auditService } from './modules/audit/audit.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
-import { AuditEntry, AuditEntryPage } from './modules/audit/audit.schema.js';
-import { requestTracing } from './lib/telemetry/http.js';
-import { traceRedisCommands } from './lib/telemetry/redis.js';
 import { detached } from './lib/telemetry/tracing.js';
+import { createFastify, installHttp, trackRequests } from './app/http.js';
+import { startWorkers, stopWorkersOnClose } from './app/workers.js';
 
 export interface AppDeps {
   config: Config;
@@ -140,46 +122,58 @@ export interface Lanebridge {
   usage: UsageRecorder;
 }
 
-/** TRUST_PROXY as a hop count: the nearest `hops` addresses of the chain are proxies (as Fastify reads a number). */
-function trustHops(hops: number) {
-  return (_address: string, hop: number) => hop < hops;
+/** What every step of buildApp reads: the app, its deps, and the clock and metrics they share. */
+export interface AppContext {
+  app: FastifyInstance;
+  deps: AppDeps;
+  config: Config;
+  store: DataStore;
+  clock: Clock;
+  metrics: Metrics;
 }
 
-/** Paths under the API prefix that need no key. */
-const PUBLIC_API_PATHS = new Set(['/v2/tms-api/openapi.json']);
-
+/**
+ * The composition root: the Fastify instance (src/app/http.ts), the write path, the services, the HTTP
+ * plumbing, the API's routes, the dashboard, then the workers (src/app/workers.ts), in that order (hooks
+ * run in the order they are added).
+ */
 export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
-  const { config, store } = deps;
-  const clock = deps.clock ?? systemClock;
-  const requestSpans = deps.tracing ? requestTracing((req) => req.principal?.orgId ?? req.dashboardSession?.orgId) : null;
-  const app = Fastify({
-    logger: deps.logger === false ? false : loggerOptions(config.logLevel, typeof deps.logger === 'object' ? deps.logger : {}),
-    genReqId: newRequestId,
-    // With tracing on, each request's log lines carry its trace id beside its request id.
-    ...(requestSpans ? { childLoggerFactory: requestSpans.childLoggerFactory } : {}),
-    // TRUST_PROXY: req.ip (logs, the dashboard's sign-in throttle) and req.protocol (Secure cookies) from X-Forwarded-*.
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
-    bodyLimit: config.bodyLimitBytes,
-    // Requests that arrive while closing get the API's 503 (docs/api.md, "Errors") from the plumbing
-    // (Fastify's has another body).
-    return503OnClosing: false,
-    forceCloseConnections: false,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
-    // Errors raised before routing get the same shapes.
-    frameworkErrors: frameworkErrorHandler,
-    // And those Node's HTTP parser refuses (a malformed request line or header): the same detail shape,
-    // an X-Request-Id.
-    clientErrorHandler,
-  });
+  const app = createFastify(deps);
+  const ctx: AppContext = { app, deps, config: deps.config, store: deps.store, clock: deps.clock ?? systemClock, metrics: createMetrics() };
+  const core = writePath(ctx);
+  const { services, imports, insights } = buildServices(ctx, core);
+  const { rateLimiter, routeTable } = await installHttp(ctx, core.accounts);
+  const { usage, audit } = installApiRoutes(ctx, core, { services, imports, rateLimiter });
+  const dashboardWriteRoutes = await installDashboard(ctx, core, { services, imports, insights, usage, audit });
 
-  // First of all hooks, so the request's span is active in every other one.
-  if (requestSpans) {
-    requestSpans.install(app);
-    const stopRedisSpans = traceRedisCommands();
-    app.addHook('onClose', async () => stopRedisSpans());
-  }
+  // Geocoder data is loaded at boot, not on the first location request.
+  if (deps.warmGeocoder !== false) warmupGeocoder();
 
-  const metrics = createMetrics();
+  stopWorkersOnClose(app, core.webhooks, imports);
+  await startWorkers(app, deps, { rateLimiter, webhooks: core.webhooks, usage, imports });
+  return {
+    app,
+    routeTable,
+    dashboardWriteRoutes,
+    metrics: ctx.metrics,
+    rateLimiter,
+    services,
+    analytics: core.analytics,
+    pipeline: core.pipeline,
+    events: core.events,
+    recommendations: core.followUp,
+    webhooks: core.webhooks,
+    imports,
+    usage,
+  };
+}
+
+type WritePath = ReturnType<typeof writePath>;
+type Services = ReturnType<typeof buildServices>;
+
+/** The write path: accounts, the lane analytics, the change feed, webhooks, the pipeline and what follows its commits. */
+function writePath(ctx: AppContext) {
+  const { app, deps, config, store, clock, metrics } = ctx;
   const accounts = accountsService(store, clock, metrics.cacheCounters('key'));
   const analytics = laneAnalytics({ store, metrics, clock, log: app.log });
   // A load's event data is written by the schema GET answers with (the same text, faster to make).
@@ -214,21 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     { radiusMiles: config.laneRadiusMiles, graceMinutes: config.onTimeGraceMinutes },
     { keepLaneRows: config.readCache, laneRowsCounters: metrics.cacheCounters('lane') },
   );
-  // The requests in flight: the recommendations follow-up gives way to them between its steps.
-  const requests = foreground();
-  app.addHook('onRequest', (req, reply, done) => {
-    // 'close' comes once the answer is sent or the connection is gone, whichever way the request ended.
-    reply.raw.once('close', requests.enter());
-    done();
-  });
-  // An API write about to run: authenticated (the key check is an onRequest hook), within its limits, its
-  // body read and valid. While such writes arrive an import on SQLite takes short chunks (docs/imports.md);
-  // reads, refused requests and the imports API's own calls (an upload's parts) do not count.
-  app.addHook('preHandler', (req, _reply, done) => {
-    const scope = req.routeOptions.config?.scope;
-    if (scope && scope !== 'write:imports' && req.method !== 'GET' && req.method !== 'HEAD') requests.wrote();
-    done();
-  });
+  const requests = trackRequests(app);
   followUp = recommendationsFeed({
     pipeline,
     lanes,
@@ -237,6 +217,12 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     log: app.log,
     foreground: requests,
   });
+  return { accounts, analytics, events, webhooks, pipeline, lanes, requests, followUp };
+}
+
+/** The record services over the API's pipeline and over an import's quiet one, the imports and the dashboard's insights. */
+function buildServices(ctx: AppContext, { accounts, analytics, pipeline, lanes, requests }: WritePath) {
+  const { app, config, store, clock } = ctx;
   /** The record services over a write pipeline (the API's; an import's quiet one). */
   const recordServices = (p: WritePipeline) => ({
     customers: customersService({ pipeline: p, clock, deleteGuard: refuseDeleteWhileLoadsUse('customers') }),
@@ -271,61 +257,16 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     ...(store.oneConnection ? { foreground: requests } : {}),
   });
   const insights = insightsService(pipeline.reader, { loads: services.loads, lanes });
+  return { services, imports, insights };
+}
 
-  const rateLimiter = createRateLimiter({
-    enabled: config.rateLimits,
-    redisUrl: config.redisUrl,
-    keyPrefix: config.rateLimitKeyPrefix,
-    clock,
-    log: app.log,
-    ...deps.rateLimit,
-  });
-  app.addHook('onClose', () => rateLimiter.close());
-  registerRateLimitMetrics(metrics.registry, rateLimiter);
-
-  installPlumbing(app, {
-    metrics,
-    bodyLimitBytes: config.bodyLimitBytes,
-    refusedBodies: { maxBytes: config.refusedBodyDrainBytes, maxMs: config.refusedBodyDrainMs },
-  });
-  // Bodies arrive within REQUEST_TIMEOUT_SECONDS (a route may declare longer), else 408.
-  installBodyDeadline(app, { defaultMs: config.requestTimeoutMs });
-  const routeTable = installAuth(app, store, accounts, PUBLIC_API_PATHS, rateLimiter);
-  // Idempotency-Key on every write route declared below
-  // (docs/api.md, "Safe retries: `Idempotency-Key`"): after the key check and the rate limit. A claim's
-  // lease outlasts the longest request (a load batch's deadline) by a minute.
-  installIdempotency(app, { db: store.db, clock, ttlHours: config.idempotencyTtlHours, leaseMs: config.loadBatchDeadlineMs + 60_000, log: app.log });
-  await installOpenApi(app, [
-    PaginationSchema,
-    BatchResultSchema,
-    Customer,
-    CustomerPage,
-    Contact,
-    Address,
-    Carrier,
-    CarrierPage,
-    Location,
-    LocationPage,
-    Stop,
-    FinancialRate,
-    TeamMember,
-    Evidence,
-    CarrierRecommendation,
-    Load,
-    LoadPage,
-    LoadRecommendations,
-    TrackingEventAnswer,
-    LanePoint,
-    MarketRate,
-    MarketRatePage,
-    FeedEvent,
-    EventPage,
-    ...WEBHOOK_SCHEMAS,
-    ...IMPORT_SCHEMAS,
-    AuditEntry,
-    AuditEntryPage,
-  ]);
-
+/** The API's routes: probes and metrics, usage, ignored fields, then each module's routes; the change feed's retention. */
+function installApiRoutes(
+  ctx: AppContext,
+  { accounts, events, webhooks, pipeline, lanes, followUp }: WritePath,
+  { services, imports, rateLimiter }: Pick<Services, 'services' | 'imports'> & { rateLimiter: RateLimiter },
+) {
+  const { app, deps, config, store, clock, metrics } = ctx;
   opsRoutes(app, { store, metrics, rateLimiter, metricsToken: config.metricsToken });
   // API usage per key and hour, and failed writes, for the dashboard's integration health (issue 19).
   const usage = usageRecorder({ db: store.db, clock, log: app.log });
@@ -359,13 +300,22 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
     events,
     db: store.db,
     log: app.log,
-    sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp!.sweep(),
+    sweep: deps.recommendationFollowUp === 'manual' ? undefined : () => followUp.sweep(),
   });
   app.addHook('onClose', async () => {
     retention.stop();
-    await followUp!.idle();
+    await followUp.idle();
   });
-  // The web dashboard for organization users (src/dashboard): its own encapsulated context.
+  return { usage, audit };
+}
+
+/** The web dashboard for organization users (src/dashboard): its own encapsulated context. */
+async function installDashboard(
+  ctx: AppContext,
+  { events, webhooks, pipeline, lanes }: WritePath,
+  { services, imports, insights, usage, audit }: Services & { usage: UsageRecorder; audit: ReturnType<typeof auditService> },
+) {
+  const { app, deps, config, store, clock } = ctx;
   const dashboardWriteRoutes: DashboardWriteRoute[] = [];
   await app.register(
     dashboardPlugin({
@@ -385,36 +335,5 @@ export async function buildApp(deps: AppDeps): Promise<Lanebridge> {
       options: { cookieSecure: config.dashboardCookieSecure, cookieSecret: config.dashboardCookieSecret, ...deps.dashboard },
     }),
   );
-
-  // Geocoder data is loaded at boot, not on the first location request.
-  if (deps.warmGeocoder !== false) warmupGeocoder();
-
-  // Deliveries stop before the database closes; attempts in flight are left to their claims' expiry.
-  app.addHook('onClose', () => webhooks.worker.stop());
-  // An import in flight stops after its chunk and is given back (any instance resumes it).
-  app.addHook('onClose', () => imports.runner.stop());
-  await app.ready();
-  // Redis is connected now that the synchronous boot work (geocoder data, route schemas) is done;
-  // requests that arrived before it answers would be counted in process, so wait a moment for it
-  // (never fails: see createRateLimiter).
-  await rateLimiter.ready(1000);
-  const webhookDelivery = deps.webhookDelivery ?? (deps.recommendationFollowUp === 'manual' ? 'manual' : 'background');
-  if (config.webhookWorker && webhookDelivery === 'background') webhooks.worker.start();
-  if (deps.recommendationFollowUp !== 'manual') usage.start();
-  if (config.importWorker && (deps.importRunner ?? webhookDelivery) === 'background') imports.runner.start();
-  return {
-    app,
-    routeTable,
-    dashboardWriteRoutes,
-    metrics,
-    rateLimiter,
-    services,
-    analytics,
-    pipeline,
-    events,
-    recommendations: followUp,
-    webhooks,
-    imports,
-    usage,
-  };
+  return dashboardWriteRoutes;
 }

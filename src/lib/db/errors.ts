@@ -42,7 +42,7 @@ const UNAVAILABLE_CODES = new Set([
   '08003',
   '08004',
   '08006',
-  // A statement past its statement_timeout (src/lib/db/index.ts), or a transaction idle past its limit.
+  // A statement past its statement_timeout (src/lib/db/postgres.ts), or a transaction idle past its limit.
   '57014',
   '25P03',
   // A lock wait past lock_timeout (a batch waiting past its request's deadline, src/lib/db/locks.ts).

@@ -89,14 +89,18 @@ parentPort.on('message', (m) => {
 });
 `;
 
-export function backgroundCheckpoints(
-  raw: { pragma(source: string): unknown },
-  path: string,
-  opts: { intervalMs?: number; restartPages?: number; restartWaitMs?: number; restartEveryMs?: number; catchUpPages?: number } = {},
-): Checkpointer {
+interface CheckpointOptions {
+  intervalMs?: number;
+  restartPages?: number;
+  restartWaitMs?: number;
+  restartEveryMs?: number;
+  catchUpPages?: number;
+}
+
+/** The checkpoint worker thread on the database file (its own connection, through the same driver). */
+function startCheckpointWorker(path: string, opts: CheckpointOptions): Worker {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  raw.pragma('wal_autocheckpoint = 0');
-  const worker = new Worker(WORKER, {
+  return new Worker(WORKER, {
     eval: true,
     workerData: {
       driver,
@@ -108,6 +112,11 @@ export function backgroundCheckpoints(
       catchUpPages: opts.catchUpPages ?? 8192,
     },
   });
+}
+
+export function backgroundCheckpoints(raw: { pragma(source: string): unknown }, path: string, opts: CheckpointOptions = {}): Checkpointer {
+  raw.pragma('wal_autocheckpoint = 0');
+  const worker = startCheckpointWorker(path, opts);
   let running = true;
   const fallBack = () => {
     if (!running) return;

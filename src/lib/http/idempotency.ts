@@ -176,12 +176,30 @@ export interface Idempotency {
 
 /** Installs the hooks on every write route declared from now on; call before the routes are declared. */
 export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions): Idempotency {
-  const ttlMs = o.ttlHours * 3_600_000;
+  const claims = new WeakMap<FastifyRequest, Claim>();
+  const { maybePrune, pruneOnce } = backgroundPruning(app, o);
+  const claimOrAnswer = claimHook(o, claims, maybePrune);
+  const settle = settleHook(o, claims);
+
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (!route.url.startsWith(API_PREFIX) || !route.config?.scope) return;
+    if (![route.method].flat().some((m) => WRITE_METHODS.has(String(m)))) return;
+    route.preValidation = appendHook(route.preValidation as HookList<typeof checkKey>, checkKey) as never;
+    route.preHandler = appendHook(route.preHandler as HookList<typeof claimOrAnswer>, claimOrAnswer) as never;
+    route.onSend = appendHook(route.onSend as HookList<typeof settle>, settle) as never;
+  });
+
+  return {
+    async prune() {
+      return pruneOnce();
+    },
+  };
+}
+
+/** Pruning: in the background after a claim, at most once per pruneEveryMs; never awaited by a request. */
+function backgroundPruning(app: FastifyInstance, o: IdempotencyOptions) {
   const pruneEveryMs = o.pruneEveryMs ?? 60_000;
   const pruneBatch = o.pruneBatch ?? 500;
-  const claims = new WeakMap<FastifyRequest, Claim>();
-
-  // --- pruning: in the background after a claim, at most once per pruneEveryMs; never awaited by a request.
   let lastPruneAt = -Infinity;
   let pruning: Promise<void> | null = null;
   let closed = false;
@@ -210,22 +228,30 @@ export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions):
     closed = true;
     await pruning;
   });
+  return { maybePrune, pruneOnce };
+}
 
-  // --- the hooks of a write route
-  const checkKey = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    const key = presentedKey(req);
-    if (key === undefined || !WRITE_METHODS.has(req.method)) return done();
-    const issue = keyIssue(key);
-    done(issue ? new ValidationError([issue]) : undefined);
-  };
+// --- the hooks of a write route
 
-  const replay = (reply: FastifyReply, row: IdempotencyRow) => {
-    reply.code(row.status!).header(REPLAYED_HEADER, 'true');
-    if (row.content_type) reply.header('content-type', row.content_type);
-    return reply.send(row.body === null || row.body === '' ? undefined : row.body);
-  };
+/** preValidation: a presented key must be well formed. */
+function checkKey(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+  const key = presentedKey(req);
+  if (key === undefined || !WRITE_METHODS.has(req.method)) return done();
+  const issue = keyIssue(key);
+  done(issue ? new ValidationError([issue]) : undefined);
+}
 
-  const claimOrAnswer = async (req: FastifyRequest, reply: FastifyReply) => {
+/** The stored answer again, marked Idempotent-Replayed. */
+function replay(reply: FastifyReply, row: IdempotencyRow) {
+  reply.code(row.status!).header(REPLAYED_HEADER, 'true');
+  if (row.content_type) reply.header('content-type', row.content_type);
+  return reply.send(row.body === null || row.body === '' ? undefined : row.body);
+}
+
+/** preHandler: claims the key, or answers with the stored answer, or refuses (reused key, still in progress). */
+function claimHook(o: IdempotencyOptions, claims: WeakMap<FastifyRequest, Claim>, maybePrune: (nowMs: number) => void) {
+  const ttlMs = o.ttlHours * 3_600_000;
+  return async (req: FastifyRequest, reply: FastifyReply) => {
     const key = presentedKey(req);
     if (key === undefined || !WRITE_METHODS.has(req.method) || !req.principal) return;
     const orgId = req.principal.orgId;
@@ -266,8 +292,11 @@ export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions):
     }
     throw new IdempotencyKeyInProgressError();
   };
+}
 
-  const settle = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+/** onSend: stores the answer under the claimed key, or releases the key when the answer is not kept. */
+function settleHook(o: IdempotencyOptions, claims: WeakMap<FastifyRequest, Claim>) {
+  return async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const claim = claims.get(req);
     if (!claim) return payload;
     claims.delete(req);
@@ -286,20 +315,6 @@ export function installIdempotency(app: FastifyInstance, o: IdempotencyOptions):
       req.log.warn({ err }, 'could not record the outcome of an Idempotency-Key');
     }
     return payload;
-  };
-
-  app.addHook('onRoute', (route: RouteOptions) => {
-    if (!route.url.startsWith(API_PREFIX) || !route.config?.scope) return;
-    if (![route.method].flat().some((m) => WRITE_METHODS.has(String(m)))) return;
-    route.preValidation = appendHook(route.preValidation as HookList<typeof checkKey>, checkKey) as never;
-    route.preHandler = appendHook(route.preHandler as HookList<typeof claimOrAnswer>, claimOrAnswer) as never;
-    route.onSend = appendHook(route.onSend as HookList<typeof settle>, settle) as never;
-  });
-
-  return {
-    async prune() {
-      return pruneOnce();
-    },
   };
 }
 

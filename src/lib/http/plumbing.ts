@@ -218,7 +218,26 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
 
   // Bodies whose text may carry refused text (NUL, a lone surrogate) and so need a walk (input-text.ts).
   const bodiesToCheck = new WeakMap<FastifyRequest, TextChecks>();
+  installJsonParser(app, bodiesToCheck);
+  installRequestChecks(app, bodiesToCheck);
 
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
+  app.setSchemaErrorFormatter((errors, dataVar) => {
+    const err = new ValidationError(ajvErrorsToIssues(errors as never, dataVar));
+    return err as unknown as Error;
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, req: FastifyRequest, reply: FastifyReply) => send(reply, asApiError(error, req, opts.bodyLimitBytes)));
+  installNotFound(app);
+
+  app.addHook('onResponse', (req, reply, done) => {
+    metrics.observeRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+}
+
+/** Only JSON bodies, read as bytes and checked before and after JSON.parse (docs/api.md, "Bounds of a request"). */
+function installJsonParser(app: FastifyInstance, bodiesToCheck: WeakMap<FastifyRequest, TextChecks>) {
   // Only JSON bodies are accepted; any other media type is answered 415 before it is read.
   app.removeAllContentTypeParsers();
   // Read as bytes: Fastify's own decoding would replace bytes that are not UTF-8 without a word.
@@ -254,7 +273,10 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     }
     done(null, parsed);
   });
+}
 
+/** Before the handler: the media type, lists cut to their bounds, refused text in the path, query and body. */
+function installRequestChecks(app: FastifyInstance, bodiesToCheck: WeakMap<FastifyRequest, TextChecks>) {
   app.addHook('preValidation', (req, _reply, done) => {
     // A body request that carries no Content-Type at all (and so skipped the parsers) is refused too.
     if (BODY_METHODS.has(req.method) && req.routeOptions.schema?.body) {
@@ -296,16 +318,10 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     const oversize = oversizeLists.get(req);
     done(oversize ? new ValidationError(oversize) : undefined);
   });
+}
 
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
-  app.setSchemaErrorFormatter((errors, dataVar) => {
-    const err = new ValidationError(ajvErrorsToIssues(errors as never, dataVar));
-    return err as unknown as Error;
-  });
-
-  app.setErrorHandler((error: FastifyError | ApiError, req: FastifyRequest, reply: FastifyReply) => send(reply, asApiError(error, req, opts.bodyLimitBytes)));
-
-  // 405 when the path exists with other methods, 404 otherwise.
+/** 405 when the path exists with other methods, 404 otherwise. */
+function installNotFound(app: FastifyInstance) {
   const knownRoutes: { pattern: RegExp; method: string }[] = [];
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) knownRoutes.push({ pattern: routePattern(route.url), method: String(method) });
@@ -314,11 +330,6 @@ export function installPlumbing(app: FastifyInstance, opts: { metrics: Metrics; 
     const path = (req.raw.url ?? '/').split('?')[0] ?? '/';
     const allowed = [...new Set(knownRoutes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     return send(reply, allowed.length > 0 ? new MethodNotAllowedError(allowed.sort()) : new RouteNotFoundError());
-  });
-
-  app.addHook('onResponse', (req, reply, done) => {
-    metrics.observeRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
-    done();
   });
 }
 

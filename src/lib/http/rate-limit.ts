@@ -16,7 +16,6 @@
  * Redis by themselves as soon as it answers again. The limiter never fails a request.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 
 export interface RateLimitResult {
@@ -165,32 +164,40 @@ function errorMessage(err: unknown): string {
 }
 
 export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
-  const { clock, log } = opts;
   if (!opts.enabled) return disabledLimiter();
   const memory = new MemoryCounters();
   const stats = { fallbacks: 0, limited: 0 };
+  if (!opts.redisUrl) return memoryLimiter(opts.clock, memory, stats);
+  return redisLimiter(opts, opts.redisUrl, memory, stats);
+}
 
-  if (!opts.redisUrl) {
-    return {
-      mode: 'memory',
-      consume(keyId, perMinute, perDay) {
-        const r = memory.consume(keyId, perMinute, perDay, clock.now().getTime());
-        if (!r.allowed) stats.limited++;
-        return r;
-      },
-      status: () => ({ mode: 'memory', redisUp: null, ...stats }),
-      probe: async () => ({ mode: 'memory', redisUp: null, ...stats }),
-      ready: async () => {},
-      close: async () => {},
-    };
-  }
+/** Embedded mode (no REDIS_URL): every key counted in this process. */
+function memoryLimiter(clock: Clock, memory: MemoryCounters, stats: LimiterStats): RateLimiter {
+  return {
+    mode: 'memory',
+    consume(keyId, perMinute, perDay) {
+      const r = memory.consume(keyId, perMinute, perDay, clock.now().getTime());
+      if (!r.allowed) stats.limited++;
+      return r;
+    },
+    status: () => ({ mode: 'memory', redisUp: null, ...stats }),
+    probe: async () => ({ mode: 'memory', redisUp: null, ...stats }),
+    ready: async () => {},
+    close: async () => {},
+  };
+}
 
-  const prefix = opts.keyPrefix ?? 'lanebridge:rl:';
+interface LimiterStats {
+  fallbacks: number;
+  limited: number;
+}
+
+/** The limiter's Redis client: not connected until the first request or ready(). */
+function limiterRedis(redisUrl: string, opts: RateLimiterOptions): LimiterRedis {
   // Generous enough that a busy event loop (timers fire before pending replies are read) is not taken
   // for an outage; short enough that a hung Redis costs the requests in flight half a second at most.
   const commandTimeout = opts.commandTimeoutMs ?? 500;
-  const retryAfterFailureMs = opts.retryAfterFailureMs ?? 1000;
-  const redis = new Redis(opts.redisUrl, {
+  const redis = new Redis(redisUrl, {
     // Fail fast instead of queueing while disconnected: the request is then counted in process.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -210,39 +217,59 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     ...opts.redisOptions,
   }) as LimiterRedis;
   redis.defineCommand('lbConsume', { numberOfKeys: 2, lua: CONSUME_LUA });
+  return redis;
+}
 
-  // `outage` drives the log (one warning when an outage starts, one line when it ends); `skipUntil`
-  // keeps requests off a Redis that just failed (a hung server would otherwise cost every request the
-  // full command timeout); after it, the next request tries Redis again.
-  let connected = false;
-  let outage = false;
-  let skipUntil = 0;
-  let closing = false;
+/**
+ * Whether Redis answers, as the limiter sees it. `outage` drives the log (one warning when an outage
+ * starts, one line when it ends); `skipUntil` keeps requests off a Redis that just failed (a hung server
+ * would otherwise cost every request the full command timeout); after it, the next request tries Redis
+ * again.
+ */
+class RedisHealth {
+  connected = false;
+  outage = false;
+  skipUntil = 0;
+  closing = false;
 
-  function markDown(err: unknown) {
-    skipUntil = Date.now() + retryAfterFailureMs;
-    connected = false;
-    if (!outage) {
-      outage = true;
-      log.warn({ err: errorMessage(err) }, 'Redis unreachable: rate limits are counted per instance until it answers again');
+  constructor(
+    private readonly log: Logger,
+    private readonly retryAfterFailureMs: number,
+  ) {}
+
+  markDown(err: unknown) {
+    this.skipUntil = Date.now() + this.retryAfterFailureMs;
+    this.connected = false;
+    if (!this.outage) {
+      this.outage = true;
+      this.log.warn({ err: errorMessage(err) }, 'Redis unreachable: rate limits are counted per instance until it answers again');
     }
   }
-  function markUp() {
-    skipUntil = 0;
-    connected = true;
-    if (outage) {
-      outage = false;
-      log.info({}, 'Redis reachable again: rate limits are shared across instances again');
+
+  markUp() {
+    this.skipUntil = 0;
+    this.connected = true;
+    if (this.outage) {
+      this.outage = false;
+      this.log.info({}, 'Redis reachable again: rate limits are shared across instances again');
     }
   }
-  const isUp = () => connected && redis.status === 'ready';
+}
 
-  redis.on('ready', markUp);
+/** REDIS_URL: both windows counted in Redis by one script, in process while Redis does not answer. */
+function redisLimiter(opts: RateLimiterOptions, redisUrl: string, memory: MemoryCounters, stats: LimiterStats): RateLimiter {
+  const { clock } = opts;
+  const prefix = opts.keyPrefix ?? 'lanebridge:rl:';
+  const redis = limiterRedis(redisUrl, opts);
+  const health = new RedisHealth(opts.log, opts.retryAfterFailureMs ?? 1000);
+  const isUp = () => health.connected && redis.status === 'ready';
+
+  redis.on('ready', () => health.markUp());
   redis.on('error', (err) => {
-    if (!closing) markDown(err);
+    if (!health.closing) health.markDown(err);
   });
   redis.on('close', () => {
-    if (!closing) markDown(new Error('connection closed'));
+    if (!health.closing) health.markDown(new Error('connection closed'));
   });
 
   function fallback(keyId: string, perMinute: number, perDay: number, nowMs: number): RateLimitResult {
@@ -259,12 +286,12 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     const base = `${prefix}{${keyId}}`;
     try {
       const [allowed, m, d] = await redis.lbConsume(`${base}:m:${minute}`, `${base}:d:${day}`, perMinute, perDay, 120, 90_000);
-      if (!connected) markUp();
+      if (!health.connected) health.markUp();
       const r = makeResult(allowed === 1, m, d, perMinute, perDay, nowMs);
       if (!r.allowed) stats.limited++;
       return r;
     } catch (err) {
-      markDown(err);
+      health.markDown(err);
       return fallback(keyId, perMinute, perDay, nowMs);
     }
   }
@@ -279,8 +306,8 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     consume(keyId, perMinute, perDay) {
       const nowMs = clock.now().getTime();
       if (redis.status === 'wait') connect();
-      if (redis.status !== 'ready' || (skipUntil !== 0 && Date.now() < skipUntil)) {
-        if (connected && redis.status !== 'ready') markDown(new Error(`connection ${redis.status}`));
+      if (redis.status !== 'ready' || (health.skipUntil !== 0 && Date.now() < health.skipUntil)) {
+        if (health.connected && redis.status !== 'ready') health.markDown(new Error(`connection ${redis.status}`));
         return fallback(keyId, perMinute, perDay, nowMs);
       }
       return viaRedis(keyId, perMinute, perDay, nowMs);
@@ -290,40 +317,49 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       if (redis.status === 'ready') {
         try {
           await redis.ping();
-          markUp();
+          health.markUp();
         } catch (err) {
-          markDown(err);
+          health.markDown(err);
         }
       }
       return { mode: 'redis', redisUp: isUp(), ...stats };
     },
     ready(timeoutMs = 1000) {
-      readyPromise ??= new Promise<void>((resolve) => {
-        if (redis.status === 'ready') return resolve();
-        const done = () => {
-          clearTimeout(timer);
-          redis.off('ready', done);
-          redis.off('error', done);
-          resolve();
-        };
-        const timer = setTimeout(done, timeoutMs);
-        redis.once('ready', done);
-        redis.once('error', done);
-        connect();
-      });
+      readyPromise ??= waitForRedis(redis, timeoutMs, connect);
       return readyPromise;
     },
-    async close() {
-      closing = true;
-      try {
-        if (redis.status === 'ready') await redis.quit();
-      } catch {
-        // already gone
-      } finally {
-        redis.disconnect();
-      }
+    close() {
+      health.closing = true;
+      return quitRedis(redis);
     },
   };
+}
+
+async function quitRedis(redis: Redis) {
+  try {
+    if (redis.status === 'ready') await redis.quit();
+  } catch {
+    // already gone
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Resolves once Redis is ready, or has failed, or after `timeoutMs` (never rejects). */
+function waitForRedis(redis: Redis, timeoutMs: number, connect: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (redis.status === 'ready') return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      redis.off('error', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+    redis.once('error', done);
+    connect();
+  });
 }
 
 function disabledLimiter(): RateLimiter {
@@ -336,40 +372,4 @@ function disabledLimiter(): RateLimiter {
     ready: async () => {},
     close: async () => {},
   };
-}
-
-/** The limiter's state in the app's Prometheus registry, read when /metrics is scraped. */
-export function registerRateLimitMetrics(registry: Registry, limiter: RateLimiter) {
-  if (limiter.mode === 'off') return;
-  let limitedSeen = 0;
-  new Counter({
-    name: 'lanebridge_rate_limited_total',
-    help: 'Requests refused with 429 because a key spent its per-minute or per-day budget.',
-    registers: [registry],
-    collect() {
-      const { limited } = limiter.status();
-      this.inc(limited - limitedSeen);
-      limitedSeen = limited;
-    },
-  });
-  if (limiter.mode !== 'redis') return;
-  new Gauge({
-    name: 'lanebridge_rate_limit_redis_up',
-    help: '1 when rate limits are counted in Redis (shared by all instances), 0 while they fall back to per-instance counters.',
-    registers: [registry],
-    collect() {
-      this.set(limiter.status().redisUp ? 1 : 0);
-    },
-  });
-  let fallbacksSeen = 0;
-  new Counter({
-    name: 'lanebridge_rate_limit_fallbacks_total',
-    help: 'Requests counted in process because Redis was unreachable or too slow.',
-    registers: [registry],
-    collect() {
-      const { fallbacks } = limiter.status();
-      this.inc(fallbacks - fallbacksSeen);
-      fallbacksSeen = fallbacks;
-    },
-  });
 }

@@ -15,7 +15,7 @@ const DEADLINE_OF_STOPS = sql`(select s.late_arrival from load_stops s
  * Fills loads.delivery_deadline where it is null (loads written before migration 0021, or by an instance
  * of an older version during a rolling deploy), `batch` loads at a time in order of id, each batch its own
  * statement (its own transaction): no lock on the table as a whole, and a PostgreSQL statement stays far
- * under the request timeout. Runs after the migrations at every start (src/lib/db/index.ts), through the
+ * under the request timeout. Runs after the migrations at every start (src/lib/db/store-common.ts, runMigrations), through the
  * partial index of unfilled loads (nothing to read once all are filled); a load with no delivery stop
  * stays null and is passed over. Until its load is filled, the backhaul read finds it by
  * its stops (underwayStops).
