@@ -19,7 +19,7 @@ import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
 import { RECORD_KINDS } from '../../domain/records.js';
-import { listPath } from './details.js';
+import { listPath } from './records.js';
 import { integrationHealth } from './health.js';
 
 /** A throttled form's answer (setup code, own password): how long to wait. */

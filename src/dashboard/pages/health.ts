@@ -3,7 +3,7 @@ import { stackedBars } from '../charts.js';
 import { count, utc } from '../format.js';
 import { href, html, type SafeHtml } from '../html.js';
 import type { FailedWriteCursor } from '../../modules/ops/usage.service.js';
-import { API_DOCS } from './details.js';
+import { API_DOCS } from './records.js';
 
 /**
  * Integration health on the Overview (issue 19): requests and errors per day, the last request of
