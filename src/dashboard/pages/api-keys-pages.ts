@@ -4,7 +4,7 @@ import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { type DashboardContext } from '../context.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
-import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsTabs, when, type FieldErrors } from '../layout.js';
+import { adminOnlyNote, csrfField, errorSummary, field, notice, page, settingsHeader, when, type FieldErrors } from '../layout.js';
 
 /** The pages of Settings → API Keys; apiKeyRoutes (api-keys.ts) reads the forms and answers with them. */
 const SCOPE_TEXT: Record<Scope, string> = {
@@ -123,10 +123,7 @@ export async function keysPage(
     title: 'API Keys',
     session: s,
     active: 'settings',
-    body: html`<h1>Settings</h1>
-${settingsTabs('api-keys')}
-${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
-${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
+    body: html`${settingsHeader('api-keys', o)}
 <h2>API Keys of the TMS API integration</h2>
 ${
   !admin

@@ -4,7 +4,7 @@ import type { DeliveryWithAttempts, EndpointOverview, WebhooksService } from '..
 import type { WebhookAttempt, WebhookDelivery } from '../../modules/webhooks/webhooks.schema.js';
 import { count, utc } from '../format.js';
 import { html, segment, type SafeHtml } from '../html.js';
-import { adminOnlyNote, csrfField, errorSummary, field, notice, page, pager, settingsTabs, when, type FieldErrors } from '../layout.js';
+import { adminOnlyNote, csrfField, errorSummary, field, notice, page, pager, settingsHeader, when, type FieldErrors } from '../layout.js';
 
 /** The pages of Settings → Webhooks; webhookPageRoutes (webhooks.ts) reads the forms and answers with them. */
 
@@ -65,10 +65,7 @@ export async function listPage(
     title: 'Webhooks',
     session: s,
     active: 'settings',
-    body: html`<h1>Settings</h1>
-${settingsTabs('webhooks')}
-${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
-${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}
+    body: html`${settingsHeader('webhooks', o)}
 ${
   autoDisabled.length
     ? notice(
