@@ -181,3 +181,30 @@ export function requireSession(req: FastifyRequest, reply: FastifyReply): Dashbo
   void reply.redirect(next === '/' ? '/signin' : `/signin?next=${encodeURIComponent(next)}`, 303);
   return null;
 }
+
+export type SessionHandler = (req: FastifyRequest, reply: FastifyReply, s: DashboardSession) => Promise<unknown>;
+
+/** A page handler for the signed-in user: without a session, requireSession's redirect instead. */
+export function sessionPage(handler: SessionHandler) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const s = requireSession(req, reply);
+    if (!s) return reply;
+    return handler(req, reply, s);
+  };
+}
+
+/** A form post of the signed-in user: its CSRF token is checked before the handler runs. */
+export function sessionForm(handler: SessionHandler) {
+  return sessionPage((req, reply, s) => {
+    checkSessionCsrf(req);
+    return handler(req, reply, s);
+  });
+}
+
+/** The message of a `?done=…` redirect (after a form post), from a page's own list; undefined for any other value. */
+export function doneMessage(req: FastifyRequest, messages: Record<string, string>): string | undefined {
+  return messages[(req.query as Record<string, string | undefined>).done ?? ''];
+}
+
+/** The `:id` of a route's path. */
+export const idParam = (params: unknown) => String((params as { id?: string }).id ?? '');

@@ -167,3 +167,11 @@ export function when(iso: string | null | undefined): SafeHtml {
   if (cut < 0) return html`${text}`;
   return html`<span class="nowrap">${text.slice(0, cut)}</span> <span class="nowrap">${text.slice(cut + 1)}</span>`;
 }
+
+/** The top of a Settings tab: its heading, the tabs, and what the last form post did or refused. */
+export function settingsHeader(tab: Parameters<typeof settingsTabs>[0], o: { done?: string; refused?: string }): SafeHtml {
+  return html`<h1>Settings</h1>
+${settingsTabs(tab)}
+${o.done ? notice('ok', html`<p>${o.done}</p>`) : ''}
+${o.refused ? notice('error', html`<p>${o.refused}</p>`, 'alert') : ''}`;
+}

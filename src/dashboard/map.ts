@@ -2,6 +2,9 @@ import { geoMercator, geoPath, type GeoPermissibleObjects } from 'd3-geo';
 import { lazy, readDataFile } from '../geo/data-files.js';
 import { loadPlaces } from '../geo/index.js';
 import { html, trusted, type SafeHtml } from './html.js';
+import { MAX_MAP_LABELS, anchorText, labelAnchors, placeLabels, r1 } from './map-labels.js';
+
+export { MAX_MAP_LABELS } from './map-labels.js';
 
 /**
  * Maps drawn on the server as inline SVG, offline: the Natural Earth admin-1 polygons the geocoder
@@ -136,95 +139,6 @@ export function warmMaps(): void {
 }
 
 // Labels: at most this many per map (a map of hundreds of locations names them in each point's title).
-export const MAX_MAP_LABELS = 40;
-const LABEL_FONT = 13;
-const LABEL_MAX_CHARS = 32;
-// A rough advance width per character of the sans-serif stylesheet font at LABEL_FONT (wide enough for capitals).
-const CHAR_WIDTH = LABEL_FONT * 0.6;
-
-interface LabelAnchor {
-  x: number;
-  y: number;
-  /** Marker radius: the label starts beyond it. */
-  r: number;
-  name: string;
-  tags: string[];
-  /** A line end without a point marker gets a small dot. */
-  dot: boolean;
-}
-
-interface Box {
-  x1: number;
-  y1: number;
-  x2: number;
-  y2: number;
-}
-
-/** `1, 3. Dallas DC`: the anchor's tags (stop numbers) and name. */
-const anchorText = (a: LabelAnchor) => `${a.tags.length ? `${a.tags.join(', ')}. ` : ''}${a.name}`;
-
-const overlaps = (a: Box, b: Box) => a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2;
-
-/** Candidate spots around an anchor, best first: right, left, above, below, the corners; then the same a step further out, with a leader. */
-const SPOTS: [number, number][] = [
-  [1, 0],
-  [-1, 0],
-  [0, -1],
-  [0, 1],
-  [1, -1],
-  [1, 1],
-  [-1, -1],
-  [-1, 1],
-];
-
-/**
- * Places each anchor's label (greedy, in the anchors' order: the caller puts the important ones
- * first) at the first spot that stays inside the map and clear of every marker and label placed so
- * far; one that fits nowhere is left out (its place is still in the marker's title and the map's
- * description).
- */
-function placeLabels(anchors: LabelAnchor[], markers: Box[], width: number, height: number): SafeHtml[] {
-  const taken: Box[] = [...markers, ...anchors.map((a) => ({ x1: a.x - a.r, y1: a.y - a.r, x2: a.x + a.r, y2: a.y + a.r }))];
-  const out: SafeHtml[] = [];
-  for (const a of anchors) {
-    const full = anchorText(a);
-    const text = full.length > LABEL_MAX_CHARS ? `${full.slice(0, LABEL_MAX_CHARS - 1)}…` : full;
-    const w = text.length * CHAR_WIDTH + 4;
-    const h = LABEL_FONT + 2;
-    let placed: { box: Box; x: number; y: number; anchor: 'start' | 'middle' | 'end'; leader: boolean } | null = null;
-    for (const step of [1, 2.6]) {
-      for (const [dx, dy] of SPOTS) {
-        const gap = (a.r + 3) * step;
-        const cx = a.x + dx * gap;
-        const cy = a.y + dy * gap;
-        const x1 = dx > 0 ? cx : dx < 0 ? cx - w : cx - w / 2;
-        const y1 = dy > 0 ? cy : dy < 0 ? cy - h : cy - h / 2;
-        const box = { x1, y1, x2: x1 + w, y2: y1 + h };
-        if (box.x1 < 2 || box.y1 < 2 || box.x2 > width - 2 || box.y2 > height - 2) continue;
-        if (taken.some((t) => overlaps(t, box))) continue;
-        placed = {
-          box,
-          x: dx > 0 ? x1 + 2 : dx < 0 ? x1 + w - 2 : x1 + w / 2,
-          y: y1 + h - 4,
-          anchor: dx > 0 ? 'start' : dx < 0 ? 'end' : 'middle',
-          leader: step > 1,
-        };
-        break;
-      }
-      if (placed) break;
-    }
-    if (!placed) continue;
-    taken.push(placed.box);
-    const leader = placed.leader
-      ? html`<line class="leader" x1="${String(r1(a.x))}" y1="${String(r1(a.y))}" x2="${String(r1(Math.min(Math.max(a.x, placed.box.x1), placed.box.x2)))}" y2="${String(r1(Math.min(Math.max(a.y, placed.box.y1), placed.box.y2)))}"></line>`
-      : '';
-    out.push(
-      html`${leader}${a.dot ? html`<circle class="end" cx="${String(r1(a.x))}" cy="${String(r1(a.y))}" r="3"></circle>` : ''}<text class="map-label" x="${String(r1(placed.x))}" y="${String(r1(placed.y))}" text-anchor="${placed.anchor}">${text}</text>`,
-    );
-  }
-  return out;
-}
-
 /** A d3 path context that writes whole-pixel tenths and drops points that land on the previous one. */
 class PathWriter {
   private parts: string[] = [];
@@ -256,14 +170,9 @@ class PathWriter {
 const LAND_CACHE_SIZE = 64;
 const landCache = new Map<string, string>();
 
-const r1 = (v: number) => Math.round(v * 10) / 10;
-
-export function mapSvg(o: MapOptions): SafeHtml {
-  const width = o.width ?? 800;
-  const height = o.height ?? 460;
+/** The projection that fits what the map shows (its points and lines, or the contiguous US when empty) into its frame. */
+function fitProjection(points: MapPoint[], lines: MapLine[], width: number, height: number) {
   const pad = 28;
-  const points = o.points ?? [];
-  const lines = o.lines ?? [];
   const coords: [number, number][] = [
     ...points.map((p) => [p.longitude, p.latitude] as [number, number]),
     ...lines.flatMap(
@@ -308,6 +217,11 @@ export function mapSvg(o: MapOptions): SafeHtml {
       [width, height],
     ])
     .precision(0);
+  return projection;
+}
+
+/** The land of the projected view as one path, from the cache of recent views when it is there. */
+function landPath(projection: ReturnType<typeof fitProjection>, width: number, height: number): string {
   const topLeft = projection.invert!([0, 0])!;
   const bottomRight = projection.invert!([width, height])!;
   const view = { minLon: topLeft[0], maxLon: bottomRight[0], minLat: bottomRight[1], maxLat: topLeft[1] };
@@ -331,9 +245,15 @@ export function mapSvg(o: MapOptions): SafeHtml {
   // Most recently used last (a Map keeps insertion order): the oldest view goes first.
   landCache.delete(cacheKey);
   landCache.set(cacheKey, land);
-  const xy = (p: GeoPoint) => projection([p.longitude, p.latitude]) ?? [0, 0];
-  const linkOr = (href: string | undefined, inner: SafeHtml) => (href ? html`<a href="${href}">${inner}</a>` : inner);
-  const lineMarkup = lines.map((l) => {
+  return land;
+}
+
+type Project = (p: GeoPoint) => [number, number];
+
+const linkOr = (href: string | undefined, inner: SafeHtml) => (href ? html`<a href="${href}">${inner}</a>` : inner);
+
+function lineMarkup(lines: MapLine[], xy: Project): SafeHtml[] {
+  return lines.map((l) => {
     const [x1, y1] = xy(l.from);
     const [x2, y2] = xy(l.to);
     let d = `M${r1(x1)} ${r1(y1)} L${r1(x2)} ${r1(y2)}`;
@@ -350,34 +270,27 @@ export function mapSvg(o: MapOptions): SafeHtml {
       html`<path class="line ${l.kind ?? 'route'}" d="${d}" stroke-width="${String(l.width ?? 2)}" vector-effect="non-scaling-stroke" data-line><title>${l.label}</title></path>`,
     );
   });
-  const pointMarkup = points.map((p) => {
+}
+
+function pointMarkup(points: MapPoint[], xy: Project): SafeHtml[] {
+  return points.map((p) => {
     const [x, y] = xy(p);
     return linkOr(
       p.href,
       html`<circle class="point ${p.kind ?? ''}" cx="${String(r1(x))}" cy="${String(r1(y))}" r="5" data-point><title>${p.label}</title></circle>`,
     );
   });
-  // Named points first (in order), then named line ends; one label per spot (to the pixel) and name.
-  const anchors: LabelAnchor[] = [];
-  const anchorAt = new Map<string, LabelAnchor>();
-  const addAnchor = (g: GeoPoint, name: string | undefined, tag: string | undefined, r: number, dot: boolean) => {
-    if (!name) return;
-    const [x, y] = xy(g);
-    const key = `${Math.round(x)},${Math.round(y)}|${name}`;
-    const had = anchorAt.get(key);
-    if (had) {
-      if (tag && !had.tags.includes(tag)) had.tags.push(tag);
-      return;
-    }
-    const a = { x, y, r, name, tags: tag ? [tag] : [], dot };
-    anchorAt.set(key, a);
-    anchors.push(a);
-  };
-  for (const p of points) addAnchor(p, p.name, p.tag, 5, false);
-  for (const l of lines) {
-    addAnchor(l.from, l.fromName, undefined, 3, true);
-    addAnchor(l.to, l.toName, undefined, 3, true);
-  }
+}
+
+export function mapSvg(o: MapOptions): SafeHtml {
+  const width = o.width ?? 800;
+  const height = o.height ?? 460;
+  const points = o.points ?? [];
+  const lines = o.lines ?? [];
+  const projection = fitProjection(points, lines, width, height);
+  const land = landPath(projection, width, height);
+  const xy: Project = (p) => (projection([p.longitude, p.latitude]) as [number, number] | null) ?? [0, 0];
+  const anchors = labelAnchors(points, lines, xy);
   const labelled = anchors.slice(0, MAX_MAP_LABELS);
   const markers = points.map((p) => {
     const [x, y] = xy(p);
@@ -392,8 +305,8 @@ export function mapSvg(o: MapOptions): SafeHtml {
 <desc id="${o.id}-desc">${o.description}${placesText}</desc>
 <rect class="sea" x="0" y="0" width="${String(width)}" height="${String(height)}"></rect>
 <path class="land" d="${land}"></path>
-<g class="lines">${lineMarkup}</g>
-<g class="points">${pointMarkup}</g>
+<g class="lines">${lineMarkup(lines, xy)}</g>
+<g class="points">${pointMarkup(points, xy)}</g>
 ${labelMarkup.length ? html`<g class="labels" aria-hidden="true">${labelMarkup}</g>` : ''}
 </svg>
 <figcaption class="muted">${o.description} ${trusted('Map: Natural Earth (public domain).')}</figcaption>

@@ -1,18 +1,16 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { DashboardSession } from '../../modules/accounts/sessions.js';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '../../modules/audit/audit.schema.js';
-import { requireSession, sendPage, type DashboardContext } from '../context.js';
+import { sendPage, sessionPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
-import { href, html } from '../html.js';
+import { href, html, type SafeHtml } from '../html.js';
 import { notice, page, pager, settingsTabs } from '../layout.js';
+import { queryText } from './list-query.js';
 
 const PAGE_SIZE = 50;
 const KINDS = [...new Set(AUDIT_ACTIONS.map((a) => `${a.split('.')[0]}.`))];
 
-function queryValue(req: FastifyRequest, name: string, max = 64): string {
-  const v = (req.query as Record<string, unknown>)[name];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first.trim().slice(0, max) : '';
-}
+const queryValue = (req: FastifyRequest, name: string, max = 64) => queryText(req, name, max);
 
 /** A date (YYYY-MM-DD) as the start of that UTC day, or undefined. */
 function dayStart(text: string, plusDays = 0): string | undefined {
@@ -23,60 +21,38 @@ function dayStart(text: string, plusDays = 0): string | undefined {
   return new Date(ms + plusDays * 86_400_000).toISOString();
 }
 
-/** Settings → Audit log (docs/dashboard.md, "Roles, the first run and the audit log"): who changed users, keys, webhooks, imports and settings, newest first. */
-export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
-  app.get('/settings/audit-log', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    const actionParam = queryValue(req, 'action');
-    const action = (AUDIT_ACTIONS as readonly string[]).includes(actionParam) || KINDS.includes(actionParam) ? actionParam : '';
-    const actorParam = queryValue(req, 'actor_type');
-    const actorType = (AUDIT_ACTOR_TYPES as readonly string[]).includes(actorParam) ? (actorParam as (typeof AUDIT_ACTOR_TYPES)[number]) : undefined;
-    const actorId = queryValue(req, 'actor_id');
-    const from = queryValue(req, 'from', 10);
-    const to = queryValue(req, 'to', 10);
-    const pageNo = Math.max(1, Math.min(1_000_000, Number.parseInt(queryValue(req, 'page', 9), 10) || 1));
-    const since = dayStart(from);
-    const before = dayStart(to, 1);
-    const result = await ctx.services.audit.list(s.orgId, {
-      page: pageNo,
-      page_size: PAGE_SIZE,
-      ...(action ? { action } : {}),
-      ...(actorType ? { actor_type: actorType } : {}),
-      ...(actorId ? { actor_id: actorId } : {}),
-      ...(since ? { created_since: since } : {}),
-      ...(before ? { created_before: before } : {}),
-    });
-    const users = await ctx.services.accounts.listUsers(s.orgId);
-    const query = {
-      action: action || undefined,
-      actor_type: actorType,
-      actor_id: actorId || undefined,
-      from: since ? from : undefined,
-      to: before ? to : undefined,
-    };
-    // Past the last page (an old link, a typed number): the last page, with the same filters.
-    if (result.items.length === 0 && pageNo > 1 && result.pagination.total_pages >= 1) {
-      return reply.redirect(
-        href('/settings/audit-log', { ...query, page: result.pagination.total_pages === 1 ? undefined : result.pagination.total_pages }),
-        303,
-      );
-    }
-    // A filter the page cannot apply is said, not silently dropped (the list shows without it).
-    const notApplied = [
-      ...(actionParam && !action ? [html`Action “${actionParam}” is not one of the actions listed`] : []),
-      ...(actorParam && !actorType ? [html`Done by “${actorParam}” is not user, key or cli`] : []),
-      ...(from && !since ? [html`From “${from}” is not a day (YYYY-MM-DD)`] : []),
-      ...(to && !before ? [html`To “${to}” is not a day (YYYY-MM-DD)`] : []),
-    ];
-    const filtered = Object.values(query).some((v) => v !== undefined);
-    const body = html`<h1>Settings</h1>
-${settingsTabs('audit-log')}
-<h2>Audit log</h2>
-<p>Every change to users, API keys, webhook endpoints, imports and settings, newest first, with who made it and from which
-address. Entries are kept 400 days. Integrations read the same log from <code>GET /v2/tms-api/audit-log</code> (scope <code>read:audit</code>).</p>
-${notApplied.length ? notice('error', html`<p>Not applied:</p><ul>${notApplied.map((n) => html`<li>${n}</li>`)}</ul>`, 'alert') : ''}
-<form class="inline" method="get" action="/settings/audit-log" role="search">
+/** The log's filters as asked (the parameters) and as applied (what of them is valid). */
+function auditFilters(req: FastifyRequest) {
+  const actionParam = queryValue(req, 'action');
+  const action = (AUDIT_ACTIONS as readonly string[]).includes(actionParam) || KINDS.includes(actionParam) ? actionParam : '';
+  const actorParam = queryValue(req, 'actor_type');
+  const actorType = (AUDIT_ACTOR_TYPES as readonly string[]).includes(actorParam) ? (actorParam as (typeof AUDIT_ACTOR_TYPES)[number]) : undefined;
+  const actorId = queryValue(req, 'actor_id');
+  const from = queryValue(req, 'from', 10);
+  const to = queryValue(req, 'to', 10);
+  const pageNo = Math.max(1, Math.min(1_000_000, Number.parseInt(queryValue(req, 'page', 9), 10) || 1));
+  return { actionParam, action, actorParam, actorType, actorId, from, to, pageNo, since: dayStart(from), before: dayStart(to, 1) };
+}
+
+type AuditFilters = ReturnType<typeof auditFilters>;
+type AuditEntries = Awaited<ReturnType<DashboardContext['services']['audit']['list']>>;
+type OrgUsers = Awaited<ReturnType<DashboardContext['services']['accounts']['listUsers']>>;
+
+/** A filter the page cannot apply is said, not silently dropped (the list shows without it). */
+function notAppliedNotice(f: AuditFilters): SafeHtml | string {
+  const { actionParam, action, actorParam, actorType, from, since, to, before } = f;
+  const notApplied = [
+    ...(actionParam && !action ? [html`Action “${actionParam}” is not one of the actions listed`] : []),
+    ...(actorParam && !actorType ? [html`Done by “${actorParam}” is not user, key or cli`] : []),
+    ...(from && !since ? [html`From “${from}” is not a day (YYYY-MM-DD)`] : []),
+    ...(to && !before ? [html`To “${to}” is not a day (YYYY-MM-DD)`] : []),
+  ];
+  return notApplied.length ? notice('error', html`<p>Not applied:</p><ul>${notApplied.map((n) => html`<li>${n}</li>`)}</ul>`, 'alert') : '';
+}
+
+function filterForm(f: AuditFilters, users: OrgUsers, filtered: boolean): SafeHtml {
+  const { action, actorType, actorId, from, since, to, before } = f;
+  return html`<form class="inline" method="get" action="/settings/audit-log" role="search">
   <div><label for="action">Action</label><select id="action" name="action">
     <option value=""${action === '' ? html` selected` : ''}>Every action</option>
     ${KINDS.map((k) => html`<option value="${k}"${action === k ? html` selected` : ''}>Every ${k.slice(0, -1).replace('_', ' ')} action</option>`)}
@@ -96,9 +72,11 @@ ${notApplied.length ? notice('error', html`<p>Not applied:</p><ul>${notApplied.m
   <div><label for="to">To (UTC day)</label><input id="to" name="to" type="date" value="${before ? to : ''}"></div>
   <div><button type="submit">Show</button></div>
   ${filtered ? html`<div><a href="/settings/audit-log">Every entry</a></div>` : ''}
-</form>
-${
-  result.items.length === 0
+</form>`;
+}
+
+function entriesTable(result: AuditEntries, filtered: boolean): SafeHtml {
+  return result.items.length === 0
     ? html`<p>${filtered ? 'No entries match these filters.' : 'No entries yet.'}</p>`
     : html`<div class="table-wrap"><table>
   <caption>Audit log, newest first (times in UTC)</caption>
@@ -108,9 +86,53 @@ ${
     <td>${e.actor.name} <span class="muted">(${e.actor.type}${e.actor.id ? html` <code>${e.actor.id}</code>` : ''})</span></td>
     <td>${e.target.type} <code>${e.target.id}</code>${e.target.name ? html` ${e.target.name}` : ''}</td><td>${e.ip ?? '—'}</td></tr>`,
   )}</tbody>
-</table></div>`
+</table></div>`;
 }
-${pager('/settings/audit-log', result.pagination, { ...query, actor_type: actorType }, 'entries')}`;
-    return sendPage(reply, page({ title: 'Audit log', session: s, active: 'settings', body }));
+
+async function showAuditLog(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  const f = auditFilters(req);
+  const { action, actorType, actorId, from, to, pageNo, since, before } = f;
+  const result = await ctx.services.audit.list(s.orgId, {
+    page: pageNo,
+    page_size: PAGE_SIZE,
+    ...(action ? { action } : {}),
+    ...(actorType ? { actor_type: actorType } : {}),
+    ...(actorId ? { actor_id: actorId } : {}),
+    ...(since ? { created_since: since } : {}),
+    ...(before ? { created_before: before } : {}),
   });
+  const users = await ctx.services.accounts.listUsers(s.orgId);
+  const query = {
+    action: action || undefined,
+    actor_type: actorType,
+    actor_id: actorId || undefined,
+    from: since ? from : undefined,
+    to: before ? to : undefined,
+  };
+  // Past the last page (an old link, a typed number): the last page, with the same filters.
+  if (result.items.length === 0 && pageNo > 1 && result.pagination.total_pages >= 1) {
+    return reply.redirect(
+      href('/settings/audit-log', { ...query, page: result.pagination.total_pages === 1 ? undefined : result.pagination.total_pages }),
+      303,
+    );
+  }
+  const filtered = Object.values(query).some((v) => v !== undefined);
+  const body = html`<h1>Settings</h1>
+${settingsTabs('audit-log')}
+<h2>Audit log</h2>
+<p>Every change to users, API keys, webhook endpoints, imports and settings, newest first, with who made it and from which
+address. Entries are kept 400 days. Integrations read the same log from <code>GET /v2/tms-api/audit-log</code> (scope <code>read:audit</code>).</p>
+${notAppliedNotice(f)}
+${filterForm(f, users, filtered)}
+${entriesTable(result, filtered)}
+${pager('/settings/audit-log', result.pagination, { ...query, actor_type: actorType }, 'entries')}`;
+  return sendPage(reply, page({ title: 'Audit log', session: s, active: 'settings', body }));
+}
+
+/** Settings → Audit log (docs/dashboard.md, "Roles, the first run and the audit log"): who changed users, keys, webhooks, imports and settings, newest first. */
+export function auditRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  app.get(
+    '/settings/audit-log',
+    sessionPage((req, reply, s) => showAuditLog(ctx, req, reply, s)),
+  );
 }

@@ -19,7 +19,7 @@ import { count, utc } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
 import { RECORD_KINDS } from '../../domain/records.js';
-import { listPath } from './details.js';
+import { listPath } from './records.js';
 import { integrationHealth } from './health.js';
 
 /** A throttled form's answer (setup code, own password): how long to wait. */
@@ -129,119 +129,126 @@ ${health}`,
   });
 }
 
-export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
-  const { accounts } = ctx.services;
+async function home(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  const s = req.dashboardSession;
+  if (s) return sendPage(reply, await overviewPage(ctx, s, req.query));
+  if ((await ctx.services.accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
+  // Made here too when no `serve` printed it (tests, an app embedded elsewhere): the CLI prints it.
+  await ctx.services.accounts.setupCode();
+  return sendPage(reply, firstRunPage(anonymousFormToken(ctx, req, reply)));
+}
 
-  app.get('/', async (req, reply) => {
-    const s = req.dashboardSession;
-    if (s) return sendPage(reply, await overviewPage(ctx, s, req.query));
-    if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
-    // Made here too when no `serve` printed it (tests, an app embedded elsewhere): the CLI prints it.
-    await accounts.setupCode();
-    return sendPage(reply, firstRunPage(anonymousFormToken(ctx, req, reply)));
-  });
-
-  // First run: the first organization and its first user, then signed in.
-  app.post('/', async (req, reply) => {
-    checkAnonymousCsrf(ctx, req);
-    if ((await accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
-    const values = {
-      organization_name: formText(req.body, 'organization_name').trim(),
-      name: formText(req.body, 'name').trim(),
-      email: formText(req.body, 'email').trim(),
-    };
-    const password = formText(req.body, 'password');
-    const setupCode = formText(req.body, 'setup_code');
-    const token0 = anonymousFormToken(ctx, req, reply);
-    // 5 tries a minute per address: the code cannot be guessed by trying
-    // (docs/dashboard.md, "Throttled forms").
-    const wait = ctx.formAttempts.take(`setup\n${req.ip}`);
-    if (wait > 0) {
-      reply.header('retry-after', String(wait));
-      return sendPage(reply, firstRunPage(token0, values, { setup_code: tooManyAttempts(wait) }), 429);
-    }
-    // Without the code nothing else is looked at: whoever reaches the port first cannot claim it.
-    if (!setupCode.trim())
-      return sendPage(
-        reply,
-        firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }),
-        403,
-      );
-    const errors: FieldErrors = {};
-    if (!values.organization_name) errors.organization_name = 'Enter the organization name.';
-    else if (values.organization_name.length > 255) errors.organization_name = 'Use at most 255 characters for the organization name.';
-    if (!values.name) errors.name = 'Enter your name.';
-    else if (values.name.length > 255) errors.name = 'Use at most 255 characters for your name.';
-    if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
-    // The accounts service's rule, asked first so that its problem shows beside the others.
-    const pw = passwordProblem(password);
-    if (pw) errors.password = pw;
-    const token = token0;
-    if (Object.keys(errors).length) return sendPage(reply, firstRunPage(token, values, errors), 422);
-    try {
-      const { user } = await accounts.setUpFirstOrganization(
-        { organizationName: values.organization_name, name: values.name, email: values.email, password, setupCode },
-        req.ip,
-      );
-      await startSession(ctx, req, reply, user);
-      return reply.redirect('/settings/integrations?done=welcome', 303);
-    } catch (err) {
-      if (err instanceof ConflictError) return reply.redirect('/signin', 303);
-      if (err instanceof SetupCodeError)
-        return sendPage(
-          reply,
-          firstRunPage(token, values, { setup_code: 'This setup code is not right. Copy it from the server’s log, or run bin/lanebridge setup-code.' }),
-          403,
-        );
-      if (err instanceof ValidationError) return sendPage(reply, firstRunPage(token, values, fieldErrorsOf(err, FIRST_RUN_FIELDS)), 422);
-      throw err;
-    }
-  });
-
-  app.get('/signin', async (req, reply) => {
-    const q = req.query as Record<string, string | undefined>;
-    const next = safeNext(q.next);
-    if (req.dashboardSession) return reply.redirect(next, 303);
-    if ((await accounts.countOrganizations()) === 0) return reply.redirect('/', 303);
-    const message = q.done === 'signed-out' ? notice('ok', html`<p>You are signed out.</p>`) : null;
-    return sendPage(reply, signInPage(anonymousFormToken(ctx, req, reply), next, '', message));
-  });
-
-  app.post('/signin', async (req, reply) => {
-    checkAnonymousCsrf(ctx, req);
-    const email = formText(req.body, 'email').trim().slice(0, 255);
-    const password = formText(req.body, 'password');
-    const next = safeNext(formText(req.body, 'next'));
-    const user = email !== '' && password !== '' ? await ctx.throttle.attempt(email, req.ip, () => accounts.verifyCredentials(email, password)) : null;
-    if (!user) {
-      const token = anonymousFormToken(ctx, req, reply);
-      return sendPage(reply, signInPage(token, next, email, notice('error', html`<p>${SIGN_IN_FAILED}</p>`, 'alert')), 401);
-    }
-    await startSession(ctx, req, reply, user);
-    return reply.redirect(next, 303);
-  });
-
-  app.get('/signout', async (req, reply) => {
-    const s = req.dashboardSession;
-    if (!s) return reply.redirect('/signin', 303);
+/** First run: the first organization and its first user, then signed in. */
+async function firstRun(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  checkAnonymousCsrf(ctx, req);
+  if ((await ctx.services.accounts.countOrganizations()) > 0) return reply.redirect('/signin', 303);
+  const values = {
+    organization_name: formText(req.body, 'organization_name').trim(),
+    name: formText(req.body, 'name').trim(),
+    email: formText(req.body, 'email').trim(),
+  };
+  const password = formText(req.body, 'password');
+  const setupCode = formText(req.body, 'setup_code');
+  const token0 = anonymousFormToken(ctx, req, reply);
+  // 5 tries a minute per address: the code cannot be guessed by trying
+  // (docs/dashboard.md, "Throttled forms").
+  const wait = ctx.formAttempts.take(`setup\n${req.ip}`);
+  if (wait > 0) {
+    reply.header('retry-after', String(wait));
+    return sendPage(reply, firstRunPage(token0, values, { setup_code: tooManyAttempts(wait) }), 429);
+  }
+  // Without the code nothing else is looked at: whoever reaches the port first cannot claim it.
+  if (!setupCode.trim())
     return sendPage(
       reply,
-      page({
-        title: 'Sign out',
-        session: s,
-        narrow: true,
-        body: html`<h1>Sign out</h1>
+      firstRunPage(token0, values, { setup_code: 'Enter the setup code that lanebridge serve printed (or run bin/lanebridge setup-code).' }),
+      403,
+    );
+  const errors: FieldErrors = {};
+  if (!values.organization_name) errors.organization_name = 'Enter the organization name.';
+  else if (values.organization_name.length > 255) errors.organization_name = 'Use at most 255 characters for the organization name.';
+  if (!values.name) errors.name = 'Enter your name.';
+  else if (values.name.length > 255) errors.name = 'Use at most 255 characters for your name.';
+  if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
+  // The accounts service's rule, asked first so that its problem shows beside the others.
+  const pw = passwordProblem(password);
+  if (pw) errors.password = pw;
+  const token = token0;
+  if (Object.keys(errors).length) return sendPage(reply, firstRunPage(token, values, errors), 422);
+  try {
+    const { user } = await ctx.services.accounts.setUpFirstOrganization(
+      { organizationName: values.organization_name, name: values.name, email: values.email, password, setupCode },
+      req.ip,
+    );
+    await startSession(ctx, req, reply, user);
+    return reply.redirect('/settings/integrations?done=welcome', 303);
+  } catch (err) {
+    if (err instanceof ConflictError) return reply.redirect('/signin', 303);
+    if (err instanceof SetupCodeError)
+      return sendPage(
+        reply,
+        firstRunPage(token, values, { setup_code: 'This setup code is not right. Copy it from the server’s log, or run bin/lanebridge setup-code.' }),
+        403,
+      );
+    if (err instanceof ValidationError) return sendPage(reply, firstRunPage(token, values, fieldErrorsOf(err, FIRST_RUN_FIELDS)), 422);
+    throw err;
+  }
+}
+
+async function showSignIn(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  const q = req.query as Record<string, string | undefined>;
+  const next = safeNext(q.next);
+  if (req.dashboardSession) return reply.redirect(next, 303);
+  if ((await ctx.services.accounts.countOrganizations()) === 0) return reply.redirect('/', 303);
+  const message = q.done === 'signed-out' ? notice('ok', html`<p>You are signed out.</p>`) : null;
+  return sendPage(reply, signInPage(anonymousFormToken(ctx, req, reply), next, '', message));
+}
+
+async function signIn(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  checkAnonymousCsrf(ctx, req);
+  const email = formText(req.body, 'email').trim().slice(0, 255);
+  const password = formText(req.body, 'password');
+  const next = safeNext(formText(req.body, 'next'));
+  const user =
+    email !== '' && password !== '' ? await ctx.throttle.attempt(email, req.ip, () => ctx.services.accounts.verifyCredentials(email, password)) : null;
+  if (!user) {
+    const token = anonymousFormToken(ctx, req, reply);
+    return sendPage(reply, signInPage(token, next, email, notice('error', html`<p>${SIGN_IN_FAILED}</p>`, 'alert')), 401);
+  }
+  await startSession(ctx, req, reply, user);
+  return reply.redirect(next, 303);
+}
+
+async function showSignOut(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  const s = req.dashboardSession;
+  if (!s) return reply.redirect('/signin', 303);
+  return sendPage(
+    reply,
+    page({
+      title: 'Sign out',
+      session: s,
+      narrow: true,
+      body: html`<h1>Sign out</h1>
 <p>You are signed in as ${s.userName} (${s.userEmail}).</p>
 <form method="post" action="/signout">${csrfField(s.csrfToken)}<button type="submit">Sign out</button></form>`,
-      }),
-    );
-  });
+    }),
+  );
+}
 
-  app.post('/signout', async (req, reply) => {
-    if (!req.dashboardSession || !req.dashboardToken) return reply.redirect('/signin', 303);
-    checkSessionCsrf(req);
-    await ctx.sessions.destroy(req.dashboardToken);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    return reply.redirect('/signin?done=signed-out', 303);
-  });
+async function signOut(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply) {
+  if (!req.dashboardSession || !req.dashboardToken) return reply.redirect('/signin', 303);
+  checkSessionCsrf(req);
+  await ctx.sessions.destroy(req.dashboardToken);
+  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+  return reply.redirect('/signin?done=signed-out', 303);
+}
+
+/** The overview, the first run, signing in and out. */
+export function authRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  app.get('/', (req, reply) => home(ctx, req, reply));
+  app.post('/', (req, reply) => firstRun(ctx, req, reply));
+  app.get('/signin', (req, reply) => showSignIn(ctx, req, reply));
+  app.post('/signin', (req, reply) => signIn(ctx, req, reply));
+  app.get('/signout', (req, reply) => showSignOut(ctx, req, reply));
+  app.post('/signout', (req, reply) => signOut(ctx, req, reply));
 }

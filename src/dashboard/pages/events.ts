@@ -5,7 +5,7 @@ import { requireSession, sendPage, type DashboardContext } from '../context.js';
 import { label, utc } from '../format.js';
 import { html, href, type SafeHtml } from '../html.js';
 import { page } from '../layout.js';
-import { carrierPath, customerPath, lanePath, loadPath, locationPath } from './details.js';
+import { carrierPath, customerPath, lanePath, loadPath, locationPath } from './records.js';
 
 const PAGE_SIZE = 50;
 

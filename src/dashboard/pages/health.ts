@@ -2,8 +2,8 @@ import type { DashboardContext } from '../context.js';
 import { stackedBars } from '../charts.js';
 import { count, utc } from '../format.js';
 import { href, html, type SafeHtml } from '../html.js';
-import type { FailedWriteCursor } from '../../modules/ops/usage.service.js';
-import { API_DOCS } from './details.js';
+import type { FailedWriteCursor, UsageRecorder } from '../../modules/ops/usage.service.js';
+import { API_DOCS } from './records.js';
 
 /**
  * Integration health on the Overview (issue 19): requests and errors per day, the last request of
@@ -64,25 +64,18 @@ function failedPager(failed: { rows: FailedWriteCursor[]; total: number; newer: 
 </nav>`;
 }
 
-export async function integrationHealth(ctx: DashboardContext, orgId: string, query?: unknown): Promise<SafeHtml> {
-  const { usage, insights } = ctx.services;
-  // This instance's counts are written first, so the page shows them.
-  await usage.flush();
-  const now = ctx.clock.now().getTime();
-  const firstHour = Math.floor(now / HOUR) * HOUR - (DAYS * 24 - 1) * HOUR;
-  const since = new Date(firstHour).toISOString();
-  const [hourly, failed, keys, ignored] = await Promise.all([
-    usage.hourly(orgId, since),
-    usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN, failedWritesPage(query)),
-    insights.usageKeys(orgId),
-    usage.ignoredFields(orgId, new Date(now - DAYS * DAY).toISOString(), IGNORED_SHOWN),
-  ]);
-  const keyName = new Map(keys.map((k) => [k.id, k]));
+type Hourly = Awaited<ReturnType<UsageRecorder['hourly']>>;
+type FailedWrites = Awaited<ReturnType<UsageRecorder['failedWrites']>>;
+type IgnoredFields = Awaited<ReturnType<UsageRecorder['ignoredFields']>>;
+type UsageKey = Awaited<ReturnType<DashboardContext['services']['insights']['usageKeys']>>[number];
+type KeyUsage = { last: string; series: number[][]; total: number };
+type DayTotals = { ok: number; client: number; server: number; limited: number };
 
-  const firstDay = Math.floor(now / DAY) * DAY - (DAYS - 1) * DAY;
+/** The hourly counts summed per day, and per key and hour by outcome (2xx / 4xx / 5xx / 429). */
+function tally(hourly: Hourly, firstDay: number, firstHour: number) {
   const days = Array.from({ length: DAYS }, (_, i) => firstDay + i * DAY);
   const perDay = days.map(() => ({ ok: 0, client: 0, server: 0, limited: 0 }));
-  const byKey = new Map<string, { last: string; series: number[][]; total: number }>();
+  const byKey = new Map<string, KeyUsage>();
   for (const h of hourly) {
     const t = Date.parse(h.hour);
     const d = Math.floor((t - firstDay) / DAY);
@@ -107,26 +100,27 @@ export async function integrationHealth(ctx: DashboardContext, orgId: string, qu
     }
     k.total += Number(h.ok) + Number(h.client_errors) + Number(h.server_errors) + Number(h.rate_limited);
   }
-  const hourLabels = Array.from({ length: DAYS * 24 }, (_, i) => {
-    const iso = new Date(firstHour + i * HOUR).toISOString();
-    return `${iso.slice(5, 10)} ${iso.slice(11, 13)}h`;
-  });
-  const shownKeys = keys.filter((k) => !k.revoked_at || byKey.has(k.id));
-  const dayLabel = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  return { days, perDay, byKey };
+}
 
-  return html`<h2 id="health-title">Integration health</h2>
-<p class="muted">API requests with a key over the last ${DAYS} days (UTC), counted by this service; a 401 names no key and is not counted.</p>
-<div class="table-wrap"><table aria-labelledby="health-title" id="requests-per-day">
+function requestsPerDay(days: number[], perDay: DayTotals[]): SafeHtml {
+  const dayLabel = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  return html`<div class="table-wrap"><table aria-labelledby="health-title" id="requests-per-day">
   <caption>Requests and errors per day</caption>
   <thead><tr><th scope="col">Day</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Succeeded (2xx)</th><th scope="col" class="num">Client errors (4xx)</th><th scope="col" class="num">Server errors (5xx)</th><th scope="col" class="num">Rate limited (429)</th></tr></thead>
   <tbody>${days.map((d, i) => {
     const p = perDay[i]!;
     return html`<tr><th scope="row">${dayLabel(d)}</th><td class="num">${count(p.ok + p.client + p.server + p.limited)}</td><td class="num">${count(p.ok)}</td><td class="num">${count(p.client)}</td><td class="num">${count(p.server)}</td><td class="num">${count(p.limited)}</td></tr>`;
   })}</tbody>
-</table></div>
-<h3 id="keys-usage-title">Requests per key</h3>
-${
-  shownKeys.length === 0
+</table></div>`;
+}
+
+function keysUsage(shownKeys: UsageKey[], byKey: Map<string, KeyUsage>, firstHour: number): SafeHtml {
+  const hourLabels = Array.from({ length: DAYS * 24 }, (_, i) => {
+    const iso = new Date(firstHour + i * HOUR).toISOString();
+    return `${iso.slice(5, 10)} ${iso.slice(11, 13)}h`;
+  });
+  return shownKeys.length === 0
     ? html`<p class="empty">No API key yet: create one in <a href="/settings/api-keys">Settings → API Keys</a>, then see the <a href="${API_DOCS}">API documentation</a>.</p>`
     : html`<div class="table-wrap"><table aria-labelledby="keys-usage-title" id="keys-usage">
   <thead><tr><th scope="col">Key</th><th scope="col">System</th><th scope="col" class="num">Requests (${DAYS} days)</th><th scope="col">Last request</th></tr></thead>
@@ -152,11 +146,11 @@ ${shownKeys
       ],
       values: byKey.get(k.id)!.series,
     }),
-  )}`
+  )}`;
 }
-<h3 id="failed-writes-title">Failed writes</h3>
-${
-  failed.total === 0
+
+function failedWritesSection(failed: FailedWrites): SafeHtml {
+  return failed.total === 0
     ? html`<p>No failed write in the last ${DAYS} days.</p>`
     : failed.rows.length === 0
       ? html`<p>No older failed writes in the last ${DAYS} days. <a href="/#failed-writes-title">Show the newest</a>.</p>`
@@ -171,11 +165,11 @@ ${
     ) => html`<tr><td class="nowrap">${utc(f.occurred_at)}</td><th scope="row">${f.resource}: ${f.reference ?? html`<span class="muted">no reference</span>`}${f.batch_index !== null ? html`<br><span class="muted">batch item ${f.batch_index}</span>` : ''}</th>
     <td>${f.method} ${f.operation}</td><td class="num">${f.status}</td><td>${detailSummary(f.detail)}</td><td class="mono">${f.request_id ?? ''}</td></tr>`,
   )}</tbody></table></div>
-${failedPager(failed)}`
+${failedPager(failed)}`;
 }
-<h3 id="ignored-fields-title">Ignored fields</h3>
-${
-  ignored.length === 0
+
+function ignoredFieldsSection(ignored: IgnoredFields, keyName: Map<string, UsageKey>): SafeHtml {
+  return ignored.length === 0
     ? html`<p>No request of the last ${DAYS} days sent a field the API does not know.</p>`
     : html`<p class="muted">Fields the API ignored (unknown names, often a misspelling or another service's name): the data in them was not stored. Each answer names them in its <code>Lanebridge-Ignored-Fields</code> header; send <code>Prefer: handling=strict</code>, or make the key strict, to have them refused instead.</p>
 <div class="table-wrap"><table aria-labelledby="ignored-fields-title" id="ignored-fields">
@@ -183,6 +177,32 @@ ${
   <tbody>${ignored.map((f) => {
     const k = keyName.get(f.key_id);
     return html`<tr><td>${k ? k.name : f.key_id}</td><td class="mono">${f.route}</td><th scope="row" class="mono">${f.field}</th><td class="num">${count(Number(f.count))}</td><td class="nowrap">${utc(f.last_seen_at)}</td></tr>`;
-  })}</tbody></table></div>`
-}`;
+  })}</tbody></table></div>`;
+}
+
+export async function integrationHealth(ctx: DashboardContext, orgId: string, query?: unknown): Promise<SafeHtml> {
+  const { usage, insights } = ctx.services;
+  // This instance's counts are written first, so the page shows them.
+  await usage.flush();
+  const now = ctx.clock.now().getTime();
+  const firstHour = Math.floor(now / HOUR) * HOUR - (DAYS * 24 - 1) * HOUR;
+  const since = new Date(firstHour).toISOString();
+  const [hourly, failed, keys, ignored] = await Promise.all([
+    usage.hourly(orgId, since),
+    usage.failedWrites(orgId, new Date(now - DAYS * DAY).toISOString(), FAILED_SHOWN, failedWritesPage(query)),
+    insights.usageKeys(orgId),
+    usage.ignoredFields(orgId, new Date(now - DAYS * DAY).toISOString(), IGNORED_SHOWN),
+  ]);
+  const keyName = new Map(keys.map((k) => [k.id, k]));
+  const { days, perDay, byKey } = tally(hourly, Math.floor(now / DAY) * DAY - (DAYS - 1) * DAY, firstHour);
+  const shownKeys = keys.filter((k) => !k.revoked_at || byKey.has(k.id));
+  return html`<h2 id="health-title">Integration health</h2>
+<p class="muted">API requests with a key over the last ${DAYS} days (UTC), counted by this service; a 401 names no key and is not counted.</p>
+${requestsPerDay(days, perDay)}
+<h3 id="keys-usage-title">Requests per key</h3>
+${keysUsage(shownKeys, byKey, firstHour)}
+<h3 id="failed-writes-title">Failed writes</h3>
+${failedWritesSection(failed)}
+<h3 id="ignored-fields-title">Ignored fields</h3>
+${ignoredFieldsSection(ignored, keyName)}`;
 }

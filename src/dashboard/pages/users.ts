@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, ValidationError } from '../../lib/http/errors.js';
 import { EmailTakenError, isRole } from '../../modules/accounts/users.js';
 import { MIN_PASSWORD_LENGTH, passwordProblem } from '../../modules/accounts/accounts.service.js';
 import type { DashboardSession } from '../../modules/accounts/sessions.js';
-import { actorOf, checkSessionCsrf, formText, requireSession, sendPage, type DashboardContext } from '../context.js';
+import { actorOf, doneMessage, formText, idParam, sendPage, sessionForm, sessionPage, type DashboardContext } from '../context.js';
 import { utc } from '../format.js';
 import { html, segment } from '../html.js';
 import { adminOnlyNote, csrfField, errorSummary, field, notice, page, type FieldErrors } from '../layout.js';
@@ -106,120 +106,127 @@ const DONE: Record<string, string> = {
   removed: 'The user is removed. The organization’s API keys are unchanged; the audit log records the removal.',
 };
 
-export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
-  app.get('/users', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    const q = (req.query as Record<string, string | undefined>).done;
-    const done = DONE[q ?? ''];
-    return sendPage(reply, await usersPage(ctx, s, { done }));
-  });
+async function showUsers(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  return sendPage(reply, await usersPage(ctx, s, { done: doneMessage(req, DONE) }));
+}
 
-  app.post('/users', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    checkSessionCsrf(req);
-    const values = { name: formText(req.body, 'name').trim(), email: formText(req.body, 'email').trim(), role: formText(req.body, 'role') || 'member' };
-    const password = formText(req.body, 'password');
-    const errors: FieldErrors = {};
-    if (!values.name) errors.name = 'Enter the user’s name.';
-    else if (values.name.length > 255) errors.name = 'Use at most 255 characters for the name.';
-    if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
-    const pw = password ? passwordProblem(password) : null;
-    if (pw) errors.password = pw;
-    if (!isRole(values.role)) errors.role = 'Choose admin or member.';
-    if (Object.keys(errors).length) return sendPage(reply, await usersPage(ctx, s, { values, errors }), 422);
-    try {
-      await ctx.services.accounts.createUser(
-        s.orgId,
-        { name: values.name, email: values.email, role: isRole(values.role) ? values.role : 'member', ...(password ? { password } : {}) },
-        actorOf(req, s),
-      );
-    } catch (err) {
-      // Emails are the sign-in identity across organizations; another organization's is not named, nor
-      // said to exist: the form says only that this address cannot be used (docs/dashboard.md).
-      if (err instanceof EmailTakenError && err.inOrganization) {
-        return sendPage(
-          reply,
-          await usersPage(ctx, s, { values, errors: { email: 'A user with this email is already in your organization (listed above).' } }),
-          409,
-        );
-      }
-      if (err instanceof EmailTakenError) {
-        return sendPage(
-          reply,
-          await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }),
-          422,
-        );
-      }
-      if (err instanceof ValidationError)
-        return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
-      throw err;
-    }
-    return reply.redirect('/users?done=added', 303);
-  });
-
-  app.post('/users/password', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    checkSessionCsrf(req);
-    const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
-    const password = formText(req.body, 'new_password');
-    if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
-    // One's own password needs the current one
-    // (docs/dashboard.md, "Roles, the first run and the audit log"): not here.
-    if (user.id === s.userId)
+async function addUser(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  const values = { name: formText(req.body, 'name').trim(), email: formText(req.body, 'email').trim(), role: formText(req.body, 'role') || 'member' };
+  const password = formText(req.body, 'password');
+  const errors: FieldErrors = {};
+  if (!values.name) errors.name = 'Enter the user’s name.';
+  else if (values.name.length > 255) errors.name = 'Use at most 255 characters for the name.';
+  if (!/^[^\s@]+@[^\s@]+$/.test(values.email) || values.email.length > 255) errors.email = 'Enter an email address, like name@example.com.';
+  const pw = password ? passwordProblem(password) : null;
+  if (pw) errors.password = pw;
+  if (!isRole(values.role)) errors.role = 'Choose admin or member.';
+  if (Object.keys(errors).length) return sendPage(reply, await usersPage(ctx, s, { values, errors }), 422);
+  try {
+    await ctx.services.accounts.createUser(
+      s.orgId,
+      { name: values.name, email: values.email, role: isRole(values.role) ? values.role : 'member', ...(password ? { password } : {}) },
+      actorOf(req, s),
+    );
+  } catch (err) {
+    // Emails are the sign-in identity across organizations; another organization's is not named, nor
+    // said to exist: the form says only that this address cannot be used (docs/dashboard.md).
+    if (err instanceof EmailTakenError && err.inOrganization) {
       return sendPage(
         reply,
-        await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }),
-        403,
+        await usersPage(ctx, s, { values, errors: { email: 'A user with this email is already in your organization (listed above).' } }),
+        409,
       );
-    try {
-      await ctx.services.accounts.setUserPasswordByAdmin(s.orgId, s.userId, user.id, password, actorOf(req, s));
-    } catch (err) {
-      if (err instanceof ValidationError)
-        return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
-      throw err;
     }
-    return reply.redirect('/users?done=password', 303);
-  });
-
-  app.post('/users/:id/role', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    checkSessionCsrf(req);
-    const id = String((req.params as { id?: string }).id ?? '');
-    try {
-      await ctx.services.accounts.setRole(s.orgId, id, formText(req.body, 'role'), actorOf(req, s));
-    } catch (err) {
-      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
-      if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.issues[0]?.msg ?? 'Choose admin or member.' }), 422);
-      throw err;
+    if (err instanceof EmailTakenError) {
+      return sendPage(
+        reply,
+        await usersPage(ctx, s, { values, errors: { email: 'This email address cannot be used for a new user. Use another address for this person.' } }),
+        422,
+      );
     }
-    return reply.redirect('/users?done=role', 303);
-  });
+    if (err instanceof ValidationError)
+      return sendPage(reply, await usersPage(ctx, s, { values, errors: fieldErrorsOf(err, { name: 'name', email: 'email', password: 'password' }) }), 422);
+    throw err;
+  }
+  return reply.redirect('/users?done=added', 303);
+}
 
-  app.post('/users/:id/sessions/end', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    checkSessionCsrf(req);
-    await ctx.services.accounts.endSessions(s.orgId, String((req.params as { id?: string }).id ?? ''), actorOf(req, s));
-    return reply.redirect('/users?done=sessions-ended', 303);
-  });
+async function setPassword(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  const user = await ctx.services.accounts.findUser(s.orgId, formText(req.body, 'user_id'));
+  const password = formText(req.body, 'new_password');
+  if (!user) return sendPage(reply, await usersPage(ctx, s, { passwordErrors: { new_password: 'Choose a user of your organization.' } }), 422);
+  // One's own password needs the current one
+  // (docs/dashboard.md, "Roles, the first run and the audit log"): not here.
+  if (user.id === s.userId)
+    return sendPage(
+      reply,
+      await usersPage(ctx, s, { passwordErrors: { new_password: 'To change your own password, use Change your password: it asks for your current one.' } }),
+      403,
+    );
+  try {
+    await ctx.services.accounts.setUserPasswordByAdmin(s.orgId, s.userId, user.id, password, actorOf(req, s));
+  } catch (err) {
+    if (err instanceof ValidationError)
+      return sendPage(reply, await usersPage(ctx, s, { passwordErrors: fieldErrorsOf(err, { password: 'new_password' }) }), 422);
+    throw err;
+  }
+  return reply.redirect('/users?done=password', 303);
+}
 
-  app.post('/users/:id/remove', async (req, reply) => {
-    const s = requireSession(req, reply);
-    if (!s) return reply;
-    checkSessionCsrf(req);
-    const id = String((req.params as { id?: string }).id ?? '');
-    // Not oneself here: an admin signing themselves out of existence by a stray click (another admin can).
-    if (id === s.userId) return sendPage(reply, await usersPage(ctx, s, { roleError: 'You cannot remove yourself: ask another admin.' }), 409);
-    try {
-      await ctx.services.accounts.removeUser(s.orgId, id, actorOf(req, s));
-    } catch (err) {
-      if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
-      throw err;
-    }
-    return reply.redirect('/users?done=removed', 303);
-  });
+async function setRole(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  const id = idParam(req.params);
+  try {
+    await ctx.services.accounts.setRole(s.orgId, id, formText(req.body, 'role'), actorOf(req, s));
+  } catch (err) {
+    if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
+    if (err instanceof ValidationError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.issues[0]?.msg ?? 'Choose admin or member.' }), 422);
+    throw err;
+  }
+  return reply.redirect('/users?done=role', 303);
+}
+
+async function endSessions(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  await ctx.services.accounts.endSessions(s.orgId, idParam(req.params), actorOf(req, s));
+  return reply.redirect('/users?done=sessions-ended', 303);
+}
+
+async function removeUser(ctx: DashboardContext, req: FastifyRequest, reply: FastifyReply, s: DashboardSession) {
+  const id = idParam(req.params);
+  // Not oneself here: an admin signing themselves out of existence by a stray click (another admin can).
+  if (id === s.userId) return sendPage(reply, await usersPage(ctx, s, { roleError: 'You cannot remove yourself: ask another admin.' }), 409);
+  try {
+    await ctx.services.accounts.removeUser(s.orgId, id, actorOf(req, s));
+  } catch (err) {
+    if (err instanceof ConflictError) return sendPage(reply, await usersPage(ctx, s, { roleError: err.detail }), 409);
+    throw err;
+  }
+  return reply.redirect('/users?done=removed', 303);
+}
+
+/** The Users page: add users, set their passwords and roles, end their sessions, remove them. */
+export function userRoutes(app: FastifyInstance, ctx: DashboardContext) {
+  app.get(
+    '/users',
+    sessionPage((req, reply, s) => showUsers(ctx, req, reply, s)),
+  );
+  app.post(
+    '/users',
+    sessionForm((req, reply, s) => addUser(ctx, req, reply, s)),
+  );
+  app.post(
+    '/users/password',
+    sessionForm((req, reply, s) => setPassword(ctx, req, reply, s)),
+  );
+  app.post(
+    '/users/:id/role',
+    sessionForm((req, reply, s) => setRole(ctx, req, reply, s)),
+  );
+  app.post(
+    '/users/:id/sessions/end',
+    sessionForm((req, reply, s) => endSessions(ctx, req, reply, s)),
+  );
+  app.post(
+    '/users/:id/remove',
+    sessionForm((req, reply, s) => removeUser(ctx, req, reply, s)),
+  );
 }
