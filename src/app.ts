@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
-import type { DataStore } from './lib/db/index.js';
-import { type Clock, systemClock } from './lib/clock.js';
+import { systemClock } from './lib/clock.js';
 import { readCache } from './lib/http/read-cache.js';
 import type { ApiRouteEntry } from './lib/http/auth.js';
 import { createMetrics, type Metrics } from './lib/http/metrics.js';
 import { refuseBatchItems } from './lib/http/plumbing.js';
 import { installIgnoredFields } from './lib/http/ignored-fields.js';
-import type { RateLimiter, RateLimiterOptions } from './lib/http/rate-limit.js';
+import type { RateLimiter } from './lib/http/rate-limit.js';
 import { accountsService, type AccountsService } from './modules/accounts/accounts.service.js';
 import { carrierRoutes } from './modules/carriers/carriers.routes.js';
 import { carriersService, type CarriersService } from './modules/carriers/carriers.service.js';
@@ -38,59 +36,19 @@ import { eventRoutes } from './modules/events/events.routes.js';
 import { eventRetention } from './modules/events/retention.js';
 import { eventsService, type EventsService } from './modules/events/events.service.js';
 import { warmup as warmupGeocoder } from './geo/index.js';
-import { dashboardPlugin, type DashboardOptions, type DashboardWriteRoute } from './dashboard/plugin.js';
+import { dashboardPlugin, type DashboardWriteRoute } from './dashboard/plugin.js';
 import { webhooksModule, type Webhooks } from './modules/webhooks/webhooks.js';
-import type { Resolver } from './modules/webhooks/url-policy.js';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.js';
 import { importResources, importsModule, type Imports } from './modules/imports/imports.js';
 import { importRoutes } from './modules/imports/imports.routes.js';
 import { auditService } from './modules/audit/audit.js';
 import { auditRoutes } from './modules/audit/audit.routes.js';
 import { detached } from './lib/telemetry/tracing.js';
+import type { AppContext, AppDeps } from './app/context.js';
 import { createFastify, installHttp, trackRequests } from './app/http.js';
 import { startWorkers, stopWorkersOnClose } from './app/workers.js';
 
-export interface AppDeps {
-  config: Config;
-  store: DataStore;
-  clock?: Clock;
-  /** Pino options, or false for silence (tests). */
-  logger?: boolean | Record<string, unknown>;
-  /** Load the geocoder's data at boot (default true). */
-  warmGeocoder?: boolean;
-  /** Dashboard overrides (tests: a faster sign-in throttle, shorter sessions). */
-  dashboard?: Partial<Pick<DashboardOptions, 'signInThrottle' | 'sessions'>>;
-  /**
-   * Extra limiter options (tests: a short Redis timeout, ioredis options). The limiter itself follows
-   * the config: `rateLimits` off, `redisUrl` set (Redis) or not (in process), `rateLimitKeyPrefix`; it
-   * counts with `clock`, so a fake clock moves its windows.
-   */
-  rateLimit?: Partial<Pick<RateLimiterOptions, 'commandTimeoutMs' | 'retryAfterFailureMs' | 'redisOptions'>>;
-  /**
-   * load.recommendations_changed follows load writes in the background (default), or only when
-   * `recommendations.sweep()` is called (tests that count a request's statements).
-   */
-  recommendationFollowUp?: 'background' | 'manual';
-  /**
-   * Webhook deliveries (docs/webhooks.md) are sent in the background after each commit and by a poll
-   * (default when config.webhookWorker is on), or only when `webhooks.worker.drain()` is called (tests).
-   * Follows `recommendationFollowUp: 'manual'` when not given (tests that count a request's statements).
-   */
-  webhookDelivery?: 'background' | 'manual';
-  /** How webhook URLs' host names are resolved for the URL rules (tests: a fixed table; default the system's). */
-  webhookResolve?: Resolver;
-  /**
-   * Imports (docs/imports.md) run in the background (default when config.importWorker is on), or only when
-   * `imports.runner.drain()` is called (tests). Follows `webhookDelivery` when not given.
-   */
-  importRunner?: 'background' | 'manual';
-  /**
-   * Spans per request and per Redis command (OpenTelemetry, started by startTracing when
-   * OTEL_EXPORTER_OTLP_ENDPOINT is set; statements are traced by the store: openDataStore's `traced`).
-   * Off (the default): no hook, no subscription, nothing loaded.
-   */
-  tracing?: boolean;
-}
+export type { AppContext, AppDeps } from './app/context.js';
 
 export interface Lanebridge {
   app: FastifyInstance;
@@ -120,16 +78,6 @@ export interface Lanebridge {
   imports: Imports;
   /** Integration health's counters (usage per key, failed writes, ignored fields). */
   usage: UsageRecorder;
-}
-
-/** What every step of buildApp reads: the app, its deps, and the clock and metrics they share. */
-export interface AppContext {
-  app: FastifyInstance;
-  deps: AppDeps;
-  config: Config;
-  store: DataStore;
-  clock: Clock;
-  metrics: Metrics;
 }
 
 /**

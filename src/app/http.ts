@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { AppContext, AppDeps } from '../app.js';
+import type { AppContext, AppDeps } from './context.js';
 import type { AccountsService } from '../modules/accounts/accounts.service.js';
 import { loggerOptions } from '../lib/http/logging.js';
 import { installAuth } from '../lib/http/auth.js';

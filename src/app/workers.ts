@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from './context.js';
 import type { RateLimiter } from '../lib/http/rate-limit.js';
 import type { UsageRecorder } from '../modules/ops/usage.service.js';
 import type { Webhooks } from '../modules/webhooks/webhooks.js';

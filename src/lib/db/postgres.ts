@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database } from './types.js';
-import type { DataStore, OpenOptions } from './index.js';
+import type { DataStore, OpenOptions } from './store-common.js';
 import { DatabaseSetupError, maybeTraced, runMigrations, statementLog } from './store-common.js';
 
 // The PostgreSQL store (pg): a pool with timeouts, the named prepared statements, the database created

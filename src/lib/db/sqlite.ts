@@ -4,7 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, type DatabaseConnection, type Driver } from 'kysely';
 import type { Database } from './types.js';
 import { ARRAY_ROWS } from './prepared.js';
-import type { DataStore, OpenOptions } from './index.js';
+import type { DataStore, OpenOptions } from './store-common.js';
 import { backgroundCheckpoints } from './sqlite-checkpoints.js';
 import { maybeTraced, runMigrations, snapshotOf, statementLog } from './store-common.js';
 

@@ -3,7 +3,6 @@ import { tracedDialect } from './tracing.js';
 import { readVersions, type OrgVersions } from './versions.js';
 import type { Dialect } from './dialect.js';
 import type { Db } from './executor.js';
-import type { OpenOptions } from './index.js';
 import { migrationProvider } from './migrations/index.js';
 import { fillDeliveryDeadlines } from './migrations/0021_delivery_deadline.js';
 
@@ -69,4 +68,45 @@ export async function runMigrations(db: Db, dialect: Dialect): Promise<void> {
   }
   // What a migration left to fill in batches of their own (each a short transaction, not one long lock).
   await fillDeliveryDeadlines(db as unknown as Kysely<unknown>);
+}
+
+export interface DataStore {
+  db: Db;
+  dialect: Dialect;
+  /** Cheap round trip for /readyz. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+  /**
+   * What the database looked like as a request arrived, for the answers kept in memory (the checked
+   * key, kept reads): null where no cheap change token exists (PostgreSQL).
+   */
+  snapshot(): DataSnapshot | null;
+  /** Every statement sent to the database (PostgreSQL: every round trip), for tests that count them. */
+  statements: StatementLog;
+  /**
+   * A writer that commits one transaction after another without a gap (an import's chunks) awaits this
+   * between them. SQLite: once the log is long, resolves after the checkpoint worker has copied it all,
+   * so the next transaction rewinds it (sqlite-checkpoints.ts); at once otherwise, and on PostgreSQL.
+   */
+  betweenWrites(): Promise<void>;
+  /**
+   * Whether every statement of the process goes through one connection, one at a time (SQLite): a
+   * request's statements then queue behind a background writer's transaction, so such a writer lets the
+   * requests in flight finish before it begins one (an import's chunk). PostgreSQL: false (a pool).
+   */
+  readonly oneConnection: boolean;
+}
+
+export interface OpenOptions {
+  poolSize?: number;
+  /**
+   * Told when a database is created because none was there (a new SQLite file, or a PostgreSQL
+   * database created by migrate()): the CLI says on stderr which one it opened.
+   */
+  onCreated?: (message: string) => void;
+  /** PostgreSQL: the statement timeout (default STATEMENT_TIMEOUT_MS; tests shorten it). */
+  statementTimeoutMs?: number;
+  /** A span per statement under the active span (OpenTelemetry; only when tracing is on: src/lib/telemetry). */
+  traced?: boolean;
 }

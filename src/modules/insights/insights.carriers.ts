@@ -3,7 +3,15 @@ import { graceMinutesOf } from '../lanes/lanes.repo.js';
 import type { Executor } from '../../lib/db/index.js';
 import { countLoadsOf, locationsByIds, loadsOf } from './insights.repo.js';
 import { carrierContacts, carrierDeliveries, watchesNaming } from './lanes-carriers.repo.js';
-import type { InsightsDeps } from './insights.lanes.js';
+import type { LanesService } from '../lanes/lanes.service.js';
+import type { LoadsService } from '../loads/loads.service.js';
+
+/** What the insights read with: the dashboard's reader, and the loads' and lanes' services. */
+export interface InsightsDeps {
+  reader: Executor;
+  loads: Pick<LoadsService, 'present'>;
+  lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'>;
+}
 
 /**
  * A carrier's page on the dashboard (docs/dashboard.md, "Recommendation evidence"): its loads, the lanes

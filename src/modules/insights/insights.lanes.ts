@@ -3,23 +3,15 @@ import { NotFoundError } from '../../lib/http/errors.js';
 import { withinRadius } from '../../domain/lane.js';
 import { RECORD_KINDS } from '../../domain/records.js';
 import type { Coordinates } from '../../geo/index.js';
-import type { RankBy, LanesService } from '../lanes/lanes.service.js';
-import type { LoadsService } from '../loads/loads.service.js';
+import type { RankBy } from '../lanes/lanes.service.js';
 import { locationByRef } from './insights.repo.js';
 import { laneHistoryNear, laneSnapshotsNear } from './lanes-carriers.repo.js';
-import { primaryContacts } from './insights.carriers.js';
+import { primaryContacts, type InsightsDeps } from './insights.carriers.js';
 
 /**
  * A lane's page on the dashboard (docs/dashboard.md, "Lanes and recommendation lanes"): its history
  * loads, the market snapshots on it and its carriers ranked.
  */
-
-/** What the insights read with: the dashboard's reader, and the loads' and lanes' services. */
-export interface InsightsDeps {
-  reader: Executor;
-  loads: Pick<LoadsService, 'present'>;
-  lanes: Pick<LanesService, 'recommendMany' | 'recommendLane' | 'rules' | 'priceAgainstMarket'>;
-}
 
 export interface LaneHistoryLoad {
   load_id: string;

@@ -20,11 +20,13 @@ import {
 } from './insights.repo.js';
 import { laneEndLocations, topLanes } from './lanes-carriers.repo.js';
 import { carrierActivity, primaryContacts } from './insights.carriers.js';
-import { lanePage, type InsightsDeps } from './insights.lanes.js';
+import { lanePage } from './insights.lanes.js';
+import type { InsightsDeps } from './insights.carriers.js';
 
 export { LOAD_SORTS, type LoadFilters, type LoadLine } from './insights.repo.js';
 export type { CarrierLane, PriceAgainstMarket, PrimaryContact } from './insights.carriers.js';
-export type { InsightsDeps, LaneHistoryLoad } from './insights.lanes.js';
+export type { LaneHistoryLoad } from './insights.lanes.js';
+export type { InsightsDeps } from './insights.carriers.js';
 
 /**
  * What of the records a page of events is about still exists (the rows link only to those): by

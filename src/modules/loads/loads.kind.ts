@@ -1,29 +1,19 @@
 import type { Executor } from '../../lib/db/index.js';
 import type { LoadsTable } from '../../lib/db/types.js';
-import type { Clock } from '../../lib/clock.js';
 import { locksRowsForUpdate } from '../../lib/db/locks.js';
 import type { LaneKey } from '../../domain/lane.js';
 import type { KindWorkspace, RecordDefinition } from '../shared/record-kind.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
-import type { LanesService } from '../lanes/lanes.service.js';
 import { presentLoadDocuments, presentLoads, type KnownParts } from './loads.present.js';
 import { countStatusChange } from './loads.repo.js';
 import { loadDocumentsByIds } from './loads.documents.repo.js';
 import { LoadWorkspace } from './loads.workspace.js';
 import { LoadCreate, LoadUpdate, type Load } from './loads.schema.js';
-import { insertLoad, loadUpdateColumns } from './loads.write.js';
+import { insertLoad, loadUpdateColumns, type LoadDeps } from './loads.write.js';
 import { loadBodyProblems } from './loads.checks.js';
 import { LOAD_REFERENCES } from './references.js';
 
-/** What a load's writes and answers need. */
-export interface LoadDeps {
-  clock: Clock;
-  lanes: LanesService;
-  /** Road miles per great-circle mile for estimated distances (default 1.2, the usual truck circuity). */
-  circuityFactor: number;
-  /** PostgreSQL: a read is one round trip (the load and its parts in one statement; src/lib/db/capabilities.ts). */
-  oneStatementReads: boolean;
-}
+export type { LoadDeps } from './loads.write.js';
 
 /**
  * Answers of stored loads. On PostgreSQL several at once (a batch's events, built at seal) come from

@@ -1,3 +1,5 @@
+import type { Clock } from '../../lib/clock.js';
+import type { LanesService } from '../lanes/lanes.service.js';
 import type { Executor } from '../../lib/db/index.js';
 import type { LoadRatesTable, LoadsTable, LocationsTable } from '../../lib/db/types.js';
 import { toIso } from '../../lib/clock.js';
@@ -23,13 +25,22 @@ import { sameLaneEnds } from '../../domain/lane.js';
 import { sentFields } from '../shared/records.js';
 import { unknownReferenceIssue } from './loads.checks.js';
 import { LOAD_CARRIER, LOAD_CUSTOMER, type LoadReference } from './references.js';
-import type { LoadDeps } from './loads.kind.js';
 import { countStatusChange, type StopWithLocation } from './loads.repo.js';
 import type { LoadWorkspace } from './loads.workspace.js';
 import type { KnownParts, NamedRecord } from './loads.present.js';
 import type { NewRecordBase, UpdateColumns } from '../shared/record-kind.js';
 import type { ChangeSet } from '../shared/write-pipeline.js';
 import type { LoadCreate, LoadUpdate } from './loads.schema.js';
+
+/** What a load's writes and answers need. */
+export interface LoadDeps {
+  clock: Clock;
+  lanes: LanesService;
+  /** Road miles per great-circle mile for estimated distances (default 1.2, the usual truck circuity). */
+  circuityFactor: number;
+  /** PostgreSQL: a read is one round trip (the load and its parts in one statement; src/lib/db/capabilities.ts). */
+  oneStatementReads: boolean;
+}
 
 const FREE_TEXT = ['assigned_dispatcher', 'actual_dispatcher', 'operation_user', 'account_manager'] as const;
 

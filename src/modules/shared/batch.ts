@@ -5,7 +5,7 @@ import { yieldToEventLoop } from '../../lib/event-loop.js';
 import { BatchRestart, type ChangeSet, type ItemRunner, type Work, type Workspace, type WritePipeline } from './write-pipeline.js';
 import { classifyError, InternalError, ValidationError, renderError, type LocPart, type ValidationIssue } from '../../lib/http/errors.js';
 import { compileBodyValidator } from '../../lib/http/validation.js';
-import { allProblems } from './record-kind.js';
+import { allProblems } from './records.js';
 
 import type { BatchOperation } from './batch.schema.js';
 

@@ -115,18 +115,7 @@ export interface RecordContext {
   deleteGuard?: DeleteGuard;
 }
 
-/** An external_reference_id of only white space (docs/api.md, "Errors") names nothing a caller could tell apart. */
-export function blankReferenceIssues(ref: unknown): ValidationIssue[] {
-  return typeof ref === 'string' && ref.length > 0 && ref.trim() === ''
-    ? [{ type: 'value_error', loc: ['body', 'external_reference_id'], msg: 'Value error, external_reference_id must not be only white space' }]
-    : [];
-}
-
-/** The schema's problems, then the other checks' (one entry per place: a field the schema refused is not checked again). */
-export function allProblems(schemaIssues: readonly ValidationIssue[], others: readonly ValidationIssue[]): ValidationIssue[] {
-  const refused = new Set(schemaIssues.map((i) => JSON.stringify(i.loc)));
-  return [...schemaIssues, ...others.filter((i) => !refused.has(JSON.stringify(i.loc)))];
-}
+export { allProblems, blankReferenceIssues } from './records.js';
 
 /** The tables of the kinds whose rows name no other record: customers, carriers, locations. */
 export type SimpleRecordTable = 'customers' | 'carriers' | 'locations';

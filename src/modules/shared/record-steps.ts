@@ -8,7 +8,8 @@ import { newId } from '../../lib/ids.js';
 import { RECORD_KINDS, type RecordIdPrefix, type RecordName } from '../../domain/records.js';
 import { tenantRecords, type RecordTable, type RowOf } from './tenant-records.repo.js';
 import { assertSameReference, changedFields } from './records.js';
-import { allProblems, blankReferenceIssues, type DeleteGuard, type RecordContext, type RecordDefinition, type RecordRows } from './record-kind.js';
+import { allProblems, blankReferenceIssues } from './records.js';
+import { type DeleteGuard, type RecordContext, type RecordDefinition, type RecordRows } from './record-kind.js';
 import { IMMEDIATE, type ChangeSet, type Presenter, type RecordChange, type Workspace, type WritePipeline } from './write-pipeline.js';
 
 /**
