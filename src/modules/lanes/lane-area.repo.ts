@@ -87,7 +87,7 @@ function nearEnds(a: LaneArea) {
  * `cellArrays` (PostgreSQL): the cells as two array parameters, `= any($n::integer[])`, so the
  * statement's text and its 13 parameters are the same for every lane: it is a named prepared statement,
  * parsed and planned once per connection. As an `IN` list its text varied with the number of cells
- * and its 40-odd parameters kept it unnamed (src/lib/db/index.ts), parsed and planned on every request
+ * and its 40-odd parameters kept it unnamed (src/lib/db/postgres.ts), parsed and planned on every request
  * (about 0.3 ms of PostgreSQL's time per recommendation read, docs/deployment.md).
  */
 export function onLane(eb: ExpressionBuilder<Database, 'lane_history' | 'market_rate_snapshots'>, a: LaneArea, table = '', cellArrays = false) {
