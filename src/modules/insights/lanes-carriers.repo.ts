@@ -3,6 +3,7 @@ import { laneAreaOf, onLane } from '../lanes/lane-area.repo.js';
 import type { LaneStatsTable } from '../../lib/db/types.js';
 import type { Coordinates } from '../../geo/index.js';
 import { DETAIL_LIST, locationsByIds } from './insights.repo.js';
+import { contactsOf } from '../carriers/carriers.repo.js';
 
 /**
  * The dashboard's reads of lanes and carriers (the Lanes list, a lane's page, a carrier's page), bounded
@@ -86,14 +87,7 @@ export function carrierDeliveries(db: Executor, orgId: string, carrierId: string
 /** The carriers' contacts (in order) and their own phone and email. */
 export async function carrierContacts(db: Executor, orgId: string, carrierIds: string[]) {
   const [contacts, carriers] = await Promise.all([
-    db
-      .selectFrom('carrier_contacts')
-      .selectAll()
-      .where('org_id', '=', orgId)
-      .where('carrier_id', 'in', carrierIds)
-      .orderBy('carrier_id')
-      .orderBy('position')
-      .execute(),
+    contactsOf(db, orgId, carrierIds),
     db.selectFrom('carriers').select(['id', 'phone_number', 'email']).where('org_id', '=', orgId).where('id', 'in', carrierIds).execute(),
   ]);
   return { contacts, carriers };
