@@ -682,7 +682,7 @@ async function benchEngine(engine: string) {
       ],
     },
   ]
-    .filter((s) => !args.only || s.name.includes(args.only) || s.target === 'baseline' || s.target === 'pg-ceiling')
+    .filter((s) => !args.only || args.only.split('|').some((o) => s.name.includes(o)) || s.target === 'baseline' || s.target === 'pg-ceiling')
     // With --compare, each scenario runs against the compared tree right after this tree's.
     .flatMap((s) =>
       compareDir && !s.thisTreeOnly && (s.target === 'api' || s.target === 'cold')
