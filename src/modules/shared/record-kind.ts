@@ -68,7 +68,7 @@ export interface UpdateColumns<T extends RecordTable> {
  * One record kind, as data: its table, schemas, batch operations, references and events, and the few
  * behaviours that differ per kind. The generic lifecycle (record-store.ts, recordLifecycle) takes it
  * with the kind's dependencies `D` (given to every behaviour first) and gives the kind its get, create,
- * update, upsert, delete and batch (docs/architecture.md, "The write pipeline").
+ * update, upsert, delete and batch (docs/architecture.md, "The write pipeline (`src/modules/shared/write-pipeline.ts`)").
  */
 export interface RecordDefinition<T extends RecordTable, Create, Update, Out, W extends Workspace = Workspace, D = void> {
   /** The table; its records' counter (src/lib/db/versions.ts) and its names (src/domain/records.ts) go by it. */

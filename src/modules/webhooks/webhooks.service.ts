@@ -73,7 +73,7 @@ async function checkUrl(ctx: ServiceContext, url: string): Promise<void> {
   if (problem) throw ValidationError.single(['body', 'url'], problem);
 }
 
-/** A new endpoint, its secret shown once (docs/webhooks.md, "Endpoints"); 409 past the organization's limit. */
+/** A new endpoint, its secret shown once (docs/webhooks.md, "Endpoints: `/v2/tms-api/webhook-endpoints` (scope `write:webhooks`)"); 409 past the organization's limit. */
 async function createEndpoint(
   ctx: ServiceContext,
   orgId: string,
