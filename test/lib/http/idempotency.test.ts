@@ -414,13 +414,16 @@ describe('Idempotency-Key: what is not stored, and requests still running', () =
       const { port } = app.app.server.address() as { port: number };
       const svc = app.services.customers;
       const original = svc.create.bind(svc);
+      let entered!: () => void;
+      const createRunning = new Promise<void>((resolve) => (entered = resolve));
       const spy = vi.spyOn(svc, 'create').mockImplementationOnce(async (...args) => {
+        entered();
         await letTimePass(300);
         return original(...args);
       });
       const key = newKey();
       const body = { external_reference_id: 'CUST-1', name: 'Acme Foods' };
-      // The client gives up after 100 ms, while the create is still running.
+      // The client gives up once the create is running (and before it ends).
       await new Promise<void>((resolve) => {
         const req = httpRequest({
           host: '127.0.0.1',
@@ -431,12 +434,12 @@ describe('Idempotency-Key: what is not stored, and requests still running', () =
         });
         req.on('error', () => resolve());
         req.end(JSON.stringify(body));
-        setTimeout(() => {
+        void createRunning.then(() => {
           req.destroy();
           resolve();
-        }, 100);
+        });
       });
-      await vi.waitFor(async () => expect((await findIdempotencyKey(app.store.db, a.orgId, key))?.status).toBe(201));
+      await vi.waitFor(async () => expect((await findIdempotencyKey(app.store.db, a.orgId, key))?.status).toBe(201), { timeout: 10_000 });
       const retry = await app.app.inject({ method: 'POST', url: CUSTOMERS, headers: { ...a.headers, 'idempotency-key': key }, payload: body });
       expect(retry.statusCode).toBe(201);
       expect(retry.headers['idempotent-replayed']).toBe('true');
