@@ -185,6 +185,8 @@ describe.skipIf(!CHROMIUM_PRESENT && !BROWSER_REQUIRED)('Settings → Webhooks i
   it('deletes the endpoint after a confirmation', async () => {
     await page.goto(`${base}${endpointPath}`);
     await page.getByRole('link', { name: 'Delete…' }).click();
+    // The confirmation page, once loaded (a click does not wait for the navigation it starts).
+    await page.waitForURL(`${base}${endpointPath}/delete`);
     await checkPageStructure(page);
     await page.getByRole('button', { name: 'Delete endpoint' }).click();
     await page.waitForURL(`${base}/settings/webhooks?done=deleted`);
